@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The one command that runs every test: builds the example plugins, then the host's tests
+# (unit, hostile WAT fixtures, end-to-end over stdio against the real binary), then checks
+# that the benchmarks still compile.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/build-plugins.sh
+cargo test --locked "$@"
+cargo bench --locked --no-run

@@ -1,0 +1,223 @@
+//! The `corral` command line: parse flags and environment, build the host, run a command.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use corral::config::{self, Limits};
+use corral::registry::{load_dir, Catalog, LoadSettings, Registry};
+use corral::runtime::{CallContext, EngineSettings, Runtime, RuntimeSettings, Silent};
+use corral::server::{self, Host, ServerOptions};
+use corral::transport;
+
+#[derive(Parser)]
+#[command(name = "corral", version, about = "Serve WebAssembly component plugins as MCP tools, sandboxed and time-limited.")]
+#[command(long_about = "Serve WebAssembly component plugins as MCP tools, sandboxed and time-limited.\n\n\
+Each *.wasm file in the plugin directory is a component implementing the corral:plugin WIT world\n\
+(wit/plugin.wit). A NAME.toml beside NAME.wasm may set [limits]: timeout, fuel, memory and\n\
+max-concurrency. Every call runs in a fresh instance under those limits.\n\n\
+Every flag can also be set through the environment variable named in its help.")]
+struct Cli {
+    /// Host log verbosity on stderr: error, warn, info, debug or trace (RUST_LOG overrides it).
+    #[arg(long, global = true, env = "CORRAL_LOG_LEVEL", default_value = "info")]
+    log_level: String,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the plugins' tools over MCP on stdin/stdout.
+    Serve(ServeArgs),
+    /// List the tools the plugins offer, with their task policy and limits.
+    Tools(ToolsArgs),
+    /// Call one tool locally and print its result; exits 1 when the tool reports an error.
+    Call(CallArgs),
+}
+
+#[derive(Args)]
+struct HostArgs {
+    /// Directory of plugins (*.wasm, with optional NAME.toml manifests).
+    #[arg(long, env = "CORRAL_PLUGINS", value_name = "DIR")]
+    plugins: PathBuf,
+    /// Default wall-clock limit per call, e.g. 30s or 500ms.
+    #[arg(long, env = "CORRAL_TIMEOUT", default_value = "30s", value_parser = config::parse_duration)]
+    timeout: Duration,
+    /// Default fuel per call (about one unit per WebAssembly instruction).
+    #[arg(long, env = "CORRAL_FUEL", default_value_t = Limits::default().fuel)]
+    fuel: u64,
+    /// Default memory cap per instance, e.g. 64MiB.
+    #[arg(long, env = "CORRAL_MEMORY", default_value = "64MiB", value_parser = config::parse_size)]
+    memory: u64,
+    /// Default number of calls of one plugin that may run at once; more wait their turn.
+    #[arg(long, env = "CORRAL_MAX_CONCURRENCY", default_value_t = Limits::default().max_concurrency)]
+    max_concurrency: usize,
+    /// The most memory any manifest may grant one instance.
+    #[arg(long, env = "CORRAL_MEMORY_CEILING", default_value = "1GiB", value_parser = config::parse_size)]
+    memory_ceiling: u64,
+    /// Instances that may exist at once across all plugins.
+    #[arg(long, env = "CORRAL_MAX_INSTANCES", default_value_t = EngineSettings::default().max_instances)]
+    max_instances: u32,
+    /// Epoch tick: how quickly a deadline or a cancellation stops a running guest.
+    #[arg(long, env = "CORRAL_EPOCH_TICK", default_value = "1ms", value_parser = config::parse_duration)]
+    epoch_tick: Duration,
+    /// Largest tool result passed to a client, e.g. 16MiB.
+    #[arg(long, env = "CORRAL_MAX_OUTPUT", default_value = "16MiB", value_parser = config::parse_size)]
+    max_output: u64,
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    #[command(flatten)]
+    host: HostArgs,
+    /// Tools per tools/list page.
+    #[arg(long, env = "CORRAL_PAGE_SIZE", default_value_t = ServerOptions::default().page_size, value_parser = clap::value_parser!(usize))]
+    page_size: usize,
+}
+
+#[derive(Args)]
+struct ToolsArgs {
+    #[command(flatten)]
+    host: HostArgs,
+    /// Print JSON (tools, limits and refused plugins) instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct CallArgs {
+    #[command(flatten)]
+    host: HostArgs,
+    /// The tool to call.
+    tool: String,
+    /// Arguments as a JSON object.
+    #[arg(default_value = "{}")]
+    arguments: String,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(&cli.log_level);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("corral-worker").build().expect("starting the tokio runtime");
+    match runtime.block_on(run(cli.command)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("corral: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn init_logging(level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).with_env_filter(filter).with_target(false).init();
+}
+
+async fn run(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Serve(args) => {
+            let host = build_host(&args.host, ServerOptions { page_size: args.page_size.max(1) }).await?;
+            transport::stdio::serve(host).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Tools(args) => {
+            let host = build_host(&args.host, ServerOptions::default()).await?;
+            let catalog = host.registry.snapshot();
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&tools_json(&catalog))?);
+            } else {
+                print_tools_table(&catalog)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Call(args) => {
+            let arguments: serde_json::Value = serde_json::from_str(&args.arguments).map_err(|e| anyhow::anyhow!("ARGUMENTS is not JSON: {e}"))?;
+            let host = build_host(&args.host, ServerOptions::default()).await?;
+            let result = server::call_tool_once(&host, &args.tool, arguments, |entry| CallContext::new(entry.plugin.limits.clone(), Arc::new(Silent)))
+                .await
+                .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+            println!("{}", serde_json::to_string_pretty(&result)?);
+            Ok(if result.is_error { ExitCode::from(1) } else { ExitCode::SUCCESS })
+        }
+    }
+}
+
+async fn build_host(args: &HostArgs, options: ServerOptions) -> anyhow::Result<Arc<Host>> {
+    let defaults = Limits { timeout: args.timeout, fuel: args.fuel.max(1), memory: args.memory, max_concurrency: args.max_concurrency.max(1) };
+    if defaults.memory > args.memory_ceiling {
+        anyhow::bail!("--memory {} is above --memory-ceiling {}", config::display_size(defaults.memory), config::display_size(args.memory_ceiling));
+    }
+    let settings = RuntimeSettings {
+        engine: EngineSettings { memory_ceiling: args.memory_ceiling, max_instances: args.max_instances.max(1) },
+        epoch_tick: args.epoch_tick,
+        max_output: args.max_output,
+    };
+    let runtime = Runtime::new(settings)?;
+    let load = LoadSettings { defaults, memory_ceiling: args.memory_ceiling };
+    let catalog = load_dir(&args.plugins, &runtime, &load).await?;
+    if catalog.plugins.is_empty() {
+        tracing::warn!("no plugin loaded from {}", args.plugins.display());
+    }
+    Ok(Arc::new(Host { registry: Registry::new(catalog), runtime, options }))
+}
+
+fn tools_json(catalog: &Catalog) -> serde_json::Value {
+    let plugins: Vec<serde_json::Value> = catalog
+        .plugins
+        .iter()
+        .map(|p| {
+            let tools: Vec<_> = catalog.tools.values().filter(|t| t.plugin.name == p.name).map(|t| server::list_entry(t)).collect();
+            serde_json::json!({
+                "name": p.name,
+                "file": p.file,
+                "limits": {
+                    "timeoutMs": p.limits.timeout.as_millis() as u64,
+                    "fuel": p.limits.fuel,
+                    "memoryBytes": p.limits.memory,
+                    "maxConcurrency": p.limits.max_concurrency,
+                },
+                "tools": tools,
+            })
+        })
+        .collect();
+    serde_json::json!({ "plugins": plugins, "refused": catalog.refused })
+}
+
+fn print_tools_table(catalog: &Catalog) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    let rows: Vec<[String; 7]> = catalog
+        .tools
+        .values()
+        .map(|t| {
+            let l = &t.plugin.limits;
+            [
+                t.name.clone(),
+                t.plugin.name.clone(),
+                server::list_entry(t).execution.task_support.as_str().to_owned(),
+                humantime::format_duration(l.timeout).to_string(),
+                l.fuel.to_string(),
+                config::display_size(l.memory),
+                l.max_concurrency.to_string(),
+            ]
+        })
+        .collect();
+    let header = ["TOOL", "PLUGIN", "TASKS", "TIMEOUT", "FUEL", "MEMORY", "CONCURRENCY"].map(String::from);
+    let mut widths = header.clone().map(|h| h.len());
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.len());
+        }
+    }
+    for row in std::iter::once(&header).chain(&rows) {
+        let cells: Vec<String> = row.iter().zip(widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        writeln!(out, "{}", cells.join("  ").trim_end())?;
+    }
+    for r in &catalog.refused {
+        writeln!(out, "refused {}: {} ({})", r.file.display(), r.message, serde_json::to_value(r.kind).unwrap().as_str().unwrap_or(""))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,174 @@
+//! JSON-RPC 2.0 messages as MCP uses them: one object per message, no batches.
+
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+pub const PARSE_ERROR: i32 = -32700;
+pub const INVALID_REQUEST: i32 = -32600;
+pub const METHOD_NOT_FOUND: i32 = -32601;
+pub const INVALID_PARAMS: i32 = -32602;
+pub const INTERNAL_ERROR: i32 = -32603;
+
+/// A request id. MCP allows strings and integers; `null` is not an id.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(untagged)]
+pub enum RequestId {
+    Int(i64),
+    Str(String),
+}
+
+impl RequestId {
+    fn from_json(value: &Value) -> Option<RequestId> {
+        match value {
+            Value::String(s) => Some(RequestId::Str(s.clone())),
+            Value::Number(n) => n.as_i64().map(RequestId::Int),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for RequestId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RequestId::Int(n) => write!(f, "{n}"),
+            RequestId::Str(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// An error answer: a JSON-RPC code, a message that names the problem, optional data.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RpcError {
+    pub code: i32,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    pub fn new(code: i32, message: impl Into<String>) -> RpcError {
+        RpcError { code, message: message.into(), data: None }
+    }
+    pub fn invalid_params(message: impl Into<String>) -> RpcError {
+        RpcError::new(INVALID_PARAMS, message)
+    }
+    pub fn method_not_found(message: impl Into<String>) -> RpcError {
+        RpcError::new(METHOD_NOT_FOUND, message)
+    }
+    pub fn invalid_request(message: impl Into<String>) -> RpcError {
+        RpcError::new(INVALID_REQUEST, message)
+    }
+    pub fn internal(message: impl Into<String>) -> RpcError {
+        RpcError::new(INTERNAL_ERROR, message)
+    }
+    pub fn with_data(mut self, data: Value) -> RpcError {
+        self.data = Some(data);
+        self
+    }
+}
+
+/// One message received from a client.
+#[derive(Debug)]
+pub enum Incoming {
+    Request { id: RequestId, method: String, params: Map<String, Value> },
+    Notification { method: String, params: Map<String, Value> },
+    /// A response to a request the server sent. Corral sends none yet, so these are dropped.
+    Response,
+}
+
+/// A message that could not be accepted, and the id to answer it under when one was readable.
+#[derive(Debug)]
+pub struct Rejected {
+    pub id: Option<RequestId>,
+    pub error: RpcError,
+}
+
+/// Parses one framed message (a stdio line or an HTTP body).
+pub fn parse(text: &str) -> Result<Incoming, Rejected> {
+    let value: Value = serde_json::from_str(text).map_err(|e| Rejected {
+        id: None,
+        error: RpcError::new(PARSE_ERROR, format!("parse error: {e}")),
+    })?;
+    classify(value)
+}
+
+fn classify(value: Value) -> Result<Incoming, Rejected> {
+    let reject = |id: Option<RequestId>, message: &str| Rejected { id, error: RpcError::invalid_request(message) };
+    let Value::Object(mut object) = value else {
+        let what = if value.is_array() { "batches are not supported: send one JSON-RPC message at a time" } else { "a JSON-RPC message must be a JSON object" };
+        return Err(reject(None, what));
+    };
+    let raw_id = object.remove("id");
+    let id = match &raw_id {
+        None => None,
+        Some(v) => match RequestId::from_json(v) {
+            Some(id) => Some(id),
+            None => return Err(reject(None, "`id` must be a string or an integer")),
+        },
+    };
+    if object.get("jsonrpc") != Some(&Value::String("2.0".into())) {
+        return Err(reject(id, "`jsonrpc` must be \"2.0\""));
+    }
+    let method = match object.remove("method") {
+        Some(Value::String(m)) => m,
+        Some(_) => return Err(reject(id, "`method` must be a string")),
+        None if object.contains_key("result") || object.contains_key("error") => return Ok(Incoming::Response),
+        None => return Err(reject(id, "missing `method`")),
+    };
+    let params = match object.remove("params") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(p)) => p,
+        Some(_) => {
+            return Err(Rejected { id, error: RpcError::invalid_params("`params` must be an object") });
+        }
+    };
+    Ok(match id {
+        Some(id) => Incoming::Request { id, method, params },
+        None => Incoming::Notification { method, params },
+    })
+}
+
+pub fn result_message(id: &RequestId, result: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "result": result })
+}
+
+pub fn error_message(id: Option<&RequestId>, error: &RpcError) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "error": error })
+}
+
+pub fn notification(method: &str, params: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "method": method, "params": params })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rejected(text: &str) -> Rejected {
+        parse(text).expect_err(text)
+    }
+
+    #[test]
+    fn requests_keep_integer_zero_and_string_ids() {
+        let Incoming::Request { id, method, .. } = parse(r#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#).unwrap() else { panic!() };
+        assert_eq!((id, method.as_str()), (RequestId::Int(0), "ping"));
+        let Incoming::Request { id, .. } = parse(r#"{"jsonrpc":"2.0","id":"a-1","method":"ping"}"#).unwrap() else { panic!() };
+        assert_eq!(id, RequestId::Str("a-1".into()));
+    }
+
+    #[test]
+    fn malformed_messages_get_precise_codes() {
+        assert_eq!(rejected("{nope").error.code, PARSE_ERROR);
+        assert_eq!(rejected("[]").error.code, INVALID_REQUEST);
+        assert_eq!(rejected(r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#).error.code, INVALID_REQUEST);
+        assert_eq!(rejected(r#"{"jsonrpc":"1.0","id":3,"method":"ping"}"#).id, Some(RequestId::Int(3)));
+        let bad_params = rejected(r#"{"jsonrpc":"2.0","id":4,"method":"ping","params":[1]}"#);
+        assert_eq!((bad_params.id, bad_params.error.code), (Some(RequestId::Int(4)), INVALID_PARAMS));
+    }
+
+    #[test]
+    fn notifications_and_responses_are_told_apart() {
+        assert!(matches!(parse(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#), Ok(Incoming::Notification { .. })));
+        assert!(matches!(parse(r#"{"jsonrpc":"2.0","id":9,"result":{}}"#), Ok(Incoming::Response)));
+    }
+}

@@ -1,0 +1,60 @@
+//! The checks a tool declaration must pass before the host serves it.
+
+use serde_json::Value;
+
+/// MCP allows up to 128 characters and dots; the contract is stricter so names stay portable.
+pub fn check_name(name: &str) -> Result<(), String> {
+    let ok_len = (1..=64).contains(&name.len());
+    let ok_chars = name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if ok_len && ok_chars {
+        Ok(())
+    } else {
+        Err(format!("tool name {name:?} must be 1-64 characters of A-Z, a-z, 0-9, `_` and `-`"))
+    }
+}
+
+/// Parses a schema the plugin sent as text and compiles it. `which` says "input" or "output".
+pub fn compile_schema(text: &str, which: &str) -> Result<(Value, jsonschema::Validator), String> {
+    let schema: Value = serde_json::from_str(text).map_err(|e| format!("{which} schema is not JSON: {e}"))?;
+    if schema.get("type") != Some(&Value::String("object".into())) {
+        return Err(format!("{which} schema must be an object schema (`\"type\": \"object\"` at its root)"));
+    }
+    jsonschema::meta::validate(&schema).map_err(|e| format!("{which} schema is not valid JSON Schema: {e}"))?;
+    let validator = jsonschema::validator_for(&schema).map_err(|e| format!("{which} schema cannot be compiled: {e}"))?;
+    Ok((schema, validator))
+}
+
+/// Every way `instance` breaks `validator`, as (JSON pointer, message) pairs.
+pub fn violations(validator: &jsonschema::Validator, instance: &Value) -> Vec<(String, String)> {
+    validator.iter_errors(instance).map(|e| (e.instance_path().to_string(), e.to_string())).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_the_contract() {
+        assert!(check_name("word_count-2").is_ok());
+        for bad in ["", "a b", "dot.ted", &"x".repeat(65)] {
+            assert!(check_name(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn schemas_must_be_valid_object_schemas() {
+        assert!(compile_schema(r#"{"type":"object","properties":{"n":{"type":"integer"}}}"#, "input").is_ok());
+        assert!(compile_schema("{", "input").unwrap_err().contains("not JSON"));
+        assert!(compile_schema(r#"{"type":"string"}"#, "input").unwrap_err().contains("object schema"));
+        assert!(compile_schema(r#"{"type":"object","properties":{"n":{"type":12}}}"#, "output").unwrap_err().contains("output schema"));
+    }
+
+    #[test]
+    fn violations_name_the_path() {
+        let (_, v) = compile_schema(r#"{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}"#, "input").unwrap();
+        assert!(violations(&v, &serde_json::json!({"n": 1})).is_empty());
+        let found = violations(&v, &serde_json::json!({"n": "x"}));
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].0, "/n");
+    }
+}

@@ -1,0 +1,74 @@
+//! Why a call did not produce a result, in terms a client can act on.
+
+use std::time::Duration;
+
+use wasmtime::Trap;
+
+use crate::config::{display_size, Limits};
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Failure {
+    /// The wall-clock deadline passed.
+    Timeout { limit: Duration },
+    /// The fuel budget ran out.
+    FuelExhausted { budget: u64 },
+    /// The guest tried to grow its memory past the cap.
+    MemoryLimit { limit: u64 },
+    /// The guest trapped (unreachable, stack overflow, out-of-bounds access...).
+    Trap { message: String },
+    /// The client cancelled the call.
+    Cancelled,
+    /// The guest's result cannot be turned into a tool result.
+    InvalidOutput { reason: String },
+    /// The guest's result is bigger than the host passes on.
+    OutputTooLarge { size: u64, limit: u64 },
+}
+
+impl Failure {
+    /// The stable name clients match on, in `_meta["corral/error"].kind`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Failure::Timeout { .. } => "timeout",
+            Failure::FuelExhausted { .. } => "fuel-exhausted",
+            Failure::MemoryLimit { .. } => "memory-limit",
+            Failure::Trap { .. } => "trap",
+            Failure::Cancelled => "cancelled",
+            Failure::InvalidOutput { .. } => "invalid-output",
+            Failure::OutputTooLarge { .. } => "output-too-large",
+        }
+    }
+
+    /// A sentence about tool `tool`, for people and models.
+    pub fn describe(&self, tool: &str) -> String {
+        match self {
+            Failure::Timeout { limit } => format!("tool `{tool}` exceeded its {} time limit", humantime::format_duration(*limit)),
+            Failure::FuelExhausted { budget } => format!("tool `{tool}` ran out of fuel: it used its whole compute budget of {budget} units"),
+            Failure::MemoryLimit { limit } => format!("tool `{tool}` tried to use more than its {} memory limit", display_size(*limit)),
+            Failure::Trap { message } => format!("tool `{tool}` crashed: {message}"),
+            Failure::Cancelled => format!("tool `{tool}` was cancelled"),
+            Failure::InvalidOutput { reason } => format!("tool `{tool}` returned an invalid result: {reason}"),
+            Failure::OutputTooLarge { size, limit } => {
+                format!("tool `{tool}` returned {}, more than the host's {} output limit", display_size(*size), display_size(*limit))
+            }
+        }
+    }
+
+    /// Turns a wasmtime error from a call into the failure it stands for.
+    pub(crate) fn from_wasmtime(err: &wasmtime::Error, limits: &Limits, memory_cap_hit: bool) -> Failure {
+        if memory_cap_hit {
+            return Failure::MemoryLimit { limit: limits.memory };
+        }
+        match err.downcast_ref::<Trap>() {
+            Some(Trap::OutOfFuel) => Failure::FuelExhausted { budget: limits.fuel },
+            Some(trap) => Failure::Trap { message: trap.to_string() },
+            None => {
+                let text = format!("{err:#}");
+                if text.to_ascii_lowercase().contains("utf-8") || text.contains("utf8") {
+                    Failure::InvalidOutput { reason: format!("a string is not valid UTF-8 ({text})") }
+                } else {
+                    Failure::Trap { message: text }
+                }
+            }
+        }
+    }
+}

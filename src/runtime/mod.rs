@@ -1,0 +1,216 @@
+//! wasmtime: compiling plugins and running one call in one fresh, limited store.
+//!
+//! The runtime knows components, not MCP. It takes a plugin, a tool name, JSON arguments and a
+//! [`CallContext`], and gives back the guest's result or a [`Failure`].
+
+mod bindings;
+mod call;
+mod engine;
+mod failure;
+mod output;
+mod ticker;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::{Engine, Store};
+use wasmtime_wasi::WasiCtxBuilder;
+
+pub use bindings::{Annotations, Blob, CallResult, Content, LogLevel, ResourceBody, TaskSupport, Tool};
+pub use call::{CallContext, CallObserver, Silent};
+pub use engine::EngineSettings;
+pub use failure::Failure;
+
+use bindings::{Plugin, PluginPre};
+use call::CallState;
+use output::PluginOutput;
+
+/// Runtime settings the host exposes as flags.
+#[derive(Clone, Debug)]
+pub struct RuntimeSettings {
+    pub engine: EngineSettings,
+    /// How often the epoch advances: the granularity of deadlines and cancellation.
+    pub epoch_tick: Duration,
+    /// Largest result (sum of its strings and bytes) passed back to a client.
+    pub max_output: u64,
+}
+
+impl Default for RuntimeSettings {
+    fn default() -> RuntimeSettings {
+        RuntimeSettings { engine: EngineSettings::default(), epoch_tick: Duration::from_millis(1), max_output: 16 << 20 }
+    }
+}
+
+/// A compiled plugin, ready to instantiate.
+#[derive(Clone)]
+pub struct PluginCode {
+    name: Arc<str>,
+    pre: PluginPre<CallState>,
+}
+
+impl PluginCode {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// Why a plugin's bytes could not become a [`PluginCode`].
+#[derive(Debug)]
+pub enum LoadError {
+    /// Not a valid WebAssembly component.
+    InvalidComponent(String),
+    /// It imports something the host does not provide.
+    MissingImport(String),
+}
+
+pub struct Runtime {
+    engine: Engine,
+    linker: Linker<CallState>,
+    ticker: ticker::Ticker,
+    settings: RuntimeSettings,
+    instances: tokio::sync::Semaphore,
+}
+
+enum Op<'a> {
+    ListTools,
+    CallTool { name: &'a str, arguments: &'a str },
+}
+
+enum Answer {
+    Tools(Vec<Tool>),
+    Result(CallResult),
+}
+
+impl Runtime {
+    pub fn new(settings: RuntimeSettings) -> anyhow::Result<Runtime> {
+        let engine = engine::build(&settings.engine)?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        Plugin::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)?;
+        let ticker = ticker::Ticker::start(engine.clone(), settings.epoch_tick);
+        let instances = tokio::sync::Semaphore::new(settings.engine.max_instances as usize);
+        Ok(Runtime { engine, linker, ticker, settings, instances })
+    }
+
+    pub fn settings(&self) -> &RuntimeSettings {
+        &self.settings
+    }
+
+    /// Compiles a component and resolves its imports against what the host provides.
+    pub fn compile(&self, name: &str, bytes: &[u8]) -> Result<PluginCode, LoadError> {
+        let component = Component::new(&self.engine, bytes).map_err(|e| LoadError::InvalidComponent(format!("{e:#}")))?;
+        let instance_pre = self.linker.instantiate_pre(&component).map_err(|e| LoadError::MissingImport(format!("{e:#}")))?;
+        let pre = PluginPre::new(instance_pre).map_err(|e| LoadError::InvalidComponent(format!("{e:#}")))?;
+        Ok(PluginCode { name: name.into(), pre })
+    }
+
+    /// Makes the epoch advance now, so a guest that was just cancelled stops without waiting
+    /// for the next tick.
+    pub fn interrupt(&self) {
+        self.engine.increment_epoch();
+    }
+
+    /// Calls `list-tools` in a fresh instance.
+    pub async fn list_tools(&self, code: &PluginCode, ctx: CallContext) -> Result<Vec<Tool>, Failure> {
+        match self.run(code, ctx, Op::ListTools).await? {
+            Answer::Tools(tools) => Ok(tools),
+            Answer::Result(_) => unreachable!("list-tools answers with tools"),
+        }
+    }
+
+    /// Calls `call-tool` in a fresh instance under the context's limits.
+    pub async fn call_tool(&self, code: &PluginCode, name: &str, arguments: &str, ctx: CallContext) -> Result<CallResult, Failure> {
+        let result = match self.run(code, ctx, Op::CallTool { name, arguments }).await? {
+            Answer::Result(result) => result,
+            Answer::Tools(_) => unreachable!("call-tool answers with a result"),
+        };
+        let size = result_size(&result);
+        if size > self.settings.max_output {
+            return Err(Failure::OutputTooLarge { size, limit: self.settings.max_output });
+        }
+        Ok(result)
+    }
+
+    /// Number of calls running now.
+    pub fn active_calls(&self) -> usize {
+        self.ticker.active_calls()
+    }
+
+    async fn run(&self, code: &PluginCode, ctx: CallContext, op: Op<'_>) -> Result<Answer, Failure> {
+        let _active = self.ticker.activate();
+        let limit = ctx.limits.timeout;
+        let deadline = Instant::now() + limit;
+        let (stdout, stderr) = PluginOutput::pair(code.name.clone());
+        let mut store = self.new_store(code, &ctx, deadline, &stdout, &stderr);
+        let outcome = {
+            let work = async {
+                let _permit = self.instances.acquire().await.expect("the instance semaphore is never closed");
+                invoke(&mut store, &code.pre, op).await
+            };
+            tokio::select! {
+                biased;
+                _ = ctx.cancel.cancelled() => Err(Failure::Cancelled),
+                _ = tokio::time::sleep_until(deadline.into()) => Err(Failure::Timeout { limit }),
+                answer = work => Ok(answer),
+            }
+        };
+        stdout.flush_partial();
+        stderr.flush_partial();
+        match outcome? {
+            Ok(answer) => Ok(answer),
+            Err(e) => Err(Failure::from_wasmtime(&e, &ctx.limits, store.data().memory_cap_hit)),
+        }
+    }
+
+    fn new_store(&self, code: &PluginCode, ctx: &CallContext, deadline: Instant, stdout: &PluginOutput, stderr: &PluginOutput) -> Store<CallState> {
+        // Default-deny: no preopens, no environment, no arguments, no sockets; clocks and random only.
+        let wasi = WasiCtxBuilder::new().stdout(stdout.clone()).stderr(stderr.clone()).allow_tcp(false).allow_udp(false).build();
+        let state = CallState {
+            wasi,
+            table: ResourceTable::new(),
+            plugin: code.name.clone(),
+            observer: ctx.observer.clone(),
+            cancel: ctx.cancel.clone(),
+            deadline,
+            memory_cap: ctx.limits.memory,
+            memory_cap_hit: false,
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|state| state);
+        store.set_fuel(ctx.limits.fuel).expect("fuel is enabled on the engine");
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_async_yield_and_update(1);
+        store
+    }
+}
+
+async fn invoke(store: &mut Store<CallState>, pre: &PluginPre<CallState>, op: Op<'_>) -> wasmtime::Result<Answer> {
+    let plugin = pre.instantiate_async(&mut *store).await?;
+    let tools = plugin.corral_plugin_tools();
+    Ok(match op {
+        Op::ListTools => Answer::Tools(tools.call_list_tools(&mut *store).await?),
+        Op::CallTool { name, arguments } => Answer::Result(tools.call_call_tool(&mut *store, name, arguments).await?),
+    })
+}
+
+/// Bytes of text and data in a result: what a client would receive, before encoding.
+fn result_size(result: &CallResult) -> u64 {
+    let opt = |s: &Option<String>| s.as_ref().map_or(0, |s| s.len());
+    let content: usize = result
+        .content
+        .iter()
+        .map(|c| match c {
+            Content::Text(t) => t.len(),
+            Content::Image(b) | Content::Audio(b) => b.data.len() + b.mime_type.len(),
+            Content::Link(l) => l.uri.len() + l.name.len() + opt(&l.description) + opt(&l.mime_type),
+            Content::Embedded(r) => {
+                r.uri.len() + opt(&r.mime_type) + match &r.body {
+                    ResourceBody::Text(t) => t.len(),
+                    ResourceBody::Bytes(b) => b.len(),
+                }
+            }
+        })
+        .sum();
+    (content + opt(&result.structured)) as u64
+}

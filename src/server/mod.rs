@@ -1,0 +1,43 @@
+//! MCP sessions: lifecycle, method dispatch and what flows back to the client.
+//!
+//! A [`Session`] knows MCP but not bytes: a transport hands it one message at a time and it
+//! answers through the session's [`Outlet`], which is the only way anything reaches a client.
+
+mod notify;
+mod results;
+mod session;
+mod tools;
+
+use serde_json::Value;
+
+use crate::registry::Registry;
+use crate::runtime::Runtime;
+
+pub use results::{failure_result, invalid_arguments_result};
+pub use session::Session;
+pub use tools::{call_tool_once, list_entry};
+
+/// Where a session's outbound messages go (a stdout writer, an HTTP stream...).
+pub trait Outlet: Send + Sync + 'static {
+    fn send(&self, message: Value);
+}
+
+/// Session-independent settings.
+#[derive(Clone, Debug)]
+pub struct ServerOptions {
+    /// Tools per `tools/list` page.
+    pub page_size: usize,
+}
+
+impl Default for ServerOptions {
+    fn default() -> ServerOptions {
+        ServerOptions { page_size: 100 }
+    }
+}
+
+/// What every session of one host shares.
+pub struct Host {
+    pub registry: Registry,
+    pub runtime: Runtime,
+    pub options: ServerOptions,
+}

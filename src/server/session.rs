@@ -1,0 +1,220 @@
+//! One client's session: lifecycle, dispatch, and the calls it has in flight.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Map, Value};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::notify::{CallNotifier, LevelFilter};
+use super::{tools, Host, Outlet};
+use crate::mcp::jsonrpc::{self, error_message, result_message, Incoming};
+use crate::mcp::types::{negotiate_version, LogLevel};
+use crate::mcp::{RequestId, RpcError};
+use crate::runtime::{CallContext, Failure};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Nothing but `initialize` and `ping` yet.
+    New,
+    /// `initialize` answered.
+    Initialized,
+}
+
+pub struct Session {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    host: Arc<Host>,
+    outlet: Arc<dyn Outlet>,
+    phase: Mutex<Phase>,
+    protocol_version: Mutex<Option<&'static str>>,
+    levels: LevelFilter,
+    in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
+    calls: TaskTracker,
+    runtime: tokio::runtime::Handle,
+}
+
+const METHODS: [&str; 5] = ["initialize", "ping", "tools/list", "tools/call", "logging/setLevel"];
+
+impl Session {
+    /// A session answering through `outlet`. Must be created inside a tokio runtime, which
+    /// then runs the session's tool calls.
+    pub fn new(host: Arc<Host>, outlet: Arc<dyn Outlet>) -> Session {
+        Session {
+            shared: Arc::new(Shared {
+                host,
+                outlet,
+                phase: Mutex::new(Phase::New),
+                protocol_version: Mutex::new(None),
+                levels: LevelFilter::new(LogLevel::Info),
+                in_flight: Mutex::new(HashMap::new()),
+                calls: TaskTracker::new(),
+                runtime: tokio::runtime::Handle::current(),
+            }),
+        }
+    }
+
+    /// The version agreed at `initialize`, if it happened.
+    pub fn protocol_version(&self) -> Option<&'static str> {
+        *self.shared.protocol_version.lock().unwrap()
+    }
+
+    /// Handles one framed message. Quick methods are answered before this returns; tool calls
+    /// run on the tokio runtime and answer when they finish, so they never block the next message.
+    pub fn handle(&self, text: &str) {
+        match jsonrpc::parse(text) {
+            Err(rejected) => {
+                tracing::debug!(code = rejected.error.code, "rejected message: {}", rejected.error.message);
+                self.shared.outlet.send(error_message(rejected.id.as_ref(), &rejected.error));
+            }
+            Ok(Incoming::Request { id, method, params }) => self.request(id, &method, params),
+            Ok(Incoming::Notification { method, params }) => self.notification(&method, &params),
+            Ok(Incoming::Response) => tracing::debug!("ignored a response: corral sends no requests"),
+        }
+    }
+
+    /// Cancels every call in flight (the client went away).
+    pub fn cancel_all(&self) {
+        for token in self.shared.in_flight.lock().unwrap().values() {
+            token.cancel();
+        }
+        self.shared.host.runtime.interrupt();
+    }
+
+    /// Waits until every call this session started has finished.
+    pub async fn drained(&self) {
+        self.shared.calls.close();
+        self.shared.calls.wait().await;
+    }
+
+    fn request(&self, id: RequestId, method: &str, params: Map<String, Value>) {
+        let shared = &self.shared;
+        if !METHODS.contains(&method) {
+            return self.reply(&id, Err(RpcError::method_not_found(format!("method `{method}` not found"))));
+        }
+        let phase = *shared.phase.lock().unwrap();
+        let answer = match (method, phase) {
+            ("ping", _) => Ok(json!({})),
+            ("initialize", Phase::New) => self.initialize(&params),
+            ("initialize", _) => Err(RpcError::invalid_request("the session is already initialized")),
+            (_, Phase::New) => Err(RpcError::invalid_request(format!("`{method}` before `initialize`: initialize the session first"))),
+            ("tools/list", _) => tools::list(&shared.host, &params),
+            ("logging/setLevel", _) => self.set_level(&params),
+            ("tools/call", _) => return self.start_call(id, params),
+            _ => unreachable!("every method in METHODS is dispatched"),
+        };
+        self.reply(&id, answer);
+    }
+
+    fn reply(&self, id: &RequestId, answer: Result<Value, RpcError>) {
+        let message = match answer {
+            Ok(result) => result_message(id, result),
+            Err(error) => error_message(Some(id), &error),
+        };
+        self.shared.outlet.send(message);
+    }
+
+    fn notification(&self, method: &str, params: &Map<String, Value>) {
+        match method {
+            "notifications/initialized" => tracing::debug!("client confirmed initialization"),
+            "notifications/cancelled" => self.cancel(params),
+            other => tracing::debug!("ignored notification `{other}`"),
+        }
+    }
+
+    fn initialize(&self, params: &Map<String, Value>) -> Result<Value, RpcError> {
+        let requested = match params.get("protocolVersion") {
+            Some(Value::String(v)) => v,
+            Some(_) => return Err(RpcError::invalid_params("`protocolVersion` must be a string")),
+            None => return Err(RpcError::invalid_params("missing `protocolVersion`")),
+        };
+        let version = negotiate_version(requested);
+        let client = params.get("clientInfo").and_then(|c| c.get("name")).and_then(Value::as_str).unwrap_or("unknown");
+        tracing::info!(client, requested = %requested, version, "session initialized");
+        *self.shared.phase.lock().unwrap() = Phase::Initialized;
+        *self.shared.protocol_version.lock().unwrap() = Some(version);
+        Ok(json!({
+            "protocolVersion": version,
+            "capabilities": { "tools": { "listChanged": false }, "logging": {} },
+            "serverInfo": { "name": "corral", "version": env!("CARGO_PKG_VERSION") },
+            "instructions": "Tools served by corral run in sandboxed WebAssembly plugins with time, fuel and memory limits.",
+        }))
+    }
+
+    fn set_level(&self, params: &Map<String, Value>) -> Result<Value, RpcError> {
+        let name = params.get("level").and_then(Value::as_str).ok_or_else(|| RpcError::invalid_params("missing `level`: a string such as \"info\""))?;
+        let level = LogLevel::parse(name).ok_or_else(|| {
+            let known: Vec<&str> = LogLevel::ALL.iter().map(|l| l.as_str()).collect();
+            RpcError::invalid_params(format!("unknown log level `{name}`: use one of {}", known.join(", ")))
+        })?;
+        self.shared.levels.set(level);
+        Ok(json!({}))
+    }
+
+    fn cancel(&self, params: &Map<String, Value>) {
+        let Some(id) = params.get("requestId").and_then(|v| serde_json::from_value::<IdKey>(v.clone()).ok()) else {
+            return tracing::debug!("ignored notifications/cancelled without a usable requestId");
+        };
+        let id = id.0;
+        if let Some(token) = self.shared.in_flight.lock().unwrap().get(&id) {
+            let reason = params.get("reason").and_then(Value::as_str).unwrap_or("no reason given");
+            tracing::info!(request = %id, "client cancelled the call: {reason}");
+            token.cancel();
+            self.shared.host.runtime.interrupt();
+        }
+    }
+
+    fn start_call(&self, id: RequestId, params: Map<String, Value>) {
+        let shared = self.shared.clone();
+        let call = match tools::admit(&shared.host, &params, true) {
+            Ok(call) => call,
+            Err(e) => return self.reply(&id, Err(e)),
+        };
+        let cancel = CancellationToken::new();
+        {
+            let mut in_flight = shared.in_flight.lock().unwrap();
+            if in_flight.contains_key(&id) {
+                drop(in_flight);
+                return self.reply(&id, Err(RpcError::invalid_request(format!("request id {id} is already in use by a call in flight"))));
+            }
+            in_flight.insert(id.clone(), cancel.clone());
+        }
+        let notifier = CallNotifier::new(shared.outlet.clone(), shared.levels.clone(), &call.entry.plugin.name, call.progress_token.clone());
+        let ctx = CallContext { limits: call.entry.plugin.limits.clone(), cancel, observer: Arc::new(notifier) };
+        let task_shared = shared.clone();
+        shared.calls.spawn_on(
+            async move {
+                let outcome = tools::run(&task_shared.host, &call, ctx).await;
+                task_shared.in_flight.lock().unwrap().remove(&id);
+                match outcome {
+                    Ok(result) => {
+                        let result = serde_json::to_value(result).expect("results serialize");
+                        task_shared.outlet.send(result_message(&id, result));
+                    }
+                    Err(Failure::Cancelled) => tracing::info!(request = %id, tool = %call.entry.name, "cancelled call stopped; no response sent"),
+                    Err(other) => {
+                        let error = RpcError::internal(other.describe(&call.entry.name));
+                        task_shared.outlet.send(error_message(Some(&id), &error));
+                    }
+                }
+            },
+            &shared.runtime,
+        );
+    }
+}
+
+/// A request id as it appears in `notifications/cancelled`.
+struct IdKey(RequestId);
+
+impl<'de> serde::Deserialize<'de> for IdKey {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<IdKey, D::Error> {
+        match Value::deserialize(d)? {
+            Value::String(s) => Ok(IdKey(RequestId::Str(s))),
+            Value::Number(n) if n.is_i64() => Ok(IdKey(RequestId::Int(n.as_i64().unwrap()))),
+            _ => Err(serde::de::Error::custom("request ids are strings or integers")),
+        }
+    }
+}
