@@ -14,7 +14,7 @@ target_dir="${PLUGINS_TARGET_DIR:-$plugins/target}"
 dist="$plugins/dist"
 names=(text ticker hash)
 
-cargo build --release --target wasm32-wasip2 \
+cargo build --locked --release --target wasm32-wasip2 \
     --manifest-path "$plugins/Cargo.toml" --target-dir "$target_dir"
 
 mkdir -p "$dist"
