@@ -5,6 +5,7 @@
 //! manifests), starts `corral serve --plugins DIR`, and checks one piece of the MCP surface.
 //! Every wait has a deadline; stdout must carry nothing but JSON (the client panics otherwise).
 
+#[allow(unused_imports)] // the WAT fixtures are for tests/hostile.rs
 mod common;
 
 use std::io::Read;
@@ -435,10 +436,15 @@ fn calls_beyond_max_concurrency_wait_their_turn_and_succeed() {
     let args = json!({"name": "tick", "arguments": {"count": 5, "interval_ms": 50}});
     let first = mcp.send_request("tools/call", args.clone());
     let second = mcp.send_request("tools/call", args);
+    let messages = messages_until_responses(&mut mcp, &[json!(first), json!(second)]);
     for id in [first, second] {
-        let response = mcp.wait_response(id, TIMEOUT);
+        let response = messages.iter().find(|m| is_response(m, &json!(id))).unwrap();
         assert_eq!(text_of(&mut mcp, &response["result"]), "ticked 5 times", "call {id}: {response}");
     }
+    // One at a time: the second call starts only after the first has finished.
+    let logs: Vec<Value> = of_method(&messages, "notifications/message").iter().map(|m| m["params"]["data"].clone()).collect();
+    let (start, done) = ("tick: 5 ticks, 50 ms apart", "tick: ticked 5 times");
+    assert_eq!(logs, [start, done, start, done], "the calls overlapped");
 }
 
 #[test]
@@ -449,7 +455,7 @@ fn call_over_the_timeout_flag_is_a_timeout_error() {
     let result = mcp.call_tool("tick", json!({"count": 100, "interval_ms": 100}));
     let error = corral_error(&mut mcp, &result, "timeout");
     assert_eq!(error["timeoutMs"], 300, "{result:#}");
-    let text = text_of(&mut mcp, &result);
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
     assert!(text.contains("time limit") && text.contains("tick"), "plain words: {text:?}");
     assert_eq!(mcp.result("ping", json!({})), json!({}));
 }
@@ -651,18 +657,20 @@ fn of_method(messages: &[Value], method: &str) -> Vec<Value> {
 
 /// Every message in arrival order, up to and including the response to `id`.
 fn messages_until_response(mcp: &mut McpProcess, id: &Value) -> Vec<Value> {
+    messages_until_responses(mcp, std::slice::from_ref(id))
+}
+
+/// Every message in arrival order, until the responses to all `ids` have arrived.
+fn messages_until_responses(mcp: &mut McpProcess, ids: &[Value]) -> Vec<Value> {
     let deadline = Instant::now() + TIMEOUT;
-    let mut seen = Vec::new();
-    loop {
+    let mut seen: Vec<Value> = Vec::new();
+    while !ids.iter().all(|id| seen.iter().any(|m| is_response(m, id))) {
         match mcp.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-            Some(m) if is_response(&m, id) => {
-                seen.push(m);
-                return seen;
-            }
             Some(m) => seen.push(m),
-            None => mcp.fail(format!("no response to id {id} within {TIMEOUT:?}")),
+            None => mcp.fail(format!("no response to all of {ids:?} within {TIMEOUT:?}")),
         }
     }
+    seen
 }
 
 /// The response to a request sent by hand with `id` (for ids the client does not mint).

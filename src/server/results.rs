@@ -97,6 +97,13 @@ pub fn invalid_arguments_result(tool: &str, violations: &[(String, String)]) -> 
     with_error_meta(CallToolResult::error_text(text), detail)
 }
 
+/// An `isError` result with `text` and a bare error kind.
+pub fn error_result(text: String, kind: &str) -> CallToolResult {
+    let mut detail = Map::new();
+    detail.insert("kind".into(), json!(kind));
+    with_error_meta(CallToolResult::error_text(text), detail)
+}
+
 fn with_error_meta(mut result: CallToolResult, detail: Map<String, Value>) -> CallToolResult {
     result.meta.insert(ERROR_META_KEY.into(), Value::Object(detail));
     result
