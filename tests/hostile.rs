@@ -20,7 +20,13 @@ use tempfile::TempDir;
 /// The well-behaved plugin every serving test has next to the hostile one: `good.wasm` with tool
 /// `echo`, which answers "good ok".
 fn write_good_plugin(dir: &Path) {
-    write_plugin(dir, "good", &Fixture::new().tool(ToolDef::new("echo").returns_text("good ok")).build());
+    write_plugin(
+        dir,
+        "good",
+        &Fixture::new()
+            .tool(ToolDef::new("echo").returns_text("good ok"))
+            .build(),
+    );
 }
 
 /// A hostile plugin `NAME.wasm` holding `tool` plus a well-behaved sibling tool `sibling`.
@@ -45,6 +51,12 @@ fn serve(dir: &Path, extra: &[&str]) -> McpProcess {
 
 /// Asserts a failed call's shape and kind; returns `_meta["corral/error"]`.
 fn assert_call_error(mcp: &mut McpProcess, result: &Value, kind: &str) -> Value {
+    assert_call_error_of(mcp, result, &[kind])
+}
+
+/// Like [`assert_call_error`], for a failure the spec allows to be any of `kinds`.
+fn assert_call_error_of(mcp: &mut McpProcess, result: &Value, kinds: &[&str]) -> Value {
+    let kind = kinds.join("` or `");
     let check = || -> Result<Value, String> {
         if result["isError"] != json!(true) {
             return Err("isError is not true".into());
@@ -64,14 +76,16 @@ fn assert_call_error(mcp: &mut McpProcess, result: &Value, kind: &str) -> Value 
         if !error.is_object() {
             return Err("_meta[\"corral/error\"] is not an object".into());
         }
-        if error["kind"] != kind {
-            return Err(format!("kind is {}, expected {kind:?}", error["kind"]));
+        if !kinds.iter().any(|k| error["kind"] == *k) {
+            return Err(format!("kind is {}, expected `{kind}`", error["kind"]));
         }
         Ok(error)
     };
     match check() {
         Ok(error) => error,
-        Err(why) => mcp.fail(format!("tools/call result is not a `{kind}` error: {why}\nresult: {result:#}")),
+        Err(why) => mcp.fail(format!(
+            "tools/call result is not a `{kind}` error: {why}\nresult: {result:#}"
+        )),
     }
 }
 
@@ -82,7 +96,9 @@ fn assert_call_ok_text(mcp: &mut McpProcess, result: &Value) -> String {
         && result["content"][0]["type"] == "text"
         && result["content"][0]["text"].is_string();
     if !ok {
-        mcp.fail(format!("expected a successful tools/call result with one text block, got {result:#}"));
+        mcp.fail(format!(
+            "expected a successful tools/call result with one text block, got {result:#}"
+        ));
     }
     result["content"][0]["text"].as_str().unwrap().to_string()
 }
@@ -96,7 +112,11 @@ fn assert_host_healthy(mcp: &mut McpProcess, sibling: bool) {
     }
     if sibling {
         let result = mcp.call_tool("sibling", json!({}));
-        assert_eq!(assert_call_ok_text(mcp, &result), "sibling ok", "sibling tool in the same plugin");
+        assert_eq!(
+            assert_call_ok_text(mcp, &result),
+            "sibling ok",
+            "sibling tool in the same plugin"
+        );
     }
     let result = mcp.call_tool("echo", json!({}));
     assert_eq!(assert_call_ok_text(mcp, &result), "good ok", "tool of the good plugin");
@@ -104,9 +124,14 @@ fn assert_host_healthy(mcp: &mut McpProcess, sibling: bool) {
 
 /// Serves DIR (with the good plugin), calls `tool` with `{}`, asserts error `kind`, then health.
 fn call_expecting_error(dir: &Path, extra: &[&str], tool: &str, kind: &str) -> Value {
+    call_expecting_error_of(dir, extra, tool, &[kind])
+}
+
+/// Like [`call_expecting_error`], for a failure the spec allows to be any of `kinds`.
+fn call_expecting_error_of(dir: &Path, extra: &[&str], tool: &str, kinds: &[&str]) -> Value {
     let mut mcp = serve(dir, extra);
     let result = mcp.call_tool(tool, json!({}));
-    let error = assert_call_error(&mut mcp, &result, kind);
+    let error = assert_call_error_of(&mut mcp, &result, kinds);
     assert_host_healthy(&mut mcp, true);
     error
 }
@@ -120,14 +145,23 @@ fn tools_json(dir: &Path) -> Value {
     );
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "corral tools --json failed: {}\nstdout:\n{stdout}\nstderr:\n{stderr}", output.status);
+    assert!(
+        output.status.success(),
+        "corral tools --json failed: {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
     serde_json::from_str(&stdout)
         .unwrap_or_else(|e| panic!("corral tools --json printed no JSON ({e}):\n{stdout}\nstderr:\n{stderr}"))
 }
 
 fn run_with_timeout(cmd: &mut std::process::Command, timeout: Duration) -> std::process::Output {
     use std::process::Stdio;
-    let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn corral");
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn corral");
     let pid = child.id();
     let (tx, rx) = std::sync::mpsc::channel();
     let waiter = std::thread::spawn(move || {
@@ -137,7 +171,9 @@ fn run_with_timeout(cmd: &mut std::process::Command, timeout: Duration) -> std::
     });
     if rx.recv_timeout(timeout).is_err() {
         // Kill exactly the child we started.
-        let _ = std::process::Command::new("kill").args(["-9", &pid.to_string()]).status();
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status();
         panic!("corral did not finish within {timeout:?}");
     }
     waiter.join().unwrap().expect("wait for corral")
@@ -145,13 +181,23 @@ fn run_with_timeout(cmd: &mut std::process::Command, timeout: Duration) -> std::
 
 /// The single refusal for `plugin`; panics (showing the whole report) unless there is exactly one.
 fn refusal<'a>(report: &'a Value, plugin: &str) -> &'a Value {
-    let refused = report["refused"].as_array().unwrap_or_else(|| panic!("no `refused` array in {report:#}"));
+    let refused = report["refused"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no `refused` array in {report:#}"));
     let mine: Vec<&Value> = refused.iter().filter(|r| r["plugin"] == plugin).collect();
-    assert_eq!(mine.len(), 1, "expected one refusal for plugin {plugin:?} in {report:#}");
+    assert_eq!(
+        mine.len(),
+        1,
+        "expected one refusal for plugin {plugin:?} in {report:#}"
+    );
     for key in ["plugin", "tool", "kind", "message"] {
         assert!(mine[0].get(key).is_some(), "refusal lacks {key:?}: {:#}", mine[0]);
     }
-    assert!(mine[0]["message"].as_str().is_some_and(|m| !m.trim().is_empty()), "refusal without message: {:#}", mine[0]);
+    assert!(
+        mine[0]["message"].as_str().is_some_and(|m| !m.trim().is_empty()),
+        "refusal without message: {:#}",
+        mine[0]
+    );
     mine[0]
 }
 
@@ -160,14 +206,23 @@ fn plugin_names(report: &Value) -> Vec<String> {
         .as_array()
         .unwrap_or_else(|| panic!("no `plugins` array in {report:#}"))
         .iter()
-        .map(|p| p["name"].as_str().unwrap_or_else(|| panic!("plugin without name: {p:#}")).to_string())
+        .map(|p| {
+            p["name"]
+                .as_str()
+                .unwrap_or_else(|| panic!("plugin without name: {p:#}"))
+                .to_string()
+        })
         .collect()
 }
 
 fn listed_tool_names(mcp: &mut McpProcess) -> Vec<String> {
     let list = mcp.result("tools/list", json!({}));
-    let mut names: Vec<String> =
-        list["tools"].as_array().expect("tools array").iter().map(|t| t["name"].as_str().unwrap().to_string()).collect();
+    let mut names: Vec<String> = list["tools"]
+        .as_array()
+        .expect("tools array")
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
     names.sort();
     names
 }
@@ -179,7 +234,10 @@ fn assert_refusal(report: &Value, plugin: &str, kind: &str, tool: Option<&str>, 
     assert_eq!(r["tool"], json!(tool), "refusal `tool` for {plugin:?}: {r:#}");
     let message = r["message"].as_str().unwrap();
     for needle in needles {
-        assert!(message.contains(needle), "refusal message for {plugin:?} should mention {needle:?}: {message:?}");
+        assert!(
+            message.contains(needle),
+            "refusal message for {plugin:?} should mention {needle:?}: {message:?}"
+        );
     }
     assert!(
         !plugin_names(report).iter().any(|n| n == plugin),
@@ -190,8 +248,34 @@ fn assert_refusal(report: &Value, plugin: &str, kind: &str, tool: Option<&str>, 
 /// Loops forever without calling the host.
 const SPIN: &str = "(loop $l (br $l)) unreachable";
 
+/// Fuel so large that a spinning guest meets its deadline first (the default, 1e10, runs out
+/// after about two seconds of spinning, which would race a 2 s timeout).
+const HUGE_FUEL: &str = "1000000000000000";
+
+/// Ten million loop iterations (some 5e7 fuel, tens of milliseconds), then returns normally:
+/// well within the default fuel, far beyond a budget of 1e6.
+const BUSY: &str = "(local.set $i (i32.const 10000000)) \
+    (loop $l (local.set $i (i32.sub (local.get $i) (i32.const 1))) (br_if $l (local.get $i)))";
+
 /// Grows memory by 512 pages (32 MiB) and traps if the host refuses, as an allocator would.
 const GROW_32MIB: &str = "(if (i32.eq (memory.grow (i32.const 512)) (i32.const -1)) (then unreachable))";
+
+/// Grows memory by 128 pages (8 MiB), trapping if refused.
+const GROW_8MIB: &str = "(if (i32.eq (memory.grow (i32.const 128)) (i32.const -1)) (then unreachable))";
+
+/// What a result the host cannot even read (a pointer outside guest memory) may be reported as.
+/// The spec names no kind for it: wasmtime fails the lift with an error that is not a wasm trap,
+/// so either "the result is unusable" or "any other trap" fits.
+const BOGUS_RESULT_KINDS: &[&str] = &["invalid-output", "trap"];
+
+/// Asserts the explanation a bogus-result failure carries (`trap` or `reason` text).
+fn assert_bogus_result_explained(error: &Value) {
+    let text = error["trap"].as_str().or(error["reason"].as_str()).unwrap_or("");
+    assert!(
+        !text.trim().is_empty(),
+        "a bogus result should be explained in `trap` or `reason`: {error:#}"
+    );
+}
 
 /// A function that recurses without end (the stack overflows).
 const RECURSE: &str = "(func $recurse (param $n i32) (result i32) \
@@ -212,9 +296,7 @@ mod fixture_selftest {
             Val::U32(n) => json!(n),
             Val::String(s) => json!(s),
             Val::List(items) => Value::Array(items.iter().map(val_to_json).collect()),
-            Val::Record(fields) => {
-                Value::Object(fields.iter().map(|(k, v)| (k.clone(), val_to_json(v))).collect())
-            }
+            Val::Record(fields) => Value::Object(fields.iter().map(|(k, v)| (k.clone(), val_to_json(v))).collect()),
             Val::Option(None) => Value::Null,
             Val::Option(Some(v)) => val_to_json(v),
             Val::Enum(case) => json!(case),
@@ -241,8 +323,12 @@ mod fixture_selftest {
         let lifted_list = {
             let mut store = Store::new(&engine, ());
             let instance = linker.instantiate(&mut store, &component).expect("instantiate");
-            let tools = instance.get_export_index(&mut store, None, "corral:plugin/tools@0.1.0").expect("tools export");
-            let idx = instance.get_export_index(&mut store, Some(&tools), "list-tools").unwrap();
+            let tools = instance
+                .get_export_index(&mut store, None, "corral:plugin/tools@0.1.0")
+                .expect("tools export");
+            let idx = instance
+                .get_export_index(&mut store, Some(&tools), "list-tools")
+                .unwrap();
             let f = instance.get_func(&mut store, idx).unwrap();
             let mut results = [Val::Bool(false)];
             f.call(&mut store, &[], &mut results).expect("list-tools");
@@ -253,13 +339,21 @@ mod fixture_selftest {
             .map(|name| {
                 let mut store = Store::new(&engine, ());
                 let instance = linker.instantiate(&mut store, &component).expect("instantiate");
-                let tools = instance.get_export_index(&mut store, None, "corral:plugin/tools@0.1.0").unwrap();
-                let idx = instance.get_export_index(&mut store, Some(&tools), "call-tool").unwrap();
+                let tools = instance
+                    .get_export_index(&mut store, None, "corral:plugin/tools@0.1.0")
+                    .unwrap();
+                let idx = instance
+                    .get_export_index(&mut store, Some(&tools), "call-tool")
+                    .unwrap();
                 let f = instance.get_func(&mut store, idx).unwrap();
                 let mut results = [Val::Bool(false)];
-                f.call(&mut store, &[Val::String(name.to_string()), Val::String("{}".into())], &mut results)
-                    .map(|_| val_to_json(&results[0]))
-                    .map_err(|e| format!("{e:?}"))
+                f.call(
+                    &mut store,
+                    &[Val::String(name.to_string()), Val::String("{}".into())],
+                    &mut results,
+                )
+                .map(|_| val_to_json(&results[0]))
+                .map_err(|e| format!("{e:?}"))
             })
             .collect();
         (lifted_list, calls)
@@ -283,14 +377,21 @@ mod fixture_selftest {
             .returns(CallResult::text("hello").structured(r#"{"a":1}"#).is_error(true));
         let bare = ToolDef::new("bare").task_support(TaskSupport::Optional);
         let two = ToolDef::new("two").returns(CallResult {
-            content: vec![Content::Text("one".into()), Content::Text(Payload::Zeroed(3))],
+            content: vec![
+                Content::Text("one".into()),
+                Content::Text(Payload::Zeroed(3)),
+                Content::Text(Payload::SharedZeroed(2)),
+                Content::Text(Payload::Zeroed(1)),
+                Content::Text(Payload::SharedZeroed(4)),
+            ],
             structured: None,
             is_error: false,
         });
         let bytes = Fixture::new().tool(full).tool(bare).tool(two).build();
         let (list, calls) = run(&bytes, &["full", "bare", "two"]);
 
-        let none_ann = json!({"title": null, "read-only": null, "destructive": null, "idempotent": null, "open-world": null});
+        let none_ann =
+            json!({"title": null, "read-only": null, "destructive": null, "idempotent": null, "open-world": null});
         assert_eq!(
             list,
             json!([
@@ -323,7 +424,11 @@ mod fixture_selftest {
         );
         assert_eq!(
             calls[2].as_ref().unwrap(),
-            &json!({"content": [{"text": "one"}, {"text": "\0\0\0"}], "structured": null, "is-error": false})
+            &json!({
+                "content": [{"text": "one"}, {"text": "\0\0\0"}, {"text": "\0\0"}, {"text": "\0"}, {"text": "\0\0\0\0"}],
+                "structured": null,
+                "is-error": false,
+            })
         );
     }
 
@@ -350,22 +455,42 @@ mod fixture_selftest {
             .tool(ToolDef::new("big").returns_text(Payload::Zeroed(big)))
             .tool(ToolDef::new("bad_utf8").returns_text(&b"\xff\xfe"[..]))
             .build();
-        assert!(bytes.len() < 64 * 1024, "zeroed output must not be in the data segment ({} bytes)", bytes.len());
+        assert!(
+            bytes.len() < 64 * 1024,
+            "zeroed output must not be in the data segment ({} bytes)",
+            bytes.len()
+        );
         let (_, calls) = run(&bytes, &["big", "bad_utf8"]);
         let text = calls[0].as_ref().unwrap()["content"][0]["text"].as_str().unwrap().len();
         assert_eq!(text, big as usize);
-        assert!(calls[1].is_err(), "wasmtime refuses to lift invalid UTF-8: {:?}", calls[1]);
+        assert!(
+            calls[1].is_err(),
+            "wasmtime refuses to lift invalid UTF-8: {:?}",
+            calls[1]
+        );
     }
 
     #[test]
     fn fixture_unknown_import_and_list_trap_build() {
-        let bytes = Fixture::new().import_unknown_interface().tool(ToolDef::new("x")).build();
+        let bytes = Fixture::new()
+            .import_unknown_interface()
+            .tool(ToolDef::new("x"))
+            .build();
         let engine = Engine::default();
         let component = Component::new(&engine, &bytes).unwrap();
-        let imports: Vec<String> =
-            component.component_type().imports(&engine).map(|(name, _)| name.to_string()).collect();
-        assert!(imports.iter().any(|i| i == "other:thing/gizmo@0.1.0"), "imports: {imports:?}");
-        let err = Linker::<()>::new(&engine).instantiate_pre(&component).err().expect("must not link");
+        let imports: Vec<String> = component
+            .component_type()
+            .imports(&engine)
+            .map(|(name, _)| name.to_string())
+            .collect();
+        assert!(
+            imports.iter().any(|i| i == "other:thing/gizmo@0.1.0"),
+            "imports: {imports:?}"
+        );
+        let err = Linker::<()>::new(&engine)
+            .instantiate_pre(&component)
+            .err()
+            .expect("must not link");
         assert!(format!("{err:?}").contains("other:thing/gizmo"), "{err:?}");
 
         Fixture::new().list_body("unreachable").tool(ToolDef::new("y")).build();
@@ -381,7 +506,7 @@ fn spinning_guest_that_never_calls_the_host_times_out() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
     write_hostile_plugin(dir.path(), "spin", Fixture::new().tool(ToolDef::new("spin").body(SPIN)));
-    call_expecting_error(dir.path(), &["--timeout", "2s"], "spin", "timeout");
+    call_expecting_error(dir.path(), &["--timeout", "2s", "--fuel", HUGE_FUEL], "spin", "timeout");
 }
 
 #[test]
@@ -395,7 +520,42 @@ fn spinning_guest_that_ignores_cancelled_times_out() {
             .import_cancelled()
             .tool(ToolDef::new("spin").body("(loop $l (drop (call $cancelled)) (br $l)) unreachable")),
     );
-    call_expecting_error(dir.path(), &["--timeout", "2s"], "spin", "timeout");
+    call_expecting_error(dir.path(), &["--timeout", "2s", "--fuel", HUGE_FUEL], "spin", "timeout");
+}
+
+#[test]
+fn manifest_timeout_stops_a_spinning_guest_as_timeout() {
+    let dir = plugin_dir();
+    write_good_plugin(dir.path());
+    write_hostile_plugin(dir.path(), "spin", Fixture::new().tool(ToolDef::new("spin").body(SPIN)));
+    write_manifest(dir.path(), "spin", "[limits]\ntimeout = \"2s\"\n");
+    let start = std::time::Instant::now();
+    call_expecting_error(
+        dir.path(),
+        &["--timeout", "120s", "--fuel", HUGE_FUEL],
+        "spin",
+        "timeout",
+    );
+    // 2 s from the manifest, not the 120 s default (generous slack for a loaded machine).
+    assert!(
+        start.elapsed() < Duration::from_secs(60),
+        "took {:?}: the manifest's timeout was not applied",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn fuel_flag_stops_a_busy_guest_as_fuel_exhausted() {
+    // BUSY finishes within the default fuel, so only the flag can stop it.
+    let dir = plugin_dir();
+    write_good_plugin(dir.path());
+    write_hostile_plugin(dir.path(), "busy", Fixture::new().tool(ToolDef::new("busy").body(BUSY)));
+    call_expecting_error(
+        dir.path(),
+        &["--fuel", "1000000", "--timeout", "60s"],
+        "busy",
+        "fuel-exhausted",
+    );
 }
 
 #[test]
@@ -403,23 +563,43 @@ fn fuel_flag_stops_a_spinning_guest_as_fuel_exhausted() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
     write_hostile_plugin(dir.path(), "spin", Fixture::new().tool(ToolDef::new("spin").body(SPIN)));
-    call_expecting_error(dir.path(), &["--fuel", "1000000", "--timeout", "60s"], "spin", "fuel-exhausted");
+    call_expecting_error(
+        dir.path(),
+        &["--fuel", "1000000", "--timeout", "60s"],
+        "spin",
+        "fuel-exhausted",
+    );
 }
 
 #[test]
-fn manifest_fuel_stops_a_spinning_guest_as_fuel_exhausted() {
+fn manifest_fuel_stops_a_busy_guest_as_fuel_exhausted() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    write_hostile_plugin(dir.path(), "spin", Fixture::new().tool(ToolDef::new("spin").body(SPIN)));
-    write_manifest(dir.path(), "spin", "[limits]\nfuel = 1000000\n");
-    call_expecting_error(dir.path(), &["--timeout", "60s"], "spin", "fuel-exhausted");
+    write_hostile_plugin(dir.path(), "busy", Fixture::new().tool(ToolDef::new("busy").body(BUSY)));
+    write_manifest(dir.path(), "busy", "[limits]\nfuel = 1000000\n");
+    // The same work in a plugin without a manifest finishes under the host defaults.
+    write_plugin(
+        dir.path(),
+        "roomy",
+        &Fixture::new().tool(ToolDef::new("roomy").body(BUSY)).build(),
+    );
+    let mut mcp = serve(dir.path(), &["--timeout", "60s"]);
+    let result = mcp.call_tool("roomy", json!({}));
+    assert_eq!(assert_call_ok_text(&mut mcp, &result), "roomy ok");
+    let result = mcp.call_tool("busy", json!({}));
+    assert_call_error(&mut mcp, &result, "fuel-exhausted");
+    assert_host_healthy(&mut mcp, true);
 }
 
 #[test]
 fn memory_flag_stops_a_growing_guest_as_memory_limit() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    write_hostile_plugin(dir.path(), "hog", Fixture::new().tool(ToolDef::new("hog").body(GROW_32MIB)));
+    write_hostile_plugin(
+        dir.path(),
+        "hog",
+        Fixture::new().tool(ToolDef::new("hog").body(GROW_32MIB)),
+    );
     call_expecting_error(dir.path(), &["--memory", "16MiB"], "hog", "memory-limit");
 }
 
@@ -427,16 +607,36 @@ fn memory_flag_stops_a_growing_guest_as_memory_limit() {
 fn manifest_memory_stops_a_growing_guest_as_memory_limit() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    write_hostile_plugin(dir.path(), "hog", Fixture::new().tool(ToolDef::new("hog").body(GROW_32MIB)));
-    write_manifest(dir.path(), "hog", "[limits]\nmemory = \"16MiB\"\n");
-    call_expecting_error(dir.path(), &[], "hog", "memory-limit");
+    write_hostile_plugin(
+        dir.path(),
+        "hog",
+        Fixture::new().tool(ToolDef::new("hog").body(GROW_8MIB)),
+    );
+    write_manifest(dir.path(), "hog", "[limits]\nmemory = \"4MiB\"\n");
+    // The same growth in a plugin without a manifest succeeds under the host defaults, so it is
+    // the manifest that stops `hog`.
+    write_plugin(
+        dir.path(),
+        "roomy",
+        &Fixture::new().tool(ToolDef::new("roomy").body(GROW_8MIB)).build(),
+    );
+    let mut mcp = serve(dir.path(), &[]);
+    let result = mcp.call_tool("roomy", json!({}));
+    assert_eq!(assert_call_ok_text(&mut mcp, &result), "roomy ok");
+    let result = mcp.call_tool("hog", json!({}));
+    assert_call_error(&mut mcp, &result, "memory-limit");
+    assert_host_healthy(&mut mcp, true);
 }
 
 #[test]
 fn memory_growth_within_the_cap_succeeds() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    write_hostile_plugin(dir.path(), "hog", Fixture::new().tool(ToolDef::new("hog").body(GROW_32MIB)));
+    write_hostile_plugin(
+        dir.path(),
+        "hog",
+        Fixture::new().tool(ToolDef::new("hog").body(GROW_32MIB)),
+    );
     let mut mcp = serve(dir.path(), &["--memory", "64MiB"]);
     let result = mcp.call_tool("hog", json!({}));
     assert_eq!(assert_call_ok_text(&mut mcp, &result), "hog ok");
@@ -449,10 +649,19 @@ fn memory_growth_within_the_cap_succeeds() {
 fn unreachable_is_a_trap_with_its_trap_text() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    write_hostile_plugin(dir.path(), "crash", Fixture::new().tool(ToolDef::new("crash").body("unreachable")));
+    write_hostile_plugin(
+        dir.path(),
+        "crash",
+        Fixture::new().tool(ToolDef::new("crash").body("unreachable")),
+    );
     let error = call_expecting_error(dir.path(), &[], "crash", "trap");
-    let trap = error["trap"].as_str().unwrap_or_else(|| panic!("no trap text in {error:#}"));
-    assert!(trap.contains("unreachable"), "trap text should name the unreachable instruction: {trap:?}");
+    let trap = error["trap"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no trap text in {error:#}"));
+    assert!(
+        trap.contains("unreachable"),
+        "trap text should name the unreachable instruction: {trap:?}"
+    );
 }
 
 #[test]
@@ -462,12 +671,19 @@ fn endless_recursion_is_a_trap_naming_the_stack() {
     write_hostile_plugin(
         dir.path(),
         "deep",
-        Fixture::new().funcs(RECURSE).tool(ToolDef::new("deep").body("(drop (call $recurse (i32.const 0)))")),
+        Fixture::new()
+            .funcs(RECURSE)
+            .tool(ToolDef::new("deep").body("(drop (call $recurse (i32.const 0)))")),
     );
     let error = call_expecting_error(dir.path(), &[], "deep", "trap");
-    let trap = error["trap"].as_str().unwrap_or_else(|| panic!("no trap text in {error:#}"));
+    let trap = error["trap"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no trap text in {error:#}"));
     // wasmtime says "call stack exhausted"; a host may also say "stack overflow".
-    assert!(trap.to_lowercase().contains("stack"), "trap text should mention the stack: {trap:?}");
+    assert!(
+        trap.to_lowercase().contains("stack"),
+        "trap text should mention the stack: {trap:?}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -478,18 +694,78 @@ fn cancelled_call_gets_no_response_and_host_keeps_serving() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
     write_hostile_plugin(dir.path(), "spin", Fixture::new().tool(ToolDef::new("spin").body(SPIN)));
-    let mut mcp = serve(dir.path(), &["--timeout", "60s"]);
+    let mut mcp = serve(dir.path(), &["--timeout", "60s", "--fuel", HUGE_FUEL]);
 
     let id = mcp.send_request("tools/call", json!({"name": "spin", "arguments": {}}));
     // Let the call get going before cancelling it.
     mcp.assert_no_response(id, Duration::from_millis(500));
-    mcp.notify("notifications/cancelled", json!({"requestId": id, "reason": "test gave up"}));
+    mcp.notify(
+        "notifications/cancelled",
+        json!({"requestId": id, "reason": "test gave up"}),
+    );
     mcp.assert_no_response(id, Duration::from_millis(1500));
 
     assert_host_healthy(&mut mcp, true);
-    mcp.wait_stderr("a mention of the cancellation", TIMEOUT, |s| s.to_lowercase().contains("cancel"));
+    mcp.wait_stderr("a mention of the cancellation", TIMEOUT, |s| {
+        s.to_lowercase().contains("cancel")
+    });
     // Still nothing for the cancelled id after all that.
     mcp.assert_no_response(id, Duration::from_millis(200));
+}
+
+#[test]
+fn cancelled_guest_that_notices_and_returns_still_gets_no_response() {
+    // The guest polls `cancelled` and returns its normal result once it turns true; the client
+    // has given up on the request, so no response may be sent.
+    let dir = plugin_dir();
+    write_good_plugin(dir.path());
+    write_hostile_plugin(
+        dir.path(),
+        "polite",
+        Fixture::new()
+            .import_cancelled()
+            .tool(ToolDef::new("polite").body("(loop $l (br_if $l (i32.eqz (call $cancelled))))")),
+    );
+    let mut mcp = serve(dir.path(), &["--timeout", "60s", "--fuel", HUGE_FUEL]);
+    let id = mcp.send_request("tools/call", json!({"name": "polite", "arguments": {}}));
+    mcp.assert_no_response(id, Duration::from_millis(500));
+    mcp.notify("notifications/cancelled", json!({"requestId": id}));
+    mcp.assert_no_response(id, Duration::from_millis(1500));
+    assert_host_healthy(&mut mcp, true);
+}
+
+#[test]
+fn cancelling_an_unknown_request_is_ignored() {
+    let dir = plugin_dir();
+    write_good_plugin(dir.path());
+    let mut mcp = serve(dir.path(), &[]);
+    mcp.notify("notifications/cancelled", json!({"requestId": 4242}));
+    mcp.notify("notifications/cancelled", json!({"requestId": "no-such-request"}));
+    mcp.notify("notifications/cancelled", json!({}));
+    assert_host_healthy(&mut mcp, false);
+}
+
+#[test]
+fn guest_returning_after_its_deadline_is_a_timeout() {
+    // `cancelled` turns true once the time is up, and this guest returns its normal result as
+    // soon as it sees that. The result comes after the deadline, so the call is a timeout
+    // ("Exceeding one ends the call with a structured error of kind ... `timeout`",
+    // wit-contract.md), whoever wins the race between the guest's return and the host's timer.
+    let dir = plugin_dir();
+    write_good_plugin(dir.path());
+    write_hostile_plugin(
+        dir.path(),
+        "polite",
+        Fixture::new()
+            .import_cancelled()
+            .tool(ToolDef::new("polite").body("(loop $l (br_if $l (i32.eqz (call $cancelled))))")),
+    );
+    call_expecting_error(
+        dir.path(),
+        &["--timeout", "2s", "--fuel", HUGE_FUEL],
+        "polite",
+        "timeout",
+    );
 }
 
 #[test]
@@ -499,7 +775,7 @@ fn cancelled_guest_is_stopped_so_later_calls_still_run() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
     write_hostile_plugin(dir.path(), "spin", Fixture::new().tool(ToolDef::new("spin").body(SPIN)));
-    let mut mcp = serve(dir.path(), &["--timeout", "60s"]);
+    let mut mcp = serve(dir.path(), &["--timeout", "60s", "--fuel", HUGE_FUEL]);
     for _ in 0..2 {
         let id = mcp.send_request("tools/call", json!({"name": "spin", "arguments": {}}));
         mcp.assert_no_response(id, Duration::from_millis(300));
@@ -530,11 +806,16 @@ fn arguments_violating_the_input_schema_are_invalid_arguments() {
     for args in [json!({"n": "seven"}), json!({})] {
         let result = mcp.call_tool("strict", args.clone());
         let error = assert_call_error(&mut mcp, &result, "invalid-arguments");
-        let violations = error["violations"].as_array().unwrap_or_else(|| panic!("no violations array: {error:#}"));
+        let violations = error["violations"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no violations array: {error:#}"));
         assert!(!violations.is_empty(), "arguments {args}: empty violations: {error:#}");
         for v in violations {
             assert!(v["path"].is_string(), "violation without string path: {v}");
-            assert!(v["message"].as_str().is_some_and(|m| !m.is_empty()), "violation without message: {v}");
+            assert!(
+                v["message"].as_str().is_some_and(|m| !m.is_empty()),
+                "violation without message: {v}"
+            );
         }
         assert_host_healthy(&mut mcp, true);
     }
@@ -547,7 +828,11 @@ fn arguments_violating_the_input_schema_are_invalid_arguments() {
 fn non_utf8_text_is_invalid_output() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    write_hostile_plugin(dir.path(), "garble", Fixture::new().tool(ToolDef::new("garble").returns_text(&b"ok \xff\xfe"[..])));
+    write_hostile_plugin(
+        dir.path(),
+        "garble",
+        Fixture::new().tool(ToolDef::new("garble").returns_text(&b"ok \xff\xfe"[..])),
+    );
     call_expecting_error(dir.path(), &[], "garble", "invalid-output");
 }
 
@@ -558,7 +843,8 @@ fn non_utf8_structured_output_is_invalid_output() {
     write_hostile_plugin(
         dir.path(),
         "garble",
-        Fixture::new().tool(ToolDef::new("garble").returns(CallResult::text("fine").structured(&b"{\"a\":\"\xc3\x28\"}"[..]))),
+        Fixture::new()
+            .tool(ToolDef::new("garble").returns(CallResult::text("fine").structured(&b"{\"a\":\"\xc3\x28\"}"[..]))),
     );
     call_expecting_error(dir.path(), &[], "garble", "invalid-output");
 }
@@ -584,7 +870,9 @@ fn structured_output_not_matching_the_output_schema_is_invalid_output() {
         dir.path(),
         "garble",
         Fixture::new().tool(
-            ToolDef::new("garble").output_schema(schema).returns(CallResult::text("fine").structured(r#"{"n":"seven"}"#)),
+            ToolDef::new("garble")
+                .output_schema(schema)
+                .returns(CallResult::text("fine").structured(r#"{"n":"seven"}"#)),
         ),
     );
     call_expecting_error(dir.path(), &[], "garble", "invalid-output");
@@ -598,7 +886,11 @@ fn missing_structured_output_despite_an_output_schema_is_invalid_output() {
     write_hostile_plugin(
         dir.path(),
         "garble",
-        Fixture::new().tool(ToolDef::new("garble").output_schema(r#"{"type":"object"}"#).returns_text("no structured")),
+        Fixture::new().tool(
+            ToolDef::new("garble")
+                .output_schema(r#"{"type":"object"}"#)
+                .returns_text("no structured"),
+        ),
     );
     call_expecting_error(dir.path(), &[], "garble", "invalid-output");
 }
@@ -611,8 +903,11 @@ fn structured_output_matching_the_output_schema_is_returned() {
     write_hostile_plugin(
         dir.path(),
         "shaped",
-        Fixture::new()
-            .tool(ToolDef::new("shaped").output_schema(schema).returns(CallResult::text("n is 7").structured(r#"{"n":7}"#))),
+        Fixture::new().tool(
+            ToolDef::new("shaped")
+                .output_schema(schema)
+                .returns(CallResult::text("n is 7").structured(r#"{"n":7}"#)),
+        ),
     );
     let mut mcp = serve(dir.path(), &[]);
     let result = mcp.call_tool("shaped", json!({}));
@@ -624,7 +919,11 @@ fn structured_output_matching_the_output_schema_is_returned() {
 fn output_larger_than_max_output_is_output_too_large() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    write_hostile_plugin(dir.path(), "flood", Fixture::new().tool(ToolDef::new("flood").returns_text(Payload::Zeroed(2 << 20))));
+    write_hostile_plugin(
+        dir.path(),
+        "flood",
+        Fixture::new().tool(ToolDef::new("flood").returns_text(Payload::Zeroed(2 << 20))),
+    );
     call_expecting_error(dir.path(), &["--max-output", "1MiB"], "flood", "output-too-large");
 }
 
@@ -633,12 +932,109 @@ fn output_within_max_output_is_returned_whole() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
     let size = 512 * 1024;
-    write_hostile_plugin(dir.path(), "flood", Fixture::new().tool(ToolDef::new("flood").returns_text(Payload::Zeroed(size))));
+    write_hostile_plugin(
+        dir.path(),
+        "flood",
+        Fixture::new().tool(ToolDef::new("flood").returns_text(Payload::Zeroed(size))),
+    );
     let mut mcp = serve(dir.path(), &["--max-output", "1MiB"]);
     let result = mcp.call_tool("flood", json!({}));
     let text = assert_call_ok_text(&mut mcp, &result);
     assert_eq!(text.len(), size as usize);
     assert!(text.bytes().all(|b| b == 0));
+}
+
+#[test]
+fn max_output_counts_all_content_blocks_together() {
+    let dir = plugin_dir();
+    write_good_plugin(dir.path());
+    let third = CallResult {
+        content: vec![Content::Text(Payload::Zeroed(400 * 1024)); 3],
+        structured: None,
+        is_error: false,
+    };
+    write_hostile_plugin(
+        dir.path(),
+        "flood",
+        Fixture::new().tool(ToolDef::new("flood").returns(third)),
+    );
+    call_expecting_error(dir.path(), &["--max-output", "1MiB"], "flood", "output-too-large");
+}
+
+#[test]
+fn aliased_output_is_refused_before_the_host_copies_it() {
+    // 1024 text blocks that all point at the same 1 MiB of guest memory: a 3 MiB guest whose
+    // result is 1 GiB once the host has copied each string out. The host must notice the size
+    // before it copies (a few thousand more blocks would take the host down).
+    let dir = plugin_dir();
+    write_good_plugin(dir.path());
+    let amplified = CallResult {
+        content: vec![Content::Text(Payload::SharedZeroed(1 << 20)); 1024],
+        structured: None,
+        is_error: false,
+    };
+    write_hostile_plugin(
+        dir.path(),
+        "amplify",
+        Fixture::new().tool(ToolDef::new("amplify").returns(amplified)),
+    );
+    let mut mcp = serve(dir.path(), &["--max-output", "1MiB"]);
+    let result = mcp.call_tool("amplify", json!({}));
+    assert_call_error(&mut mcp, &result, "output-too-large");
+    assert_host_healthy(&mut mcp, true);
+    if let Some(peak) = mcp.peak_rss() {
+        assert!(
+            peak < 512 << 20,
+            "corral's peak RSS reached {} MiB: it copied the 1 GiB result out of the guest before checking its size",
+            peak >> 20
+        );
+    }
+}
+
+#[test]
+fn result_pointing_outside_guest_memory_is_an_error_not_a_crash() {
+    // The call-result record at address 0 claims one content block at 0x7fff_fff0.
+    let body = "(i32.store (i32.const 0) (i32.const 0x7ffffff0)) \
+        (i32.store (i32.const 4) (i32.const 1)) \
+        (i32.store8 (i32.const 8) (i32.const 0)) \
+        (i32.store8 (i32.const 20) (i32.const 0)) \
+        (return (i32.const 0))";
+    let dir = plugin_dir();
+    write_good_plugin(dir.path());
+    write_hostile_plugin(dir.path(), "liar", Fixture::new().tool(ToolDef::new("liar").body(body)));
+    let error = call_expecting_error_of(dir.path(), &[], "liar", BOGUS_RESULT_KINDS);
+    assert_bogus_result_explained(&error);
+}
+
+#[test]
+fn string_pointing_outside_guest_memory_is_an_error_not_a_crash() {
+    // One text block whose string is (0xffff_fff0, 64): it wraps around the address space.
+    let body = "(i32.store (i32.const 0) (i32.const 64)) \
+        (i32.store (i32.const 4) (i32.const 1)) \
+        (i32.store8 (i32.const 8) (i32.const 0)) \
+        (i32.store8 (i32.const 20) (i32.const 0)) \
+        (i32.store8 (i32.const 64) (i32.const 0)) \
+        (i32.store (i32.const 68) (i32.const 0xfffffff0)) \
+        (i32.store (i32.const 72) (i32.const 64)) \
+        (return (i32.const 0))";
+    let dir = plugin_dir();
+    write_good_plugin(dir.path());
+    write_hostile_plugin(dir.path(), "liar", Fixture::new().tool(ToolDef::new("liar").body(body)));
+    let error = call_expecting_error_of(dir.path(), &[], "liar", BOGUS_RESULT_KINDS);
+    assert_bogus_result_explained(&error);
+}
+
+#[test]
+fn misaligned_result_pointer_is_an_error_not_a_crash() {
+    let dir = plugin_dir();
+    write_good_plugin(dir.path());
+    write_hostile_plugin(
+        dir.path(),
+        "liar",
+        Fixture::new().tool(ToolDef::new("liar").body("(return (i32.const 1))")),
+    );
+    let error = call_expecting_error_of(dir.path(), &[], "liar", BOGUS_RESULT_KINDS);
+    assert_bogus_result_explained(&error);
 }
 
 #[test]
@@ -654,8 +1050,15 @@ fn tool_reported_error_is_passed_through_without_corral_error() {
     let mut mcp = serve(dir.path(), &[]);
     let result = mcp.call_tool("sulky", json!({}));
     assert_eq!(result["isError"], json!(true), "{result:#}");
-    assert_eq!(result["content"], json!([{"type": "text", "text": "upstream said no"}]), "{result:#}");
-    assert!(result["_meta"].get("corral/error").is_none(), "a tool's own error is not a corral error: {result:#}");
+    assert_eq!(
+        result["content"],
+        json!([{"type": "text", "text": "upstream said no"}]),
+        "{result:#}"
+    );
+    assert!(
+        result["_meta"].get("corral/error").is_none(),
+        "a tool's own error is not a corral error: {result:#}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -731,8 +1134,14 @@ fn initialize_does_not_advertise_tasks() {
     let mut mcp = McpProcess::spawn(&["serve", "--plugins", dir.path().to_str().unwrap()]);
     let result = mcp.initialize();
     assert_eq!(result["protocolVersion"], PROTOCOL_VERSION, "{result:#}");
-    assert!(result["capabilities"]["tools"].is_object(), "tools capability missing: {result:#}");
-    assert!(result["capabilities"].get("tasks").is_none(), "tasks are not implemented yet: {result:#}");
+    assert!(
+        result["capabilities"]["tools"].is_object(),
+        "tools capability missing: {result:#}"
+    );
+    assert!(
+        result["capabilities"].get("tasks").is_none(),
+        "tasks are not implemented yet: {result:#}"
+    );
 }
 
 #[test]
@@ -742,11 +1151,18 @@ fn required_task_tool_called_without_task_is_method_not_found() {
     write_hostile_plugin(
         dir.path(),
         "batch",
-        Fixture::new().tool(ToolDef::new("batch").task_support(TaskSupport::Required).body("unreachable")),
+        Fixture::new().tool(
+            ToolDef::new("batch")
+                .task_support(TaskSupport::Required)
+                .body("unreachable"),
+        ),
     );
     let mut mcp = serve(dir.path(), &[]);
     let response = mcp.request("tools/call", json!({"name": "batch", "arguments": {}}));
-    assert!(response.get("result").is_none(), "expected a JSON-RPC error: {response:#}");
+    assert!(
+        response.get("result").is_none(),
+        "expected a JSON-RPC error: {response:#}"
+    );
     assert_eq!(response["error"]["code"], -32601, "{response:#}");
     assert!(response["error"]["message"].is_string(), "{response:#}");
     assert_host_healthy(&mut mcp, true);
@@ -758,7 +1174,9 @@ fn optional_task_tool_called_without_task_runs() {
     write_plugin(
         dir.path(),
         "batch",
-        &Fixture::new().tool(ToolDef::new("batch").task_support(TaskSupport::Optional)).build(),
+        &Fixture::new()
+            .tool(ToolDef::new("batch").task_support(TaskSupport::Optional))
+            .build(),
     );
     let mut mcp = serve(dir.path(), &[]);
     let result = mcp.call_tool("batch", json!({}));
@@ -778,10 +1196,17 @@ fn good_plugin_is_listed_with_file_tools_and_limits() {
     assert_eq!(plugins.len(), 1, "{report:#}");
     let p = &plugins[0];
     assert_eq!(p["name"], "good", "{report:#}");
-    assert!(p["file"].as_str().is_some_and(|f| f.ends_with("good.wasm")), "{report:#}");
+    assert!(
+        p["file"].as_str().is_some_and(|f| f.ends_with("good.wasm")),
+        "{report:#}"
+    );
     let tools = p["tools"].as_array().expect("tools array");
     assert_eq!(tools.len(), 1, "{report:#}");
-    let tool_name = if tools[0].is_string() { &tools[0] } else { &tools[0]["name"] };
+    let tool_name = if tools[0].is_string() {
+        &tools[0]
+    } else {
+        &tools[0]["name"]
+    };
     assert_eq!(tool_name, "echo", "{report:#}");
     assert!(p["limits"].is_object(), "{report:#}");
 }
@@ -812,7 +1237,11 @@ fn random_bytes_are_refused_as_invalid_component() {
 fn core_module_is_refused_as_invalid_component() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    write_plugin(dir.path(), "core", &wat::parse_str("(module (func (export \"f\")))").unwrap());
+    write_plugin(
+        dir.path(),
+        "core",
+        &wat::parse_str("(module (func (export \"f\")))").unwrap(),
+    );
     let report = tools_json(dir.path());
     assert_refusal(&report, "core", "invalid-component", None, &[]);
 }
@@ -821,7 +1250,14 @@ fn core_module_is_refused_as_invalid_component() {
 fn unknown_import_is_refused_as_missing_import_naming_it() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    write_plugin(dir.path(), "needy", &Fixture::new().import_unknown_interface().tool(ToolDef::new("needy")).build());
+    write_plugin(
+        dir.path(),
+        "needy",
+        &Fixture::new()
+            .import_unknown_interface()
+            .tool(ToolDef::new("needy"))
+            .build(),
+    );
     let report = tools_json(dir.path());
     assert_refusal(&report, "needy", "missing-import", None, &["other:thing/gizmo"]);
     assert_eq!(plugin_names(&report), ["good"]);
@@ -831,7 +1267,14 @@ fn unknown_import_is_refused_as_missing_import_naming_it() {
 fn trapping_list_tools_is_refused_as_list_tools_failed() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    write_plugin(dir.path(), "shy", &Fixture::new().list_body("unreachable").tool(ToolDef::new("shy")).build());
+    write_plugin(
+        dir.path(),
+        "shy",
+        &Fixture::new()
+            .list_body("unreachable")
+            .tool(ToolDef::new("shy"))
+            .build(),
+    );
     let report = tools_json(dir.path());
     assert_refusal(&report, "shy", "list-tools-failed", None, &[]);
     assert_eq!(plugin_names(&report), ["good"]);
@@ -841,14 +1284,32 @@ fn trapping_list_tools_is_refused_as_list_tools_failed() {
 fn spinning_list_tools_is_refused_as_list_tools_failed() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    write_plugin(dir.path(), "slow", &Fixture::new().list_body(SPIN).tool(ToolDef::new("slow")).build());
+    write_plugin(
+        dir.path(),
+        "slow",
+        &Fixture::new().list_body(SPIN).tool(ToolDef::new("slow")).build(),
+    );
     let exe = env!("CARGO_BIN_EXE_corral");
     let output = run_with_timeout(
-        std::process::Command::new(exe).args(["tools", "--plugins", dir.path().to_str().unwrap(), "--json", "--timeout", "2s"]),
+        std::process::Command::new(exe).args([
+            "tools",
+            "--plugins",
+            dir.path().to_str().unwrap(),
+            "--json",
+            "--timeout",
+            "2s",
+            "--fuel",
+            HUGE_FUEL,
+        ]),
         TIMEOUT,
     );
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{}\n{stdout}\n{}", output.status, String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
     let report: Value = serde_json::from_str(&stdout).expect("JSON report");
     assert_refusal(&report, "slow", "list-tools-failed", None, &[]);
     assert_eq!(plugin_names(&report), ["good"]);
@@ -859,25 +1320,52 @@ fn invalid_tool_names_are_refused_as_invalid_tool_name() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
     let too_long = "x".repeat(65);
-    let cases = [("spaced", "has space"), ("dotted", "a.b"), ("empty", ""), ("long", too_long.as_str()), ("slashed", "a/b")];
+    let cases = [
+        ("spaced", "has space"),
+        ("dotted", "a.b"),
+        ("empty", ""),
+        ("long", too_long.as_str()),
+        ("slashed", "a/b"),
+    ];
     for (plugin, tool) in cases {
         write_plugin(dir.path(), plugin, &Fixture::new().tool(ToolDef::new(tool)).build());
     }
     let longest_ok = "y".repeat(64);
-    write_plugin(dir.path(), "edge", &Fixture::new().tool(ToolDef::new(&longest_ok)).tool(ToolDef::new("A-z_0-9")).build());
+    write_plugin(
+        dir.path(),
+        "edge",
+        &Fixture::new()
+            .tool(ToolDef::new(&longest_ok))
+            .tool(ToolDef::new("A-z_0-9"))
+            .build(),
+    );
     let report = tools_json(dir.path());
     for (plugin, tool) in cases {
         assert_refusal(&report, plugin, "invalid-tool-name", Some(tool), &[]);
     }
-    assert_eq!(plugin_names(&report), ["edge", "good"], "64 chars of [A-Za-z0-9_-] are fine: {report:#}");
+    assert_eq!(
+        plugin_names(&report),
+        ["edge", "good"],
+        "64 chars of [A-Za-z0-9_-] are fine: {report:#}"
+    );
 }
 
 fn assert_schema_refused(schema: &str) {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    write_plugin(dir.path(), "shapeless", &Fixture::new().tool(ToolDef::new("vague").input_schema(schema)).build());
+    write_plugin(
+        dir.path(),
+        "shapeless",
+        &Fixture::new().tool(ToolDef::new("vague").input_schema(schema)).build(),
+    );
     let report = tools_json(dir.path());
-    assert_refusal(&report, "shapeless", "invalid-schema", Some("vague"), &["shapeless", "vague"]);
+    assert_refusal(
+        &report,
+        "shapeless",
+        "invalid-schema",
+        Some("vague"),
+        &["shapeless", "vague"],
+    );
     assert_eq!(plugin_names(&report), ["good"], "input schema {schema:?}");
 }
 
@@ -903,20 +1391,39 @@ fn output_schema_that_is_not_json_is_refused_as_invalid_schema() {
     write_plugin(
         dir.path(),
         "shapeless",
-        &Fixture::new().tool(ToolDef::new("vague").output_schema("not json").returns(CallResult::text("x").structured("{}"))).build(),
+        &Fixture::new()
+            .tool(
+                ToolDef::new("vague")
+                    .output_schema("not json")
+                    .returns(CallResult::text("x").structured("{}")),
+            )
+            .build(),
     );
     let report = tools_json(dir.path());
-    assert_refusal(&report, "shapeless", "invalid-schema", Some("vague"), &["shapeless", "vague"]);
+    assert_refusal(
+        &report,
+        "shapeless",
+        "invalid-schema",
+        Some("vague"),
+        &["shapeless", "vague"],
+    );
 }
 
 #[test]
 fn same_tool_in_two_plugins_refuses_the_second_in_file_order() {
     let dir = plugin_dir();
-    write_plugin(dir.path(), "a_first", &Fixture::new().tool(ToolDef::new("same").returns_text("from a")).build());
+    write_plugin(
+        dir.path(),
+        "a_first",
+        &Fixture::new().tool(ToolDef::new("same").returns_text("from a")).build(),
+    );
     write_plugin(
         dir.path(),
         "b_second",
-        &Fixture::new().tool(ToolDef::new("other")).tool(ToolDef::new("same").returns_text("from b")).build(),
+        &Fixture::new()
+            .tool(ToolDef::new("other"))
+            .tool(ToolDef::new("same").returns_text("from b"))
+            .build(),
     );
     let report = tools_json(dir.path());
     assert_refusal(&report, "b_second", "duplicate-tool", Some("same"), &["same"]);
@@ -932,7 +1439,14 @@ fn same_tool_in_two_plugins_refuses_the_second_in_file_order() {
 fn same_tool_twice_in_one_plugin_is_refused_as_duplicate_tool() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    write_plugin(dir.path(), "echoes", &Fixture::new().tool(ToolDef::new("twice")).tool(ToolDef::new("twice")).build());
+    write_plugin(
+        dir.path(),
+        "echoes",
+        &Fixture::new()
+            .tool(ToolDef::new("twice"))
+            .tool(ToolDef::new("twice"))
+            .build(),
+    );
     let report = tools_json(dir.path());
     assert_refusal(&report, "echoes", "duplicate-tool", Some("twice"), &["twice"]);
     assert_eq!(plugin_names(&report), ["good"]);
@@ -943,10 +1457,32 @@ fn server_starts_despite_refused_plugins_and_lists_only_good_tools() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
     write_plugin(dir.path(), "noise", &random_bytes(1000));
-    write_plugin(dir.path(), "needy", &Fixture::new().import_unknown_interface().tool(ToolDef::new("needy")).build());
-    write_plugin(dir.path(), "shy", &Fixture::new().list_body("unreachable").tool(ToolDef::new("shy")).build());
-    write_plugin(dir.path(), "spaced", &Fixture::new().tool(ToolDef::new("has space")).build());
-    write_plugin(dir.path(), "shapeless", &Fixture::new().tool(ToolDef::new("vague").input_schema("[]")).build());
+    write_plugin(
+        dir.path(),
+        "needy",
+        &Fixture::new()
+            .import_unknown_interface()
+            .tool(ToolDef::new("needy"))
+            .build(),
+    );
+    write_plugin(
+        dir.path(),
+        "shy",
+        &Fixture::new()
+            .list_body("unreachable")
+            .tool(ToolDef::new("shy"))
+            .build(),
+    );
+    write_plugin(
+        dir.path(),
+        "spaced",
+        &Fixture::new().tool(ToolDef::new("has space")).build(),
+    );
+    write_plugin(
+        dir.path(),
+        "shapeless",
+        &Fixture::new().tool(ToolDef::new("vague").input_schema("[]")).build(),
+    );
     write_plugin(dir.path(), "typo", &Fixture::new().tool(ToolDef::new("typo")).build());
     write_manifest(dir.path(), "typo", "colour = \"red\"\n");
     write_plugin(dir.path(), "zz_dup", &Fixture::new().tool(ToolDef::new("echo")).build());

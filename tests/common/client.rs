@@ -46,7 +46,11 @@ pub struct McpProcess {
 impl McpProcess {
     /// Starts `corral ARGS...` with piped stdio.
     pub fn spawn(args: &[&str]) -> McpProcess {
-        let exe = env!("CARGO_BIN_EXE_corral");
+        Self::spawn_exe(env!("CARGO_BIN_EXE_corral"), args)
+    }
+
+    /// Starts `EXE ARGS...` with piped stdio.
+    pub fn spawn_exe(exe: &str, args: &[&str]) -> McpProcess {
         let mut child = Command::new(exe)
             .args(args)
             .env("NO_COLOR", "1")
@@ -184,7 +188,11 @@ impl McpProcess {
                 Some(m) if is_response_to(&m, id) => return m,
                 Some(m) => self.stash(m),
                 None => {
-                    let why = if self.stdout_closed { "stdout closed" } else { "timed out" };
+                    let why = if self.stdout_closed {
+                        "stdout closed"
+                    } else {
+                        "timed out"
+                    };
                     self.fail(format!("no response to request {id} ({why} after {timeout:?})"));
                 }
             }
@@ -230,6 +238,25 @@ impl McpProcess {
         }
     }
 
+    /// The child's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The child's peak resident memory in bytes (`VmHWM`), where /proc tells it.
+    pub fn peak_rss(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+        let kib: u64 = line
+            .trim_start_matches("VmHWM:")
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()?;
+        Some(kib * 1024)
+    }
+
     /// The host's stderr so far.
     pub fn stderr_text(&self) -> String {
         self.stderr.lock().unwrap().clone()
@@ -270,7 +297,11 @@ impl McpProcess {
 
     /// What this process was started with, what it sent, and its stderr (for panic messages).
     pub fn report(&self) -> String {
-        let mut s = format!("--- corral {}\n--- received ({} messages):\n", self.args.join(" "), self.log.len());
+        let mut s = format!(
+            "--- corral {}\n--- received ({} messages):\n",
+            self.args.join(" "),
+            self.log.len()
+        );
         for m in &self.log {
             let mut text = m.to_string();
             if text.len() > 2000 {
@@ -328,9 +359,9 @@ impl McpProcess {
                 self.log.push(v.clone());
                 Some(v)
             }
-            Line::NotJson(text) => {
-                self.fail(format!("corral wrote a non-JSON line to stdout (stdout is protocol-only): {text:?}"))
-            }
+            Line::NotJson(text) => self.fail(format!(
+                "corral wrote a non-JSON line to stdout (stdout is protocol-only): {text:?}"
+            )),
         }
     }
 }

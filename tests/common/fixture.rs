@@ -93,6 +93,10 @@ pub enum Payload {
     /// `len` zero bytes in never-written memory (zero bytes are valid UTF-8). For huge outputs
     /// without a huge data segment.
     Zeroed(u32),
+    /// `len` zero bytes of one region that every `SharedZeroed` payload of the fixture points
+    /// into (it is as long as the longest of them): a small guest whose result is huge once the
+    /// host has copied each string out.
+    SharedZeroed(u32),
 }
 
 impl From<&str> for Payload {
@@ -130,12 +134,20 @@ pub struct CallResult {
 impl CallResult {
     /// One text block, no structured output, not an error.
     pub fn text(text: impl Into<Payload>) -> Self {
-        CallResult { content: vec![Content::Text(text.into())], structured: None, is_error: false }
+        CallResult {
+            content: vec![Content::Text(text.into())],
+            structured: None,
+            is_error: false,
+        }
     }
 
     /// No content blocks at all.
     pub fn empty() -> Self {
-        CallResult { content: vec![], structured: None, is_error: false }
+        CallResult {
+            content: vec![],
+            structured: None,
+            is_error: false,
+        }
     }
 
     pub fn structured(mut self, json: impl Into<Payload>) -> Self {
@@ -258,12 +270,16 @@ impl Fixture {
 
     /// Imports the host's `cancelled: func() -> bool` as `$cancelled` (core type `() -> i32`).
     pub fn import_cancelled(self) -> Self {
-        self.import(&format!(r#"(import "{HOST_MODULE}" "cancelled" (func $cancelled (result i32)))"#))
+        self.import(&format!(
+            r#"(import "{HOST_MODULE}" "cancelled" (func $cancelled (result i32)))"#
+        ))
     }
 
     /// Imports the host's `log: func(level, message)` as `$log` (core type `(i32 i32 i32)`).
     pub fn import_log(self) -> Self {
-        self.import(&format!(r#"(import "{HOST_MODULE}" "log" (func $log (param i32 i32 i32)))"#))
+        self.import(&format!(
+            r#"(import "{HOST_MODULE}" "log" (func $log (param i32 i32 i32)))"#
+        ))
     }
 
     /// A raw WAT `(import ...)` field for the core module.
@@ -374,7 +390,8 @@ impl Fixture {
     /// The component's bytes. Panics (with the WAT) if anything fails to assemble or validate.
     pub fn build(&self) -> Vec<u8> {
         let wat = self.wat();
-        self.try_build(&wat).unwrap_or_else(|e| panic!("building fixture failed: {e:?}\n--- WAT ---\n{wat}"))
+        self.try_build(&wat)
+            .unwrap_or_else(|e| panic!("building fixture failed: {e:?}\n--- WAT ---\n{wat}"))
     }
 
     fn try_build(&self, wat: &str) -> anyhow::Result<Vec<u8>> {
@@ -466,13 +483,21 @@ struct Image {
     base: u32,
     bytes: Vec<u8>,
     zeroed: Vec<u32>,
-    /// (address of a ptr field, offset into the zeroed area)
-    patches: Vec<(u32, u32)>,
+    /// (address of a ptr field, index of its region in `zeroed`)
+    patches: Vec<(u32, usize)>,
+    /// Index in `zeroed` of the region `SharedZeroed` payloads share, once there is one.
+    shared: Option<usize>,
 }
 
 impl Image {
     fn new(base: u32) -> Self {
-        Image { base, bytes: Vec::new(), zeroed: Vec::new(), patches: Vec::new() }
+        Image {
+            base,
+            bytes: Vec::new(),
+            zeroed: Vec::new(),
+            patches: Vec::new(),
+            shared: None,
+        }
     }
 
     fn end(&self) -> u32 {
@@ -511,10 +536,18 @@ impl Image {
             }
             Payload::Zeroed(len) => {
                 // Zeroed regions live above the data, whose end is not known yet: remember the
-                // offset and patch the pointer in `finish`.
-                let offset = self.zeroed.iter().sum::<u32>();
+                // region and patch the pointer in `finish`.
                 self.zeroed.push(*len);
-                self.patches.push((at, offset));
+                self.patches.push((at, self.zeroed.len() - 1));
+                self.write_u32(at + 4, *len);
+            }
+            Payload::SharedZeroed(len) => {
+                let index = *self.shared.get_or_insert_with(|| {
+                    self.zeroed.push(0);
+                    self.zeroed.len() - 1
+                });
+                self.zeroed[index] = self.zeroed[index].max(*len);
+                self.patches.push((at, index));
                 self.write_u32(at + 4, *len);
             }
         }
@@ -523,8 +556,9 @@ impl Image {
     /// Points the zeroed payloads at their final addresses.
     fn finish(&mut self) {
         let start = self.zeroed_start();
-        for (at, offset) in std::mem::take(&mut self.patches) {
-            self.write_u32(at, start + offset);
+        for (at, index) in std::mem::take(&mut self.patches) {
+            let region = start + self.zeroed[..index].iter().sum::<u32>();
+            self.write_u32(at, region);
         }
     }
 

@@ -6,7 +6,10 @@ pub mod fixture;
 
 use std::path::{Path, PathBuf};
 
+// Each test crate uses only part of this.
+#[allow(unused_imports)]
 pub use client::*;
+#[allow(unused_imports)]
 pub use fixture::*;
 
 /// Writes `DIR/NAME.wasm`; the host names the plugin after the file stem.
