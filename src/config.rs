@@ -9,6 +9,8 @@ use serde::Deserialize;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Limits {
     pub timeout: Duration,
+    /// Wall-clock limit of a call run as a task; tasks are for long work, so it is longer.
+    pub task_timeout: Duration,
     /// Units of wasmtime fuel (about one per wasm instruction).
     pub fuel: u64,
     /// Bytes of linear memory per instance.
@@ -19,7 +21,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Limits {
-        Limits { timeout: Duration::from_secs(30), fuel: 10_000_000_000, memory: 64 << 20, max_concurrency: 16 }
+        Limits { timeout: Duration::from_secs(30), task_timeout: Duration::from_secs(600), fuel: 10_000_000_000, memory: 64 << 20, max_concurrency: 16 }
     }
 }
 
@@ -35,6 +37,7 @@ struct ManifestFile {
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 struct LimitsFile {
     timeout: Option<String>,
+    task_timeout: Option<String>,
     fuel: Option<u64>,
     memory: Option<String>,
     max_concurrency: Option<usize>,
@@ -59,6 +62,9 @@ pub fn plugin_limits(wasm: &Path, defaults: &Limits, memory_ceiling: u64) -> Res
     let mut limits = defaults.clone();
     if let Some(t) = file.limits.timeout {
         limits.timeout = parse_duration(&t).map_err(|e| at("timeout", e))?;
+    }
+    if let Some(t) = file.limits.task_timeout {
+        limits.task_timeout = parse_duration(&t).map_err(|e| at("task-timeout", e))?;
     }
     if let Some(f) = file.limits.fuel {
         limits.fuel = check_positive(f).map_err(|e| at("fuel", e))?;
@@ -118,8 +124,9 @@ mod tests {
 
     #[test]
     fn manifest_overrides_defaults() {
-        let l = limits_from("[limits]\ntimeout = \"2s\"\nfuel = 5\nmemory = \"16MiB\"\nmax-concurrency = 2\n").unwrap();
-        assert_eq!(l, Limits { timeout: Duration::from_secs(2), fuel: 5, memory: 16 << 20, max_concurrency: 2 });
+        let l = limits_from("[limits]\ntimeout = \"2s\"\ntask-timeout = \"1h\"\nfuel = 5\nmemory = \"16MiB\"\nmax-concurrency = 2\n").unwrap();
+        let expected = Limits { timeout: Duration::from_secs(2), task_timeout: Duration::from_secs(3600), fuel: 5, memory: 16 << 20, max_concurrency: 2 };
+        assert_eq!(l, expected);
     }
 
     #[test]

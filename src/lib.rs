@@ -1,11 +1,13 @@
 //! corral: an MCP host that serves tools implemented as sandboxed WebAssembly components.
 //!
 //! Data flows one way: [`transport`] frames messages for a [`server::Session`], which serves MCP
-//! methods from the [`registry`] of loaded plugins and runs calls in the [`runtime`].
+//! methods from the [`registry`] of loaded plugins and runs calls in the [`runtime`], directly or
+//! as [`tasks`].
 
 pub mod config;
 pub mod mcp;
 pub mod registry;
 pub mod runtime;
 pub mod server;
+pub mod tasks;
 pub mod transport;

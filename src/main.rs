@@ -10,7 +10,8 @@ use clap::{Args, Parser, Subcommand};
 use corral::config::{self, Limits};
 use corral::registry::{load_dir, Catalog, LoadSettings, Registry};
 use corral::runtime::{CallContext, EngineSettings, Runtime, RuntimeSettings, Silent};
-use corral::server::{self, Host, ServerOptions};
+use corral::server::{self, Host, ServerOptions, ToolExecutor};
+use corral::tasks::{Durability, Engine, EngineSettings as TaskSettings, SqliteStore};
 use corral::transport;
 
 #[derive(Parser)]
@@ -47,6 +48,9 @@ struct HostArgs {
     /// Default wall-clock limit per call, e.g. 30s or 500ms.
     #[arg(long, env = "CORRAL_TIMEOUT", default_value = "30s", value_parser = config::parse_duration)]
     timeout: Duration,
+    /// Default wall-clock limit of a call run as a task.
+    #[arg(long, env = "CORRAL_TASK_TIMEOUT", default_value = "10m", value_parser = config::parse_duration)]
+    task_timeout: Duration,
     /// Default fuel per call (about one unit per WebAssembly instruction).
     #[arg(long, env = "CORRAL_FUEL", default_value_t = Limits::default().fuel)]
     fuel: u64,
@@ -71,9 +75,64 @@ struct HostArgs {
 }
 
 #[derive(Args)]
+struct TaskArgs {
+    /// Task database (SQLite). `:memory:` keeps tasks only while the host runs.
+    /// [default: a per-user data directory, e.g. ~/.local/share/corral/tasks.db]
+    #[arg(long, env = "CORRAL_DB", value_name = "PATH")]
+    db: Option<PathBuf>,
+    /// What a stored task survives: `process` (the host being killed) or `power` (power loss;
+    /// every commit waits for fsync).
+    #[arg(long, env = "CORRAL_DB_SYNC", default_value = "process", value_parser = ["process", "power"])]
+    db_sync: String,
+    /// Tasks running at once.
+    #[arg(long, env = "CORRAL_MAX_RUNNING", default_value_t = TaskSettings::default().max_running)]
+    max_running: usize,
+    /// Tasks waiting for a worker; more are refused as overloaded.
+    #[arg(long, env = "CORRAL_MAX_QUEUED", default_value_t = TaskSettings::default().max_queued)]
+    max_queued: usize,
+    /// How long a task and its result are kept when the client asks for no TTL.
+    #[arg(long, env = "CORRAL_TASK_TTL", default_value = "1h", value_parser = config::parse_duration)]
+    task_ttl: Duration,
+    /// The longest TTL a client may ask for.
+    #[arg(long, env = "CORRAL_TASK_MAX_TTL", default_value = "24h", value_parser = config::parse_duration)]
+    task_max_ttl: Duration,
+    /// Poll interval suggested to clients.
+    #[arg(long, env = "CORRAL_TASK_POLL_INTERVAL", default_value = "1s", value_parser = config::parse_duration)]
+    task_poll_interval: Duration,
+    /// How often expired tasks are deleted.
+    #[arg(long, env = "CORRAL_TASK_REAP_EVERY", default_value = "30s", value_parser = config::parse_duration)]
+    task_reap_every: Duration,
+}
+
+impl TaskArgs {
+    fn settings(&self) -> TaskSettings {
+        TaskSettings {
+            max_running: self.max_running.max(1),
+            max_queued: self.max_queued,
+            default_ttl: self.task_ttl.min(self.task_max_ttl),
+            max_ttl: self.task_max_ttl,
+            poll_interval: self.task_poll_interval,
+            reap_every: self.task_reap_every,
+        }
+    }
+
+    fn db_path(&self) -> anyhow::Result<PathBuf> {
+        match &self.db {
+            Some(path) => Ok(path.clone()),
+            None => {
+                let base = dirs::data_local_dir().ok_or_else(|| anyhow::anyhow!("no per-user data directory is known here: pass --db PATH"))?;
+                Ok(base.join("corral").join("tasks.db"))
+            }
+        }
+    }
+}
+
+#[derive(Args)]
 struct ServeArgs {
     #[command(flatten)]
     host: HostArgs,
+    #[command(flatten)]
+    tasks: TaskArgs,
     /// Tools per tools/list page.
     #[arg(long, env = "CORRAL_PAGE_SIZE", default_value_t = ServerOptions::default().page_size, value_parser = clap::value_parser!(usize))]
     page_size: usize,
@@ -120,12 +179,15 @@ fn init_logging(level: &str) {
 async fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Serve(args) => {
-            let host = build_host(&args.host, ServerOptions { page_size: args.page_size.max(1) }).await?;
+            let durability = if args.tasks.db_sync == "power" { Durability::Power } else { Durability::Process };
+            let db = args.tasks.db_path()?;
+            let host = build_host(&args.host, ServerOptions { page_size: args.page_size.max(1) }, &db, durability, args.tasks.settings()).await?;
+            tracing::info!("tasks are kept in {}", db.display());
             transport::stdio::serve(host).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Tools(args) => {
-            let host = build_host(&args.host, ServerOptions::default()).await?;
+            let host = build_local_host(&args.host).await?;
             let catalog = host.registry.snapshot();
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&tools_json(&catalog))?);
@@ -136,7 +198,7 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Call(args) => {
             let arguments: serde_json::Value = serde_json::from_str(&args.arguments).map_err(|e| anyhow::anyhow!("ARGUMENTS is not JSON: {e}"))?;
-            let host = build_host(&args.host, ServerOptions::default()).await?;
+            let host = build_local_host(&args.host).await?;
             let result = server::call_tool_once(&host, &args.tool, arguments, |entry| CallContext::new(entry.plugin.limits.clone(), Arc::new(Silent)))
                 .await
                 .map_err(|e| anyhow::anyhow!("{}", e.message))?;
@@ -146,8 +208,13 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
     }
 }
 
-async fn build_host(args: &HostArgs, options: ServerOptions) -> anyhow::Result<Arc<Host>> {
-    let defaults = Limits { timeout: args.timeout, fuel: args.fuel.max(1), memory: args.memory, max_concurrency: args.max_concurrency.max(1) };
+/// A host for one local command: its tasks, if any, live in memory.
+async fn build_local_host(args: &HostArgs) -> anyhow::Result<Arc<Host>> {
+    build_host(args, ServerOptions::default(), std::path::Path::new(":memory:"), Durability::Process, TaskSettings::default()).await
+}
+
+async fn build_host(args: &HostArgs, options: ServerOptions, db: &std::path::Path, durability: Durability, tasks: TaskSettings) -> anyhow::Result<Arc<Host>> {
+    let defaults = Limits { timeout: args.timeout, task_timeout: args.task_timeout, fuel: args.fuel.max(1), memory: args.memory, max_concurrency: args.max_concurrency.max(1) };
     if defaults.memory > args.memory_ceiling {
         anyhow::bail!("--memory {} is above --memory-ceiling {}", config::display_size(defaults.memory), config::display_size(args.memory_ceiling));
     }
@@ -162,7 +229,12 @@ async fn build_host(args: &HostArgs, options: ServerOptions) -> anyhow::Result<A
     if catalog.plugins.is_empty() {
         tracing::warn!("no plugin loaded from {}", args.plugins.display());
     }
-    Ok(Arc::new(Host { registry: Registry::new(catalog), runtime, options }))
+    let registry = Arc::new(Registry::new(catalog));
+    let runtime = Arc::new(runtime);
+    let store = Arc::new(SqliteStore::open(db, durability)?);
+    let executor = Arc::new(ToolExecutor { registry: registry.clone(), runtime: runtime.clone() });
+    let engine = Engine::start(store, tasks, executor)?;
+    Ok(Arc::new(Host { registry, runtime, engine, options }))
 }
 
 fn tools_json(catalog: &Catalog) -> serde_json::Value {

@@ -9,9 +9,8 @@
 mod common;
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::OnceLock;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -44,14 +43,14 @@ fn initialize_answers_an_unknown_version_with_the_latest() {
 }
 
 #[test]
-fn initialize_advertises_tools_and_logging_but_not_tasks() {
+fn initialize_advertises_tools_logging_and_tasks() {
     let dir = plugins(&["text"]);
     let mut mcp = spawn_serve(dir.path(), &[]);
     let result = mcp.initialize();
     let caps = &result["capabilities"];
     assert!(caps["tools"].is_object(), "capabilities.tools: {result:#}");
     assert!(caps["logging"].is_object(), "capabilities.logging: {result:#}");
-    assert!(caps.get("tasks").is_none(), "tasks must not be advertised yet: {result:#}");
+    assert_eq!(caps["tasks"]["requests"]["tools"]["call"], json!({}), "capabilities.tasks: {result:#}");
     assert_eq!(result["serverInfo"]["name"], "corral", "{result:#}");
     assert!(result["serverInfo"]["version"].is_string(), "{result:#}");
 }
@@ -557,41 +556,9 @@ fn flags_are_read_from_the_environment() {
 // ---------------------------------------------------------------------------------------------
 // helpers
 
-/// `plugins/dist`, built once per test binary by `scripts/build-plugins.sh`.
-fn dist() -> &'static Path {
-    static DIST: OnceLock<PathBuf> = OnceLock::new();
-    DIST.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let out = Command::new("bash")
-            .arg(root.join("scripts/build-plugins.sh"))
-            .stdin(Stdio::null())
-            .output()
-            .expect("running scripts/build-plugins.sh");
-        if !out.status.success() {
-            panic!(
-                "scripts/build-plugins.sh failed ({}):\n{}\n{}",
-                out.status,
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        root.join("plugins/dist")
-    })
-}
-
 /// A temp dir with the named example plugins and their manifests.
 fn plugins(names: &[&str]) -> TempDir {
-    let dir = tempfile::tempdir().expect("tempdir");
-    for name in names {
-        for ext in ["wasm", "toml"] {
-            let from = dist().join(format!("{name}.{ext}"));
-            if ext == "wasm" || from.exists() {
-                std::fs::copy(&from, dir.path().join(format!("{name}.{ext}")))
-                    .unwrap_or_else(|e| panic!("copying {}: {e}", from.display()));
-            }
-        }
-    }
-    dir
+    example_plugins(names)
 }
 
 fn path_str(path: &Path) -> &str {

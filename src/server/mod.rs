@@ -6,15 +6,20 @@
 mod notify;
 mod results;
 mod session;
+mod tasks;
 mod tools;
+
+use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::registry::Registry;
 use crate::runtime::Runtime;
+use crate::tasks::Engine;
 
 pub use results::{failure_result, invalid_arguments_result};
 pub use session::Session;
+pub use tasks::ToolExecutor;
 pub use tools::{call_tool_once, list_entry};
 
 /// Where a session's outbound messages go (a stdout writer, an HTTP stream...).
@@ -37,7 +42,8 @@ impl Default for ServerOptions {
 
 /// What every session of one host shares.
 pub struct Host {
-    pub registry: Registry,
-    pub runtime: Runtime,
+    pub registry: Arc<Registry>,
+    pub runtime: Arc<Runtime>,
+    pub engine: Engine,
     pub options: ServerOptions,
 }

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::notify::{CallNotifier, LevelFilter};
-use super::{tools, Host, Outlet};
+use super::{tasks, tools, Host, Outlet};
 use crate::mcp::jsonrpc::{self, error_message, result_message, Incoming};
 use crate::mcp::types::{negotiate_version, LogLevel};
 use crate::mcp::{RequestId, RpcError};
@@ -28,6 +28,8 @@ pub struct Session {
 
 struct Shared {
     host: Arc<Host>,
+    /// Who this session's tasks belong to.
+    owner: String,
     outlet: Arc<dyn Outlet>,
     phase: Mutex<Phase>,
     protocol_version: Mutex<Option<&'static str>>,
@@ -37,15 +39,26 @@ struct Shared {
     runtime: tokio::runtime::Handle,
 }
 
-const METHODS: [&str; 5] = ["initialize", "ping", "tools/list", "tools/call", "logging/setLevel"];
+const METHODS: [&str; 9] = [
+    "initialize",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "logging/setLevel",
+    "tasks/get",
+    "tasks/result",
+    "tasks/list",
+    "tasks/cancel",
+];
 
 impl Session {
-    /// A session answering through `outlet`. Must be created inside a tokio runtime, which
-    /// then runs the session's tool calls.
-    pub fn new(host: Arc<Host>, outlet: Arc<dyn Outlet>) -> Session {
+    /// A session answering through `outlet`, whose tasks belong to `owner`. Must be created
+    /// inside a tokio runtime, which then runs the session's tool calls.
+    pub fn new(host: Arc<Host>, outlet: Arc<dyn Outlet>, owner: impl Into<String>) -> Session {
         Session {
             shared: Arc::new(Shared {
                 host,
+                owner: owner.into(),
                 outlet,
                 phase: Mutex::new(Phase::New),
                 protocol_version: Mutex::new(None),
@@ -104,6 +117,10 @@ impl Session {
             ("tools/list", _) => tools::list(&shared.host, &params),
             ("logging/setLevel", _) => self.set_level(&params),
             ("tools/call", _) => return self.start_call(id, params),
+            ("tasks/get", _) => tasks::get(&shared.host, &shared.owner, &params),
+            ("tasks/list", _) => tasks::list(&shared.host, &shared.owner, &params),
+            ("tasks/cancel", _) => tasks::cancel(&shared.host, &shared.owner, &params),
+            ("tasks/result", _) => return self.start_task_result(id, params),
             _ => unreachable!("every method in METHODS is dispatched"),
         };
         self.reply(&id, answer);
@@ -138,7 +155,11 @@ impl Session {
         *self.shared.protocol_version.lock().unwrap() = Some(version);
         Ok(json!({
             "protocolVersion": version,
-            "capabilities": { "tools": { "listChanged": false }, "logging": {} },
+            "capabilities": {
+                "tools": { "listChanged": false },
+                "logging": {},
+                "tasks": { "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } },
+            },
             "serverInfo": { "name": "corral", "version": env!("CARGO_PKG_VERSION") },
             "instructions": "Tools served by corral run in sandboxed WebAssembly plugins with time, fuel and memory limits.",
         }))
@@ -168,37 +189,66 @@ impl Session {
     }
 
     fn start_call(&self, id: RequestId, params: Map<String, Value>) {
-        let shared = self.shared.clone();
+        let shared = &self.shared;
         let call = match tools::admit(&shared.host, &params, true) {
             Ok(call) => call,
             Err(e) => return self.reply(&id, Err(e)),
         };
+        let notifier = Arc::new(CallNotifier::new(shared.outlet.clone(), shared.levels.clone(), &call.entry.plugin.name, call.progress_token.clone()));
+        if let Some(task) = params.get("task").filter(|t| !t.is_null()) {
+            let answer = tasks::create(&shared.host, &shared.owner, call, task, &params, shared.outlet.clone(), notifier);
+            return self.reply(&id, answer);
+        }
+        let limits = call.entry.plugin.limits.clone();
+        let host = shared.host.clone();
+        self.spawn_request(id, move |cancel| async move {
+            let tool = call.entry.name.clone();
+            let ctx = CallContext { limits, cancel, observer: notifier };
+            match tools::run(&host.runtime, &call, ctx).await {
+                Ok(result) => Some(Ok(serde_json::to_value(result).expect("results serialize"))),
+                Err(Failure::Cancelled) => None,
+                Err(other) => Some(Err(RpcError::internal(other.describe(&tool)))),
+            }
+        });
+    }
+
+    fn start_task_result(&self, id: RequestId, params: Map<String, Value>) {
+        let shared = self.shared.clone();
+        self.spawn_request(id, move |cancel| async move {
+            tokio::select! {
+                _ = cancel.cancelled() => None,
+                answer = tasks::result(&shared.host, &shared.owner, &params) => Some(answer),
+            }
+        });
+    }
+
+    /// Runs a request that may take a while on the runtime, cancellable by
+    /// `notifications/cancelled`. `work` answers `None` when it was cancelled: no response.
+    fn spawn_request<F, Fut>(&self, id: RequestId, work: F)
+    where
+        F: FnOnce(CancellationToken) -> Fut,
+        Fut: std::future::Future<Output = Option<Result<Value, RpcError>>> + Send + 'static,
+    {
+        let shared = &self.shared;
         let cancel = CancellationToken::new();
         {
             let mut in_flight = shared.in_flight.lock().unwrap();
             if in_flight.contains_key(&id) {
                 drop(in_flight);
-                return self.reply(&id, Err(RpcError::invalid_request(format!("request id {id} is already in use by a call in flight"))));
+                return self.reply(&id, Err(RpcError::invalid_request(format!("request id {id} is already in use by a request in flight"))));
             }
             in_flight.insert(id.clone(), cancel.clone());
         }
-        let notifier = CallNotifier::new(shared.outlet.clone(), shared.levels.clone(), &call.entry.plugin.name, call.progress_token.clone());
-        let ctx = CallContext { limits: call.entry.plugin.limits.clone(), cancel, observer: Arc::new(notifier) };
+        let future = work(cancel);
         let task_shared = shared.clone();
         shared.calls.spawn_on(
             async move {
-                let outcome = tools::run(&task_shared.host, &call, ctx).await;
+                let answer = future.await;
                 task_shared.in_flight.lock().unwrap().remove(&id);
-                match outcome {
-                    Ok(result) => {
-                        let result = serde_json::to_value(result).expect("results serialize");
-                        task_shared.outlet.send(result_message(&id, result));
-                    }
-                    Err(Failure::Cancelled) => tracing::info!(request = %id, tool = %call.entry.name, "cancelled call stopped; no response sent"),
-                    Err(other) => {
-                        let error = RpcError::internal(other.describe(&call.entry.name));
-                        task_shared.outlet.send(error_message(Some(&id), &error));
-                    }
+                match answer {
+                    Some(Ok(result)) => task_shared.outlet.send(result_message(&id, result)),
+                    Some(Err(error)) => task_shared.outlet.send(error_message(Some(&id), &error)),
+                    None => tracing::info!(request = %id, "cancelled request stopped; no response sent"),
                 }
             },
             &shared.runtime,

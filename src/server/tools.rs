@@ -11,7 +11,7 @@ use super::Host;
 use crate::mcp::types::{CallToolResult, TaskSupport as McpTaskSupport, Tool, ToolAnnotations, ToolExecution};
 use crate::mcp::RpcError;
 use crate::registry::{violations, ToolEntry};
-use crate::runtime::{CallContext, Failure, TaskSupport};
+use crate::runtime::{CallContext, Failure, Runtime, TaskSupport};
 
 /// The MCP view of a tool.
 pub fn list_entry(entry: &ToolEntry) -> Tool {
@@ -91,11 +91,9 @@ pub fn admit(host: &Host, params: &Map<String, Value>, enforce_policy: bool) -> 
         Some(_) => return Err(RpcError::invalid_params("`arguments` must be an object")),
     };
     let entry = host.registry.snapshot().tool(name).cloned().ok_or_else(|| RpcError::invalid_params(format!("unknown tool `{name}`")))?;
-    // Tasks are not offered yet, so `task` is ignored as MCP asks of hosts without the
-    // capability; a tool that only works as a task cannot run at all.
-    if enforce_policy && entry.task_support == TaskSupport::Required {
+    if enforce_policy && entry.task_support == TaskSupport::Required && params.get("task").is_none_or(Value::is_null) {
         return Err(RpcError::method_not_found(format!(
-            "tool `{name}` must be called as a task (its execution.taskSupport is \"required\"), and this host does not offer tasks"
+            "tool `{name}` must be called as a task (its execution.taskSupport is \"required\"): add `\"task\": {{}}` to the params"
         )));
     }
     let progress_token = params.get("_meta").and_then(|m| m.get("progressToken")).filter(|t| t.is_string() || t.is_i64()).cloned();
@@ -104,7 +102,7 @@ pub fn admit(host: &Host, params: &Map<String, Value>, enforce_policy: bool) -> 
 
 /// Runs an admitted call to its result. Validation failures and limits become `isError`
 /// results; `Err(Failure::Cancelled)` means the caller cancelled and wants no answer.
-pub async fn run(host: &Host, call: &AdmittedCall, ctx: CallContext) -> Result<CallToolResult, Failure> {
+pub async fn run(runtime: &Runtime, call: &AdmittedCall, ctx: CallContext) -> Result<CallToolResult, Failure> {
     let entry = &call.entry;
     let problems = violations(&entry.input_validator, &call.arguments);
     if !problems.is_empty() {
@@ -116,7 +114,7 @@ pub async fn run(host: &Host, call: &AdmittedCall, ctx: CallContext) -> Result<C
         permit = entry.plugin.permits.acquire() => permit.expect("plugin semaphores are never closed"),
     };
     let arguments = call.arguments.to_string();
-    let outcome = host.runtime.call_tool(&entry.plugin.code, &entry.name, &arguments, ctx).await;
+    let outcome = runtime.call_tool(&entry.plugin.code, &entry.name, &arguments, ctx).await;
     match outcome.and_then(|result| tool_result(entry, result)) {
         Ok(result) => Ok(result),
         Err(Failure::Cancelled) => Err(Failure::Cancelled),
@@ -134,6 +132,6 @@ pub async fn call_tool_once(host: &Host, name: &str, arguments: Value, ctx: impl
     params.insert("arguments".into(), arguments);
     let call = admit(host, &params, false)?;
     let ctx = ctx(&call.entry);
-    run(host, &call, ctx).await.map_err(|f| RpcError::internal(f.describe(name)))
+    run(&host.runtime, &call, ctx).await.map_err(|f| RpcError::internal(f.describe(name)))
 }
 

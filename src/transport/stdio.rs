@@ -15,6 +15,9 @@ use crate::mcp::jsonrpc::{error_message, PARSE_ERROR};
 use crate::mcp::RpcError;
 use crate::server::{Host, Outlet, Session};
 
+/// The owner of every task created over stdio.
+pub const LOCAL_OWNER: &str = "local";
+
 /// How long calls cancelled at shutdown get to wind down before the process exits anyway.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
@@ -36,7 +39,8 @@ impl Outlet for StdoutOutlet {
 /// Serves one session on stdin/stdout until stdin closes or the process is told to stop.
 pub async fn serve(host: Arc<Host>) -> anyhow::Result<()> {
     let outlet = Arc::new(StdoutOutlet { out: Mutex::new(io::stdout()) });
-    let session = Arc::new(Session::new(host, outlet.clone()));
+    // Over stdio the one client is the local user, so its tasks survive a host restart.
+    let session = Arc::new(Session::new(host, outlet.clone(), LOCAL_OWNER));
     let (eof_tx, eof_rx) = tokio::sync::oneshot::channel::<()>();
     let reader = session.clone();
     std::thread::Builder::new().name("corral-stdin".into()).spawn(move || {

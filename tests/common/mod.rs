@@ -25,3 +25,38 @@ pub fn write_manifest(dir: &Path, name: &str, toml: &str) -> PathBuf {
     std::fs::write(&path, toml).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
     path
 }
+
+/// `plugins/dist`, built once per test binary by `scripts/build-plugins.sh`.
+pub fn example_dist() -> &'static Path {
+    static DIST: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIST.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let out = std::process::Command::new("bash")
+            .arg(root.join("scripts/build-plugins.sh"))
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("running scripts/build-plugins.sh");
+        assert!(
+            out.status.success(),
+            "scripts/build-plugins.sh failed ({}):\n{}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        root.join("plugins/dist")
+    })
+}
+
+/// A temp dir holding the named example plugins and their manifests.
+pub fn example_plugins(names: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for name in names {
+        for ext in ["wasm", "toml"] {
+            let from = example_dist().join(format!("{name}.{ext}"));
+            if ext == "wasm" || from.exists() {
+                std::fs::copy(&from, dir.path().join(format!("{name}.{ext}"))).unwrap_or_else(|e| panic!("copying {}: {e}", from.display()));
+            }
+        }
+    }
+    dir
+}

@@ -1,0 +1,236 @@
+//! The MCP tasks utility (2025-11-25): task-augmented `tools/call`, `tasks/get`, `tasks/result`,
+//! `tasks/list`, `tasks/cancel`, and the executor that runs a task's tool call.
+
+use std::sync::Arc;
+use std::time::{Duration, UNIX_EPOCH};
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as CURSOR;
+use base64::Engine as _;
+use futures_util::future::BoxFuture;
+use serde_json::{json, Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::results::{error_result, failure_result};
+use super::tools::{self, AdmittedCall};
+use super::{Host, Outlet};
+use crate::mcp::jsonrpc::notification;
+use crate::mcp::RpcError;
+use crate::registry::{violations, Registry};
+use crate::runtime::{CallContext, CallObserver, Failure, Runtime, TaskSupport};
+use crate::tasks::{Admission, EngineError, Executor, Finished, Outcome, Task, TaskEvents, TaskStatus};
+
+pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+const IDEMPOTENCY_KEY: &str = "corral/idempotency-key";
+/// JSON-RPC code for "the host cannot take more work now" (implementation-defined range).
+pub const OVERLOADED: i32 = -32000;
+const LIST_PAGE: usize = 50;
+
+/// The `Task` object as MCP shows it.
+pub fn task_json(task: &Task) -> Value {
+    let mut t = json!({
+        "taskId": task.id,
+        "status": task.status.as_str(),
+        "createdAt": iso8601(task.created_at),
+        "lastUpdatedAt": iso8601(task.updated_at),
+        "ttl": task.ttl_ms,
+        "pollInterval": task.poll_interval_ms,
+    });
+    if let Some(m) = &task.status_message {
+        t["statusMessage"] = json!(m);
+    }
+    t
+}
+
+fn iso8601(ms: i64) -> String {
+    humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64)).to_string()
+}
+
+fn engine_error(e: EngineError) -> RpcError {
+    match e {
+        EngineError::NotFound => RpcError::invalid_params("Failed to retrieve task: Task not found"),
+        EngineError::Expired => RpcError::invalid_params("Failed to retrieve task: Task has expired"),
+        EngineError::Terminal(status) => RpcError::invalid_params(format!("Cannot cancel task: it is already {status}")),
+        EngineError::Overloaded { queued, limit } => RpcError::new(OVERLOADED, e.to_string()).with_data(json!({ "kind": "overloaded", "queued": queued, "limit": limit })),
+        EngineError::Store(s) => RpcError::internal(s.to_string()),
+    }
+}
+
+fn task_id(params: &Map<String, Value>) -> Result<&str, RpcError> {
+    match params.get("taskId") {
+        Some(Value::String(id)) => Ok(id),
+        Some(_) => Err(RpcError::invalid_params("`taskId` must be a string")),
+        None => Err(RpcError::invalid_params("missing `taskId`")),
+    }
+}
+
+/// Admits a task-augmented `tools/call` and answers `CreateTaskResult`.
+pub fn create(host: &Host, owner: &str, call: AdmittedCall, task: &Value, params: &Map<String, Value>, outlet: Arc<dyn Outlet>, observer: Arc<dyn CallObserver>) -> Result<Value, RpcError> {
+    let entry = &call.entry;
+    if entry.task_support == TaskSupport::Forbidden {
+        return Err(RpcError::method_not_found(format!(
+            "tool `{}` cannot run as a task (its execution.taskSupport is \"forbidden\"): call it without `task`",
+            entry.name
+        )));
+    }
+    let Value::Object(task) = task else { return Err(RpcError::invalid_params("`task` must be an object such as {} or {\"ttl\": 60000}")) };
+    let requested_ttl_ms = match task.get("ttl") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(v.as_i64().filter(|t| *t >= 0).ok_or_else(|| RpcError::invalid_params("`task.ttl` must be a non-negative integer (milliseconds)"))?),
+    };
+    let problems = violations(&entry.input_validator, &call.arguments);
+    if !problems.is_empty() {
+        let listed: Vec<Value> = problems.iter().map(|(path, message)| json!({ "path": path, "message": message })).collect();
+        let summary: Vec<String> = problems.iter().map(|(p, m)| format!("{}: {m}", if p.is_empty() { "/" } else { p })).collect();
+        return Err(RpcError::invalid_params(format!("invalid arguments for tool `{}`: {}", entry.name, summary.join("; ")))
+            .with_data(json!({ "kind": "invalid-arguments", "violations": listed })));
+    }
+    let idempotency_key = match params.get("_meta").and_then(|m| m.get(IDEMPOTENCY_KEY)) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(k)) => Some(k.clone()),
+        Some(_) => return Err(RpcError::invalid_params(format!("`_meta[\"{IDEMPOTENCY_KEY}\"]` must be a string"))),
+    };
+    let admission = Admission {
+        owner: owner.to_owned(),
+        tool: entry.name.clone(),
+        arguments: call.arguments,
+        requested_ttl_ms,
+        progress_token: call.progress_token,
+        idempotency_key,
+        observer: Some(observer),
+        events: Some(Arc::new(StatusNotifier { outlet })),
+    };
+    let task = host.engine.admit(admission).map_err(engine_error)?;
+    Ok(json!({ "task": task_json(&task) }))
+}
+
+pub fn get(host: &Host, owner: &str, params: &Map<String, Value>) -> Result<Value, RpcError> {
+    host.engine.get(owner, task_id(params)?).map(|t| task_json(&t)).map_err(engine_error)
+}
+
+pub fn cancel(host: &Host, owner: &str, params: &Map<String, Value>) -> Result<Value, RpcError> {
+    host.engine.cancel(owner, task_id(params)?).map(|t| task_json(&t)).map_err(engine_error)
+}
+
+pub fn list(host: &Host, owner: &str, params: &Map<String, Value>) -> Result<Value, RpcError> {
+    let after = match params.get("cursor") {
+        None | Some(Value::Null) => 0,
+        Some(Value::String(c)) => decode_cursor(c).ok_or_else(|| RpcError::invalid_params(format!("invalid cursor {c:?}: pass back a `nextCursor` from an earlier tasks/list")))?,
+        Some(_) => return Err(RpcError::invalid_params("`cursor` must be a string")),
+    };
+    let mut tasks = host.engine.list(owner, after, LIST_PAGE + 1).map_err(engine_error)?;
+    let more = tasks.len() > LIST_PAGE;
+    tasks.truncate(LIST_PAGE);
+    let mut result = json!({ "tasks": tasks.iter().map(task_json).collect::<Vec<_>>() });
+    if let (true, Some(last)) = (more, tasks.last()) {
+        result["nextCursor"] = json!(CURSOR.encode(format!("seq:{}", last.seq)));
+    }
+    Ok(result)
+}
+
+fn decode_cursor(cursor: &str) -> Option<i64> {
+    let text = String::from_utf8(CURSOR.decode(cursor).ok()?).ok()?;
+    text.strip_prefix("seq:")?.parse().ok()
+}
+
+/// `tasks/result`: waits for the task to end, then answers exactly what the call produced.
+pub async fn result(host: &Host, owner: &str, params: &Map<String, Value>) -> Result<Value, RpcError> {
+    let id = task_id(params)?.to_owned();
+    let (_, outcome) = host.engine.result(owner, &id).await.map_err(engine_error)?;
+    let related = json!({ RELATED_TASK: { "taskId": id } });
+    match outcome {
+        Outcome::Result(mut value) => {
+            if let Value::Object(object) = &mut value {
+                let meta = object.entry("_meta").or_insert_with(|| json!({}));
+                if let (Value::Object(meta), Value::Object(related)) = (meta, related) {
+                    meta.extend(related);
+                }
+            }
+            Ok(value)
+        }
+        Outcome::Error(error) => {
+            let code = error["code"].as_i64().unwrap_or(-32603) as i32;
+            let message = error["message"].as_str().unwrap_or("the task failed").to_owned();
+            let mut data = error.get("data").cloned().unwrap_or_else(|| json!({}));
+            if let Value::Object(d) = &mut data {
+                d.insert("_meta".into(), related);
+            }
+            Err(RpcError::new(code, message).with_data(data))
+        }
+    }
+}
+
+/// Sends `notifications/tasks/status` to the session that created the task.
+struct StatusNotifier {
+    outlet: Arc<dyn Outlet>,
+}
+
+impl TaskEvents for StatusNotifier {
+    fn status_changed(&self, task: &Task) {
+        self.outlet.send(notification("notifications/tasks/status", task_json(task)));
+    }
+}
+
+/// Runs a task's tool call with the tool's task limits.
+pub struct ToolExecutor {
+    pub registry: Arc<Registry>,
+    pub runtime: Arc<Runtime>,
+}
+
+impl Executor for ToolExecutor {
+    fn execute(&self, task: Task, cancel: CancellationToken, observer: Arc<dyn CallObserver>) -> BoxFuture<'static, Finished> {
+        let entry = self.registry.snapshot().tool(&task.tool).cloned();
+        let runtime = self.runtime.clone();
+        Box::pin(async move {
+            let Some(entry) = entry else {
+                let error = RpcError::invalid_params(format!("unknown tool `{}`: its plugin is no longer loaded", task.tool));
+                return Finished { status: TaskStatus::Failed, message: Some(error.message.clone()), outcome: Outcome::Error(json!(error)) };
+            };
+            let mut limits = entry.plugin.limits.clone();
+            limits.timeout = limits.task_timeout;
+            let ctx = CallContext { limits, cancel, observer };
+            let call = AdmittedCall { entry, arguments: task.arguments.clone(), progress_token: None };
+            match tools::run(&runtime, &call, ctx).await {
+                Ok(result) => {
+                    let status = if result.is_error { TaskStatus::Failed } else { TaskStatus::Completed };
+                    let message = result.is_error.then(|| failure_message(&result));
+                    Finished { status, message, outcome: Outcome::Result(serde_json::to_value(result).expect("results serialize")) }
+                }
+                Err(failure) => {
+                    let result = failure_result(&task.tool, &failure);
+                    Finished { status: TaskStatus::Failed, message: Some(failure.describe(&task.tool)), outcome: Outcome::Result(serde_json::to_value(result).expect("results serialize")) }
+                }
+            }
+        })
+    }
+
+    fn cancelled(&self, task: &Task) -> Outcome {
+        Outcome::Result(serde_json::to_value(failure_result(&task.tool, &Failure::Cancelled)).expect("results serialize"))
+    }
+
+    fn interrupted(&self, task: &Task) -> Outcome {
+        let text = format!("tool `{}` was interrupted by a host restart; it is not marked idempotent, so it was not run again", task.tool);
+        Outcome::Result(serde_json::to_value(error_result(text, "interrupted")).expect("results serialize"))
+    }
+
+    fn is_idempotent(&self, tool: &str) -> bool {
+        self.registry.snapshot().tool(tool).is_some_and(|t| t.annotations.idempotent == Some(true))
+    }
+
+    fn interrupt(&self) {
+        self.runtime.interrupt();
+    }
+}
+
+/// The first text of an error result, as the task's `statusMessage`.
+fn failure_message(result: &crate::mcp::types::CallToolResult) -> String {
+    let text = result.content.iter().find_map(|c| match c {
+        crate::mcp::types::ContentBlock::Text { text } => Some(text.as_str()),
+        _ => None,
+    });
+    let text = text.unwrap_or("the tool reported an error");
+    let mut message: String = text.chars().take(500).collect();
+    if message.len() < text.len() {
+        message.push('…');
+    }
+    message
+}
