@@ -11,7 +11,7 @@ use corral::config::{self, Limits};
 use corral::registry::{load_dir, Catalog, LoadSettings, Registry};
 use corral::runtime::{CallContext, EngineSettings, Runtime, RuntimeSettings, Silent};
 use corral::server::{self, Host, ServerOptions, ToolExecutor};
-use corral::tasks::{Durability, Engine, EngineSettings as TaskSettings, SqliteStore};
+use corral::tasks::{Durability, Engine, EngineSettings as TaskSettings, Runners, SqliteStore};
 use corral::transport;
 
 #[derive(Parser)]
@@ -233,7 +233,8 @@ async fn build_host(args: &HostArgs, options: ServerOptions, db: &std::path::Pat
     let runtime = Arc::new(runtime);
     let store = Arc::new(SqliteStore::open(db, durability)?);
     let executor = Arc::new(ToolExecutor { registry: registry.clone(), runtime: runtime.clone() });
-    let engine = Engine::start(store, tasks, executor)?;
+    let runners = Runners::register(db).map_err(|e| anyhow::anyhow!("task store {}: cannot register this host: {e}", db.display()))?;
+    let engine = Engine::start(store, runners, tasks, executor)?;
     Ok(Arc::new(Host { registry, runtime, engine, options }))
 }
 

@@ -1128,23 +1128,6 @@ fn tools_list_omits_unset_optional_fields() {
 }
 
 #[test]
-fn initialize_does_not_advertise_tasks() {
-    let dir = plugin_dir();
-    write_good_plugin(dir.path());
-    let mut mcp = McpProcess::spawn(&["serve", "--plugins", dir.path().to_str().unwrap()]);
-    let result = mcp.initialize();
-    assert_eq!(result["protocolVersion"], PROTOCOL_VERSION, "{result:#}");
-    assert!(
-        result["capabilities"]["tools"].is_object(),
-        "tools capability missing: {result:#}"
-    );
-    assert!(
-        result["capabilities"].get("tasks").is_none(),
-        "tasks are not implemented yet: {result:#}"
-    );
-}
-
-#[test]
 fn required_task_tool_called_without_task_is_method_not_found() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());

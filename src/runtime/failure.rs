@@ -20,8 +20,9 @@ pub enum Failure {
     Cancelled,
     /// The guest's result cannot be turned into a tool result.
     InvalidOutput { reason: String },
-    /// The guest's result is bigger than the host passes on.
-    OutputTooLarge { size: u64, limit: u64 },
+    /// The guest's result is bigger than the host passes on (`size` when it was measured
+    /// before the host stopped copying it).
+    OutputTooLarge { size: Option<u64>, limit: u64 },
 }
 
 impl Failure {
@@ -47,14 +48,15 @@ impl Failure {
             Failure::Trap { message } => format!("tool `{tool}` crashed: {message}"),
             Failure::Cancelled => format!("tool `{tool}` was cancelled"),
             Failure::InvalidOutput { reason } => format!("tool `{tool}` returned an invalid result: {reason}"),
-            Failure::OutputTooLarge { size, limit } => {
+            Failure::OutputTooLarge { size: Some(size), limit } => {
                 format!("tool `{tool}` returned {}, more than the host's {} output limit", display_size(*size), display_size(*limit))
             }
+            Failure::OutputTooLarge { size: None, limit } => format!("tool `{tool}` returned more than the host's {} output limit", display_size(*limit)),
         }
     }
 
     /// Turns a wasmtime error from a call into the failure it stands for.
-    pub(crate) fn from_wasmtime(err: &wasmtime::Error, limits: &Limits, memory_cap_hit: bool) -> Failure {
+    pub(crate) fn from_wasmtime(err: &wasmtime::Error, limits: &Limits, memory_cap_hit: bool, max_output: u64) -> Failure {
         if memory_cap_hit {
             return Failure::MemoryLimit { limit: limits.memory };
         }
@@ -63,6 +65,10 @@ impl Failure {
             Some(trap) => Failure::Trap { message: trap.to_string() },
             None => {
                 let text = format!("{err:#}");
+                // wasmtime's hostcall fuel ran out while copying the guest's data to the host.
+                if text.contains("fuel allocated for hostcalls") {
+                    return Failure::OutputTooLarge { size: None, limit: max_output };
+                }
                 if text.to_ascii_lowercase().contains("utf-8") || text.contains("utf8") {
                     Failure::InvalidOutput { reason: format!("a string is not valid UTF-8 ({text})") }
                 } else {

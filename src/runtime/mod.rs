@@ -127,7 +127,7 @@ impl Runtime {
         };
         let size = result_size(&result);
         if size > self.settings.max_output {
-            return Err(Failure::OutputTooLarge { size, limit: self.settings.max_output });
+            return Err(Failure::OutputTooLarge { size: Some(size), limit: self.settings.max_output });
         }
         Ok(result)
     }
@@ -157,9 +157,17 @@ impl Runtime {
         };
         stdout.flush_partial();
         stderr.flush_partial();
+        // A guest that saw `cancelled()` turn true may return in the same poll that the
+        // cancellation or the deadline landed in; it still counts as cancelled or late.
+        if ctx.cancel.is_cancelled() {
+            return Err(Failure::Cancelled);
+        }
+        if Instant::now() >= deadline {
+            return Err(Failure::Timeout { limit });
+        }
         match outcome? {
             Ok(answer) => Ok(answer),
-            Err(e) => Err(Failure::from_wasmtime(&e, &ctx.limits, store.data().memory_cap_hit)),
+            Err(e) => Err(Failure::from_wasmtime(&e, &ctx.limits, store.data().memory_cap_hit, self.settings.max_output)),
         }
     }
 
@@ -179,6 +187,9 @@ impl Runtime {
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| state);
         store.set_fuel(ctx.limits.fuel).expect("fuel is enabled on the engine");
+        // Bounds what the host copies out of the guest in one go (results, log lines), so a
+        // result of many aliased pointers cannot make the host allocate gigabytes.
+        store.set_hostcall_fuel(usize::try_from(self.settings.max_output.saturating_mul(2)).unwrap_or(usize::MAX).max(1 << 20));
         store.set_epoch_deadline(1);
         store.epoch_deadline_async_yield_and_update(1);
         store

@@ -78,7 +78,9 @@ pub fn failure_result(tool: &str, failure: &Failure) -> CallToolResult {
             detail.insert("reason".into(), json!(reason));
         }
         Failure::OutputTooLarge { size, limit } => {
-            detail.insert("size".into(), json!(size));
+            if let Some(size) = size {
+                detail.insert("size".into(), json!(size));
+            }
             detail.insert("limit".into(), json!(limit));
         }
         Failure::Cancelled => {}

@@ -14,6 +14,7 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::model::{now_ms, Outcome, Task, TaskStatus};
+use super::runners::Runners;
 use super::store::{StoreError, TaskStore};
 use crate::runtime::{CallObserver, LogLevel};
 
@@ -115,6 +116,7 @@ pub struct Engine {
 
 struct Inner {
     store: Arc<dyn TaskStore>,
+    runners: Runners,
     settings: EngineSettings,
     executor: Arc<dyn Executor>,
     live: Mutex<HashMap<String, Live>>,
@@ -138,10 +140,11 @@ pub struct Counts {
 
 impl Engine {
     /// Starts the workers and the reaper, and recovers tasks a previous host left unfinished.
-    pub fn start(store: Arc<dyn TaskStore>, settings: EngineSettings, executor: Arc<dyn Executor>) -> Result<Engine, EngineError> {
+    pub fn start(store: Arc<dyn TaskStore>, runners: Runners, settings: EngineSettings, executor: Arc<dyn Executor>) -> Result<Engine, EngineError> {
         let (queue, receiver) = mpsc::unbounded_channel();
         let inner = Arc::new(Inner {
             store,
+            runners,
             settings,
             executor,
             live: Mutex::new(HashMap::new()),
@@ -154,9 +157,8 @@ impl Engine {
             tokio::spawn(worker(inner.clone(), receiver.clone()));
         }
         tokio::spawn(reaper(Arc::downgrade(&inner)));
-        let engine = Engine { inner };
-        engine.recover()?;
-        Ok(engine)
+        inner.recover()?;
+        Ok(Engine { inner })
     }
 
     pub fn settings(&self) -> &EngineSettings {
@@ -199,6 +201,7 @@ impl Engine {
             progress_token: admission.progress_token,
             idempotency_key: admission.idempotency_key,
             seq: 0,
+            runner: inner.runners.id().to_owned(),
         };
         inner.store.insert(&task)?;
         counts.queued += 1;
@@ -281,13 +284,21 @@ impl Engine {
         }
         task
     }
+}
 
+impl Inner {
     /// Tasks left `working` or `input_required` by a host that died: idempotent tools run
     /// again, the others fail with a message saying why.
     fn recover(&self) -> Result<(), EngineError> {
-        let inner = &self.inner;
+        let inner = self;
         for task in inner.store.unfinished()? {
+            if inner.runners.is_alive(&task.runner) {
+                continue;
+            }
             if inner.executor.is_idempotent(&task.tool) {
+                if !inner.store.claim(&task.id, &task.runner, inner.runners.id())? {
+                    continue;
+                }
                 tracing::info!(task = %task.id, tool = %task.tool, "running an interrupted idempotent task again");
                 inner.counts.lock().unwrap().queued += 1;
                 inner.live.lock().unwrap().insert(
@@ -296,16 +307,14 @@ impl Engine {
                 );
                 inner.queue.send(Queued { id: task.id.clone(), owner: task.owner.clone() }).expect("the workers hold the queue's receiver");
             } else {
-                tracing::warn!(task = %task.id, tool = %task.tool, "failing a task interrupted by a host restart");
+                tracing::warn!(task = %task.id, tool = %task.tool, "failing a task its host left unfinished");
                 let outcome = inner.executor.interrupted(&task);
                 inner.store.finish(&task.id, TaskStatus::Failed, Some("interrupted by a host restart before it finished"), &outcome)?;
             }
         }
         Ok(())
     }
-}
 
-impl Inner {
     fn announce(&self, task: &Task) {
         let events = self.live.lock().unwrap().get(&task.id).and_then(|l| l.events.clone());
         if let Some(events) = events {
@@ -411,6 +420,10 @@ async fn reaper(inner: std::sync::Weak<Inner>) {
     loop {
         ticks.tick().await;
         let Some(inner) = inner.upgrade() else { return };
+        // Hosts sharing the database may have died since the last look.
+        if let Err(e) = tokio::task::block_in_place(|| inner.recover()) {
+            tracing::error!("recovering orphaned tasks failed: {e}");
+        }
         let store = inner.store.clone();
         match tokio::task::spawn_blocking(move || store.purge_expired(now_ms())).await {
             Ok(Ok(0)) => {}

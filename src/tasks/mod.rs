@@ -3,10 +3,12 @@
 
 mod engine;
 mod model;
+mod runners;
 mod sqlite;
 mod store;
 
 pub use engine::{Admission, Counts, Engine, EngineError, EngineSettings, Executor, Finished, TaskEvents};
 pub use model::{now_ms, Outcome, Task, TaskStatus};
+pub use runners::Runners;
 pub use sqlite::{Durability, SqliteStore};
 pub use store::{StoreError, StoreResult, TaskStore};

@@ -76,6 +76,8 @@ pub struct Task {
     pub idempotency_key: Option<String>,
     /// Insertion order; `tasks/list` pages by it so a cursor stays valid while tasks are added.
     pub seq: i64,
+    /// The host process that runs the task; several hosts may share one database.
+    pub runner: String,
 }
 
 impl Task {

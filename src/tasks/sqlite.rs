@@ -26,7 +26,7 @@ pub enum Durability {
     Power,
 }
 
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 const MAX_BATCH: usize = 512;
 
 const SCHEMA: &str = "
@@ -44,7 +44,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     expires_at INTEGER,
     poll_interval_ms INTEGER NOT NULL,
     progress_token TEXT,
-    idempotency_key TEXT
+    idempotency_key TEXT,
+    runner TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks(owner, seq);
 CREATE UNIQUE INDEX IF NOT EXISTS tasks_by_key ON tasks(owner, idempotency_key) WHERE idempotency_key IS NOT NULL;
@@ -57,7 +58,7 @@ CREATE TABLE IF NOT EXISTS outcomes (
 );
 ";
 
-const COLUMNS: &str = "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key";
+const COLUMNS: &str = "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner";
 
 type Deliver = Box<dyn FnOnce(Result<(), String>) + Send>;
 type Op = Box<dyn FnOnce(&mut rusqlite::Transaction) -> Deliver + Send>;
@@ -117,6 +118,10 @@ fn prepare(conn: &Connection, durability: Durability) -> rusqlite::Result<()> {
         Durability::Power => "FULL",
     };
     conn.execute_batch(&format!("PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;"))?;
+    if version == 1 {
+        // Version 2 records which host runs each task, for databases shared by several hosts.
+        conn.execute_batch("ALTER TABLE tasks ADD COLUMN runner TEXT NOT NULL DEFAULT ''")?;
+    }
     conn.execute_batch(SCHEMA)?;
     conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
     conn.query_row("SELECT count(*) FROM tasks", [], |_| Ok(()))?;
@@ -168,6 +173,7 @@ fn read_task(row: &Row) -> rusqlite::Result<Task> {
         poll_interval_ms: row.get(10)?,
         progress_token: json(row.get(11)?),
         idempotency_key: row.get(12)?,
+        runner: row.get(13)?,
     })
 }
 
@@ -180,8 +186,8 @@ impl TaskStore for SqliteStore {
         let t = task.clone();
         self.exec(move |c| {
             c.execute(
-                "INSERT INTO tasks (id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, progress_token, idempotency_key)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                "INSERT INTO tasks (id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, progress_token, idempotency_key, runner)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
                 params![
                     t.id,
                     t.owner,
@@ -195,7 +201,8 @@ impl TaskStore for SqliteStore {
                     t.expires_at(),
                     t.poll_interval_ms,
                     t.progress_token.as_ref().map(Value::to_string),
-                    t.idempotency_key
+                    t.idempotency_key,
+                    t.runner
                 ],
             )
             .map(|_| ())
@@ -262,6 +269,17 @@ impl TaskStore for SqliteStore {
             let mut stmt = c.prepare(&format!("SELECT {COLUMNS} FROM tasks WHERE status IN ('working', 'input_required') ORDER BY seq"))?;
             let rows = stmt.query_map([], read_task)?;
             rows.collect()
+        })
+    }
+
+    fn claim(&self, id: &str, from: &str, to: &str) -> StoreResult<bool> {
+        let (id, from, to) = (id.to_owned(), from.to_owned(), to.to_owned());
+        self.exec(move |c| {
+            let changed = c.execute(
+                "UPDATE tasks SET runner = ?3 WHERE id = ?1 AND runner = ?2 AND status IN ('working', 'input_required')",
+                params![id, from, to],
+            )?;
+            Ok(changed == 1)
         })
     }
 

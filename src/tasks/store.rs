@@ -42,6 +42,10 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Tasks that were running or waiting when the host stopped.
     fn unfinished(&self) -> StoreResult<Vec<Task>>;
 
+    /// Moves an unfinished task from the dead host `from` to `to`. False when another host
+    /// claimed it first or it has ended.
+    fn claim(&self, id: &str, from: &str, to: &str) -> StoreResult<bool>;
+
     /// Deletes tasks (and outcomes) whose TTL has passed; returns how many.
     fn purge_expired(&self, now_ms: i64) -> StoreResult<usize>;
 

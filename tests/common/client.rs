@@ -54,6 +54,10 @@ impl McpProcess {
         let mut child = Command::new(exe)
             .args(args)
             .env("NO_COLOR", "1")
+            // Tests never touch the user's task database unless they pass --db, and the log
+            // level comes from the flags.
+            .env("CORRAL_DB", ":memory:")
+            .env_remove("RUST_LOG")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

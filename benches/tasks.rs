@@ -1,0 +1,196 @@
+//! Task engine figures: admission latency and throughput on the durable SQLite store, memory
+//! with 10 000 finished tasks kept, and cancel latency of a spinning task.
+//!
+//!     cargo bench --bench tasks              # all groups
+//!     cargo bench --bench tasks -- admission # one group: admission | throughput | memory | cancel
+
+#[path = "../tests/common/fixture.rs"]
+#[allow(dead_code)]
+mod fixture;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use corral::config::Limits;
+use corral::registry::{load_dir, LoadSettings, Registry};
+use corral::runtime::{Runtime, RuntimeSettings};
+use corral::server::ToolExecutor;
+use corral::tasks::{Admission, Durability, Engine, EngineSettings, Runners, SqliteStore};
+use serde_json::json;
+
+fn main() {
+    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let wants = |name: &str| filter.as_deref().is_none_or(|f| name.contains(f));
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        if wants("admission") {
+            admission_latency().await;
+        }
+        if wants("throughput") {
+            admission_throughput().await;
+        }
+        if wants("memory") {
+            memory_with_finished_tasks().await;
+        }
+        if wants("cancel") {
+            cancel_latency().await;
+        }
+    });
+}
+
+struct Setup {
+    engine: Engine,
+    _plugins: tempfile::TempDir,
+    _db: tempfile::TempDir,
+}
+
+/// An engine on a fresh database file, serving `ticker` and a spinning fixture.
+async fn setup(settings: EngineSettings) -> Setup {
+    let plugins = tempfile::tempdir().unwrap();
+    let dist = example_dist();
+    std::fs::copy(dist.join("ticker.wasm"), plugins.path().join("ticker.wasm")).unwrap();
+    let spin = fixture::Fixture::new().tool(fixture::ToolDef::new("spin").task_support(fixture::TaskSupport::Optional).body("(loop $l (br $l)) unreachable"));
+    std::fs::write(plugins.path().join("spin.wasm"), spin.build()).unwrap();
+    let runtime = Arc::new(Runtime::new(RuntimeSettings::default()).unwrap());
+    let load = LoadSettings { defaults: Limits::default(), memory_ceiling: 1 << 30 };
+    let catalog = load_dir(plugins.path(), &runtime, &load).await.unwrap();
+    let registry = Arc::new(Registry::new(catalog));
+    let db = tempfile::tempdir().unwrap();
+    let path = db.path().join("tasks.db");
+    let store = Arc::new(SqliteStore::open(&path, Durability::Process).unwrap());
+    let executor = Arc::new(ToolExecutor { registry, runtime });
+    let engine = Engine::start(store, Runners::register(&path).unwrap(), settings, executor).unwrap();
+    Setup { engine, _plugins: plugins, _db: db }
+}
+
+fn tick(owner: &str) -> Admission {
+    Admission {
+        owner: owner.into(),
+        tool: "tick".into(),
+        arguments: json!({ "count": 1, "interval_ms": 0 }),
+        requested_ttl_ms: None,
+        progress_token: None,
+        idempotency_key: None,
+        observer: None,
+        events: None,
+    }
+}
+
+async fn wait_idle(engine: &Engine) {
+    while engine.counts().queued + engine.counts().running > 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// One client admitting tasks back to back: each admission is a durable insert.
+async fn admission_latency() {
+    let s = setup(EngineSettings { max_queued: 100_000, ..EngineSettings::default() }).await;
+    let n = 5_000;
+    let mut samples = Vec::with_capacity(n);
+    for _ in 0..n {
+        let start = Instant::now();
+        s.engine.admit(tick("bench")).unwrap();
+        samples.push(start.elapsed());
+    }
+    report("admission latency, one client (durable insert + enqueue)", &mut samples);
+    wait_idle(&s.engine).await;
+}
+
+/// Several clients admitting at once; group commit lets them share commits.
+async fn admission_throughput() {
+    let s = Arc::new(setup(EngineSettings { max_queued: 1_000_000, ..EngineSettings::default() }).await);
+    for clients in [1usize, 4, 16] {
+        let duration = Duration::from_secs(3);
+        let start = Instant::now();
+        let mut threads = Vec::new();
+        for c in 0..clients {
+            let s = s.clone();
+            threads.push(std::thread::spawn(move || {
+                let mut count = 0u64;
+                let mut samples = Vec::new();
+                while start.elapsed() < duration {
+                    let t = Instant::now();
+                    s.engine.admit(tick(&format!("client-{c}"))).unwrap();
+                    samples.push(t.elapsed());
+                    count += 1;
+                }
+                (count, samples)
+            }));
+        }
+        let mut total = 0;
+        let mut all = Vec::new();
+        for t in threads {
+            let (count, samples) = t.join().unwrap();
+            total += count;
+            all.extend(samples);
+        }
+        let secs = start.elapsed().as_secs_f64();
+        println!("sustained admissions, {clients:>2} clients: {:>8.0} tasks/s ({total} in {secs:.1} s)", total as f64 / secs);
+        report(&format!("  admission latency with {clients} clients"), &mut all);
+        wait_idle(&s.engine).await;
+    }
+}
+
+/// Resident memory after 10 000 tasks have finished and are kept for their TTL.
+async fn memory_with_finished_tasks() {
+    let before = rss_kib();
+    let s = setup(EngineSettings { max_queued: 100_000, ..EngineSettings::default() }).await;
+    let loaded = rss_kib();
+    for _ in 0..10_000 {
+        s.engine.admit(tick("bench")).unwrap();
+    }
+    wait_idle(&s.engine).await;
+    let after = rss_kib();
+    println!(
+        "RSS: process start {} MiB, engine + plugins loaded {} MiB, with 10 000 finished tasks {} MiB",
+        before / 1024,
+        loaded / 1024,
+        after / 1024
+    );
+}
+
+/// `tasks/cancel` of a spinning guest: from the call to the moment its worker is free.
+async fn cancel_latency() {
+    let s = setup(EngineSettings { max_running: 1, ..EngineSettings::default() }).await;
+    let mut samples = Vec::new();
+    for _ in 0..300 {
+        let mut spin = tick("bench");
+        spin.tool = "spin".into();
+        spin.arguments = json!({});
+        let task = s.engine.admit(spin).unwrap();
+        while s.engine.counts().running == 0 {
+            tokio::time::sleep(Duration::from_micros(200)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        let start = Instant::now();
+        s.engine.cancel("bench", &task.id).unwrap();
+        while s.engine.counts().running > 0 {
+            tokio::task::yield_now().await;
+        }
+        samples.push(start.elapsed());
+    }
+    report("cancel of a spinning task -> guest stopped (epoch tick 1 ms)", &mut samples);
+}
+
+fn report(what: &str, samples: &mut [Duration]) {
+    samples.sort();
+    let pct = |p: f64| samples[((samples.len() as f64 * p) as usize).min(samples.len() - 1)];
+    let mean = samples.iter().sum::<Duration>() / samples.len() as u32;
+    println!("{what}: n={} p50={:?} p99={:?} max={:?} mean={:?}", samples.len(), pct(0.50), pct(0.99), samples[samples.len() - 1], mean);
+}
+
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.split_whitespace().next()?.parse().ok()).unwrap_or(0)
+}
+
+fn example_dist() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dist = root.join("plugins/dist");
+    if !dist.join("ticker.wasm").exists() {
+        let ok = std::process::Command::new("bash").arg(root.join("scripts/build-plugins.sh")).status().map(|s| s.success()).unwrap_or(false);
+        assert!(ok, "scripts/build-plugins.sh failed");
+    }
+    dist
+}
