@@ -17,7 +17,7 @@ fn build_probe() -> PathBuf {
     let guests = root.join("tests/guests");
     let target = guests.join("target");
     let out = Command::new(env!("CARGO"))
-        .args(["build", "--release", "--target", "wasm32-wasip2", "--manifest-path"])
+        .args(["build", "--locked", "--release", "--target", "wasm32-wasip2", "--manifest-path"])
         .arg(guests.join("Cargo.toml"))
         .arg("--target-dir")
         .arg(&target)
