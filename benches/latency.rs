@@ -3,6 +3,7 @@
 //! ```text
 //! cargo bench --bench latency                  # every group
 //! cargo bench --bench latency -- stdio         # one group: stdio | instantiate | cancel
+//! cargo bench --bench latency -- whatif        # opt-in experiment, not run by default
 //! ```
 //!
 //! * `stdio`: `tools/call` of `echo` (and `ping`) through the real `corral serve` binary, one
@@ -27,6 +28,9 @@ use std::time::{Duration, Instant};
 use corral::config::Limits;
 use corral::runtime::{CallContext, CallObserver, Content, Failure, PluginCode, Runtime, RuntimeSettings, Silent};
 use serde_json::{json, Value};
+use wasmtime::component::{Component, Linker, ResourceTable, Val};
+use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 #[allow(dead_code)]
 #[path = "../tests/common/fixture.rs"]
@@ -62,6 +66,10 @@ fn main() {
     }
     if selected("cancel") {
         cancel_group();
+    }
+    // Opt-in: only when asked for by name.
+    if filters.iter().any(|f| f == "whatif") {
+        whatif_group(&dist);
     }
 }
 
@@ -371,6 +379,21 @@ fn deadline_overshoot(tokio: &tokio::runtime::Runtime, runtime: &Arc<Runtime>, s
     samples
 }
 
+/// The same measurement without any guest: how late tokio's timer alone wakes a task that
+/// sleeps `DEADLINE` on this runtime. The floor under the deadline overshoot.
+fn timer_overshoot(tokio: &tokio::runtime::Runtime) -> Vec<Duration> {
+    let mut samples = Vec::with_capacity(CANCEL_N);
+    for _ in 0..CANCEL_N {
+        let task = tokio.spawn(async {
+            let deadline = Instant::now() + DEADLINE;
+            tokio::time::sleep_until(deadline.into()).await;
+            Instant::now().saturating_duration_since(deadline)
+        });
+        samples.push(tokio.block_on(task).expect("the sleep task panicked"));
+    }
+    samples
+}
+
 fn cancel_group() {
     print_header(&format!("spinning guest `{SPIN}`: cancel / deadline → call returns, n = {CANCEL_N} each"));
     let tokio = multi_thread_runtime();
@@ -381,6 +404,95 @@ fn cancel_group() {
     report(&format!("cancel + interrupt() → Cancelled (after {delays})"), cancel_latency(&tokio, &runtime, &spin, true));
     report(&format!("cancel only, next tick → Cancelled (after {delays})"), cancel_latency(&tokio, &runtime, &spin, false));
     report(&format!("deadline {DEADLINE:?} → Timeout, overshoot"), deadline_overshoot(&tokio, &runtime, &spin));
+    report(&format!("(baseline: tokio sleep {DEADLINE:?}, no guest, overshoot)"), timer_overshoot(&tokio));
     let tick = RuntimeSettings::default().epoch_tick;
     println!("target: p99 <= epoch tick + 1 ms = {}   [load average {}]", fmt(tick + Duration::from_millis(1)), load_average());
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. what-if (opt-in, `-- whatif`): the host's per-call work in bare wasmtime, with the host's
+//    pooling configuration and with linear memories and tables kept resident between instances.
+//    Not a measurement of corral itself: evidence for where the in-process time goes.
+
+struct BareState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+}
+
+impl WasiView for BareState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+/// A copy of `src/runtime/engine.rs` with `EngineSettings::default()` (keep in step with it),
+/// optionally resetting memories and tables with `PAGEMAP_SCAN` + memset instead of `madvise`.
+fn bare_engine(keep_resident: bool) -> Engine {
+    let instances = 256;
+    let mut pool = PoolingAllocationConfig::default();
+    pool.total_component_instances(instances)
+        .total_core_instances(instances * 4)
+        .total_memories(instances * 2)
+        .total_tables(instances * 4)
+        .total_stacks(instances)
+        .max_memory_size(1 << 30)
+        .max_core_instances_per_component(64)
+        .max_memories_per_component(8)
+        .max_tables_per_component(16)
+        .table_elements(100_000)
+        .max_core_instance_size(4 << 20)
+        .max_component_instance_size(4 << 20);
+    if keep_resident {
+        pool.pagemap_scan(Enabled::Auto).linear_memory_keep_resident(4 << 20).table_keep_resident(1 << 20);
+    }
+    let mut config = Config::new();
+    config.consume_fuel(true).epoch_interruption(true).wasm_component_model(true).allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    Engine::new(&config).expect("building the engine")
+}
+
+/// Fresh store (with a default-deny WASI context, fuel and an epoch deadline, like the host's),
+/// instantiate, `call-tool`, drop: timed end to end, per call.
+async fn bare_calls(engine: &Engine, wasm: &[u8], tool: &str, arguments: &str) -> Vec<Duration> {
+    let mut linker = Linker::<BareState>::new(engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker).expect("linking WASI");
+    let component = Component::new(engine, wasm).expect("compiling");
+    // The corral host interface is not needed by `echo`: stub it.
+    linker.define_unknown_imports_as_traps(&component).expect("stubbing imports");
+    let pre = linker.instantiate_pre(&component).expect("pre-instantiating");
+    let tools = component.get_export_index(None, "corral:plugin/tools@0.1.0").expect("tools export");
+    let call_tool = component.get_export_index(Some(&tools), "call-tool").expect("call-tool export");
+
+    let mut samples = Vec::with_capacity(CALL_N);
+    for i in 0..CALL_WARMUP + CALL_N {
+        let start = Instant::now();
+        let state = BareState { wasi: WasiCtxBuilder::new().allow_tcp(false).allow_udp(false).build(), table: ResourceTable::new() };
+        let mut store = Store::new(engine, state);
+        store.set_fuel(Limits::default().fuel).unwrap();
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_async_yield_and_update(1);
+        let instance = pre.instantiate_async(&mut store).await.expect("instantiating");
+        let func = instance.get_func(&mut store, call_tool).expect("call-tool func");
+        let mut results = [Val::Bool(false)];
+        func.call_async(&mut store, &[Val::String(tool.into()), Val::String(arguments.into())], &mut results).await.expect("calling");
+        drop(store);
+        let elapsed = start.elapsed();
+        if i >= CALL_WARMUP {
+            samples.push(elapsed);
+        }
+    }
+    samples
+}
+
+fn whatif_group(dist: &Path) {
+    print_header(&format!("what-if, bare wasmtime: store + instantiate + call-tool `echo` + drop, {CALL_N} calls"));
+    let tokio = multi_thread_runtime();
+    let wasm = std::fs::read(dist.join("text.wasm")).expect("reading text.wasm");
+    let wat = Fixture::new().tool(ToolDef::new("echo")).build();
+    let arguments = json!({ "text": ECHO_TEXT }).to_string();
+    for (label, keep_resident) in [("host pool config", false), ("+ pagemap_scan, keep_resident 4 MiB/1 MiB", true)] {
+        let engine = bare_engine(keep_resident);
+        report(&format!("text.wasm, {label}"), tokio.block_on(bare_calls(&engine, &wasm, "echo", &arguments)));
+        report(&format!("WAT fixture, {label}"), tokio.block_on(bare_calls(&engine, &wat, "echo", "{}")));
+    }
+    println!("[load average {}]", load_average());
 }
