@@ -22,6 +22,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,7 +30,7 @@ use corral::config::Limits;
 use corral::runtime::{CallContext, CallObserver, Content, Failure, PluginCode, Runtime, RuntimeSettings, Silent};
 use serde_json::{json, Value};
 use wasmtime::component::{Component, Linker, ResourceTable, Val};
-use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store};
+use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 #[allow(dead_code)]
@@ -483,6 +484,54 @@ async fn bare_calls(engine: &Engine, wasm: &[u8], tool: &str, arguments: &str) -
     samples
 }
 
+/// Deadline what-if: the host stops a timed-out spinning guest through tokio's timer, which the
+/// guest's task only observes at its next epoch yield. Here the epoch callback compares the clock
+/// with the deadline at every tick and traps as soon as it has passed. Returns how long after
+/// the deadline each call returned.
+fn bare_deadline_overshoot(tokio: &tokio::runtime::Runtime) -> Vec<Duration> {
+    let engine = bare_engine(false);
+    let ticking = Arc::new(AtomicBool::new(true));
+    let ticker = {
+        let (engine, ticking) = (engine.clone(), ticking.clone());
+        let tick = RuntimeSettings::default().epoch_tick;
+        std::thread::spawn(move || {
+            while ticking.load(Ordering::Relaxed) {
+                std::thread::sleep(tick);
+                engine.increment_epoch();
+            }
+        })
+    };
+    let linker = Linker::<BareState>::new(&engine);
+    let component = Component::new(&engine, spin_component()).expect("compiling the spin fixture");
+    let pre = linker.instantiate_pre(&component).expect("pre-instantiating");
+    let tools = component.get_export_index(None, "corral:plugin/tools@0.1.0").expect("tools export");
+    let call_tool = component.get_export_index(Some(&tools), "call-tool").expect("call-tool export");
+
+    let mut samples = Vec::with_capacity(CANCEL_N);
+    for _ in 0..CANCEL_N {
+        let (engine, pre) = (engine.clone(), pre.clone());
+        let call = tokio.spawn(async move {
+            let deadline = Instant::now() + DEADLINE;
+            let state = BareState { wasi: WasiCtxBuilder::new().build(), table: ResourceTable::new() };
+            let mut store = Store::new(&engine, state);
+            store.set_fuel(Limits::default().fuel).unwrap();
+            store.set_epoch_deadline(1);
+            store.epoch_deadline_callback(move |_| Ok(if Instant::now() >= deadline { UpdateDeadline::Interrupt } else { UpdateDeadline::Yield(1) }));
+            let instance = pre.instantiate_async(&mut store).await.expect("instantiating");
+            let func = instance.get_func(&mut store, call_tool).expect("call-tool func");
+            let mut results = [Val::Bool(false)];
+            let outcome = func.call_async(&mut store, &[Val::String("spin".into()), Val::String("{}".into())], &mut results).await;
+            let trap = outcome.expect_err("a spinning guest cannot finish").downcast_ref::<Trap>().copied();
+            assert_eq!(trap, Some(Trap::Interrupt));
+            Instant::now().saturating_duration_since(deadline)
+        });
+        samples.push(tokio.block_on(call).expect("the call task panicked"));
+    }
+    ticking.store(false, Ordering::Relaxed);
+    ticker.join().unwrap();
+    samples
+}
+
 fn whatif_group(dist: &Path) {
     print_header(&format!("what-if, bare wasmtime: store + instantiate + call-tool `echo` + drop, {CALL_N} calls"));
     let tokio = multi_thread_runtime();
@@ -494,5 +543,6 @@ fn whatif_group(dist: &Path) {
         report(&format!("text.wasm, {label}"), tokio.block_on(bare_calls(&engine, &wasm, "echo", &arguments)));
         report(&format!("WAT fixture, {label}"), tokio.block_on(bare_calls(&engine, &wat, "echo", "{}")));
     }
+    report(&format!("spin, deadline {DEADLINE:?} checked in the epoch callback, overshoot"), bare_deadline_overshoot(&tokio));
     println!("[load average {}]", load_average());
 }

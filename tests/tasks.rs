@@ -327,3 +327,14 @@ fn hosts_sharing_a_database_leave_each_others_running_tasks_alone() {
     let orphan = wait_terminal(&mut second, &running);
     assert_eq!(orphan["status"], "failed", "once its host is gone the task is recovered: {orphan}");
 }
+
+#[test]
+fn an_expired_idempotency_key_starts_a_new_task() {
+    let host = Host::new();
+    let mut mcp = host.start(&["--task-reap-every", "1h"]);
+    let params = json!({ "name": "tick", "arguments": { "count": 1, "interval_ms": 0 }, "task": { "ttl": 200 }, "_meta": { "corral/idempotency-key": "k" } });
+    let first = mcp.result("tools/call", params.clone())["task"]["taskId"].clone();
+    std::thread::sleep(Duration::from_millis(400));
+    let second = mcp.result("tools/call", params)["task"]["taskId"].clone();
+    assert_ne!(first, second, "the first task expired, so the key names a new one");
+}

@@ -178,6 +178,9 @@ impl Engine {
                 if !existing.is_expired(now_ms()) {
                     return Ok(self.with_live_message(existing));
                 }
+                // The key's old task expired but is not purged yet; it must go before the
+                // key can name a new one.
+                inner.store.purge_expired(now_ms())?;
             }
         }
         let mut counts = inner.counts.lock().unwrap();
@@ -238,10 +241,16 @@ impl Engine {
                 Some(live) => live.done.subscribe(),
                 None => self.inner.ended.subscribe(),
             };
-            let task = self.get(owner, id)?;
-            if task.status.is_terminal() {
+            let ended = tokio::task::block_in_place(|| -> Result<Option<(Task, Outcome)>, EngineError> {
+                let task = self.get(owner, id)?;
+                if !task.status.is_terminal() {
+                    return Ok(None);
+                }
                 let outcome = self.inner.store.outcome(id)?.ok_or_else(|| StoreError::Io(format!("task {id} ended without an outcome")))?;
-                return Ok((task, outcome));
+                Ok(Some((task, outcome)))
+            })?;
+            if let Some(ended) = ended {
+                return Ok(ended);
             }
             if !self.inner.live.lock().unwrap().contains_key(id) {
                 // Not run by this process and not ended: recovery is still deciding. Poll.
