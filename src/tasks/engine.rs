@@ -183,9 +183,14 @@ impl Engine {
                 inner.store.purge_expired(now_ms())?;
             }
         }
-        let mut counts = inner.counts.lock().unwrap();
-        if counts.queued >= inner.settings.max_queued {
-            return Err(EngineError::Overloaded { queued: counts.queued, limit: inner.settings.max_queued });
+        {
+            // Reserve a queue slot; the lock is not held across the durable insert, so
+            // concurrent admissions can share one commit.
+            let mut counts = inner.counts.lock().unwrap();
+            if counts.queued >= inner.settings.max_queued {
+                return Err(EngineError::Overloaded { queued: counts.queued, limit: inner.settings.max_queued });
+            }
+            counts.queued += 1;
         }
         let now = now_ms();
         let max_ttl = inner.settings.max_ttl.as_millis() as i64;
@@ -206,9 +211,10 @@ impl Engine {
             seq: 0,
             runner: inner.runners.id().to_owned(),
         };
-        inner.store.insert(&task)?;
-        counts.queued += 1;
-        drop(counts);
+        if let Err(e) = inner.store.insert(&task) {
+            inner.counts.lock().unwrap().queued -= 1;
+            return Err(e.into());
+        }
         inner.live.lock().unwrap().insert(
             task.id.clone(),
             Live { cancel: CancellationToken::new(), observer: admission.observer, events: admission.events, message: None, done: watch::channel(false).0 },
