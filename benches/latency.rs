@@ -14,7 +14,11 @@
 //!   does) of `echo` in the example Rust plugin, and of a trivial WAT component for comparison.
 //! * `cancel`: a guest spinning in `(loop $l (br $l))`: time from cancelling its token (+
 //!   `Runtime::interrupt`, as the server does on `notifications/cancelled`) to the call future
-//!   returning `Failure::Cancelled`; and how far past its deadline a timed-out call returns.
+//!   returning `Failure::Cancelled`; and how far past its deadline a timed-out call returns
+//!   (next to how late tokio's timer alone is, the floor under that figure).
+//! * `whatif` (only when named): the same per-call work in bare wasmtime, with the host's pool
+//!   settings and with memories kept resident, and a deadline checked in the epoch callback.
+//!   Evidence for BENCHMARKS.md, not a measurement of corral.
 //!
 //! Each figure is printed as n / p50 / p99 / mean / max, with the load average next to it: the
 //! machine is shared, so read the figures together with the load.
@@ -49,6 +53,9 @@ const CANCEL_N: usize = 300;
 const CANCEL_DELAYS_MS: std::ops::RangeInclusive<u64> = 5..=20;
 const DEADLINE: Duration = Duration::from_millis(20);
 
+/// Every group; the last one runs only when named.
+const GROUPS: [&str; 4] = ["stdio", "instantiate", "cancel", "whatif"];
+
 const ECHO_TEXT: &str = "hello, corral";
 const SPIN: &str = "(loop $l (br $l)) unreachable";
 
@@ -56,9 +63,13 @@ fn main() {
     // `cargo bench` passes `--bench`; anything not starting with `-` selects groups by name.
     let filters: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let selected = |group: &str| filters.is_empty() || filters.iter().any(|f| group.contains(f.as_str()));
+    if let Some(unknown) = filters.iter().find(|f| !GROUPS.iter().any(|g| g.contains(f.as_str()))) {
+        eprintln!("no benchmark group matches `{unknown}`; groups: {}", GROUPS.join(", "));
+        std::process::exit(2);
+    }
 
     let dist = plugins_dist();
-    println!("corral latency benchmarks ({} cpus, epoch tick {:?})", cpus_allowed(), RuntimeSettings::default().epoch_tick);
+    println!("corral latency benchmarks (cpus {}, epoch tick {:?})", cpus_allowed(), RuntimeSettings::default().epoch_tick);
     if selected("stdio") {
         stdio_group(&dist);
     }

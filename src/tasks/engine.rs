@@ -275,16 +275,18 @@ impl Engine {
         if task.status.is_terminal() {
             return Err(EngineError::Terminal(task.status.as_str()));
         }
+        // Stop the guest first: the store write below takes a commit, and a cancelled worker
+        // never stores an outcome of its own, so nothing can overwrite `cancelled`.
+        if let Some(live) = inner.live.lock().unwrap().get(id) {
+            live.cancel.cancel();
+        }
+        inner.executor.interrupt();
         let outcome = inner.executor.cancelled(&task);
         if !inner.store.finish(id, TaskStatus::Cancelled, Some("cancelled by the client"), &outcome)? {
             let now = self.get(owner, id)?;
             return Err(EngineError::Terminal(now.status.as_str()));
         }
         let cancelled = self.get(owner, id)?;
-        if let Some(live) = inner.live.lock().unwrap().get(id) {
-            live.cancel.cancel();
-        }
-        inner.executor.interrupt();
         inner.announce(&cancelled);
         // Waiters on `tasks/result` can answer now; the guest winds down on its own.
         inner.retire(id);

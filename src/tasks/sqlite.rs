@@ -78,6 +78,9 @@ impl SqliteStore {
         }
         let conn = Connection::open(path).map_err(|e| fail(&e))?;
         prepare(&conn, durability).map_err(|e| fail(&format!("{e} (is it a corral task database? move it away to start afresh)")))?;
+        if path != Path::new(":memory:") {
+            start_checkpointer(path).map_err(|e| fail(&e))?;
+        }
         let (ops, queue) = mpsc::sync_channel::<Op>(4096);
         thread::Builder::new().name("corral-taskdb".into()).spawn(move || run_writer(conn, queue)).map_err(|e| fail(&e))?;
         Ok(SqliteStore { ops: Mutex::new(ops) })
@@ -117,7 +120,8 @@ fn prepare(conn: &Connection, durability: Durability) -> rusqlite::Result<()> {
         Durability::Process => "NORMAL",
         Durability::Power => "FULL",
     };
-    conn.execute_batch(&format!("PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;"))?;
+    // Checkpoints (which sync the database file) run on their own thread, not in a commit.
+    conn.execute_batch(&format!("PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000; PRAGMA wal_autocheckpoint = 0;"))?;
     if version == 1 {
         // Version 2 records which host runs each task, for databases shared by several hosts.
         conn.execute_batch("ALTER TABLE tasks ADD COLUMN runner TEXT NOT NULL DEFAULT ''")?;
@@ -125,6 +129,23 @@ fn prepare(conn: &Connection, durability: Durability) -> rusqlite::Result<()> {
     conn.execute_batch(SCHEMA)?;
     conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
     conn.query_row("SELECT count(*) FROM tasks", [], |_| Ok(()))?;
+    Ok(())
+}
+
+/// Copies the WAL back into the database file every second, beside the writer: a passive
+/// checkpoint never blocks commits, so its file sync stays off the admission path.
+fn start_checkpointer(path: &Path) -> rusqlite::Result<()> {
+    let conn = Connection::open(path)?;
+    conn.execute_batch("PRAGMA busy_timeout = 5000;")?;
+    thread::Builder::new()
+        .name("corral-checkpoint".into())
+        .spawn(move || loop {
+            thread::sleep(std::time::Duration::from_secs(1));
+            if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+                tracing::warn!("task store checkpoint failed: {e}");
+            }
+        })
+        .map_err(|e| rusqlite::Error::InvalidParameterName(e.to_string()))?;
     Ok(())
 }
 
