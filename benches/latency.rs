@@ -94,10 +94,13 @@ fn percentile(sorted: &[Duration], q: f64) -> Duration {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
-fn print_header(title: &str) {
+/// Prints a group's title and column heads; the returned snapshot reports the machine's state
+/// over the group when the group ends.
+fn print_header(title: &str) -> Machine {
     println!();
     println!("== {title}   [load average {}]", load_average());
     println!("{:<52} {:>6} {:>10} {:>10} {:>10} {:>10}", "measurement", "n", "p50", "p99", "mean", "max");
+    Machine::now()
 }
 
 fn report(name: &str, mut samples: Vec<Duration>) {
@@ -122,6 +125,50 @@ fn fmt(d: Duration) -> String {
 fn load_average() -> String {
     let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     text.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+}
+
+/// CPU time of the whole machine since a snapshot, from `/proc/stat`: how busy the cpus were
+/// (every process, this benchmark included) and how much the hypervisor stole.
+struct Machine {
+    start: CpuTicks,
+}
+
+#[derive(Clone, Copy, Default)]
+struct CpuTicks {
+    busy: u64,
+    steal: u64,
+    total: u64,
+}
+
+impl CpuTicks {
+    fn read() -> CpuTicks {
+        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        let Some(line) = stat.lines().find(|l| l.starts_with("cpu ")) else { return CpuTicks::default() };
+        // user nice system idle iowait irq softirq steal ...
+        let v: Vec<u64> = line.split_whitespace().skip(1).take(8).filter_map(|x| x.parse().ok()).collect();
+        if v.len() < 8 {
+            return CpuTicks::default();
+        }
+        CpuTicks { busy: v[0] + v[1] + v[2] + v[5] + v[6], steal: v[7], total: v.iter().sum() }
+    }
+}
+
+impl Machine {
+    fn now() -> Machine {
+        Machine { start: CpuTicks::read() }
+    }
+
+    fn summary(&self) -> String {
+        let end = CpuTicks::read();
+        let total = end.total.saturating_sub(self.start.total).max(1) as f64;
+        let pct = |a: u64, b: u64| 100.0 * a.saturating_sub(b) as f64 / total;
+        format!(
+            "load average {}; during the group: cpus {:.0}% busy, {:.0}% stolen by the hypervisor",
+            load_average(),
+            pct(end.busy, self.start.busy),
+            pct(end.steal, self.start.steal)
+        )
+    }
 }
 
 /// The cpus this process may run on, as `taskset` spells them (e.g. `0-1`).
@@ -282,7 +329,7 @@ fn pin_this_thread(cpus: &str) {
 }
 
 fn stdio_group(dist: &Path) {
-    print_header(&format!("stdio round trip through `corral serve` (release), {STDIO_N} sequential requests each, after {STDIO_WARMUP} warm-up"));
+    let machine = print_header(&format!("stdio round trip through `corral serve` (release), {STDIO_N} sequential requests each, after {STDIO_WARMUP} warm-up"));
     stdio_placement(dist, "cores: scheduler's choice", None, None);
     let have_taskset = Command::new("taskset").arg("-V").stdout(Stdio::null()).status().is_ok_and(|s| s.success());
     if !have_taskset {
@@ -293,7 +340,7 @@ fn stdio_group(dist: &Path) {
     if cpus_allowed() != "0" {
         stdio_placement(dist, "server cpu 0, client cpu 1", Some("0"), Some("1"));
     }
-    println!("target: tools/call p50 <= 40 µs   [load average {}]", load_average());
+    println!("target: tools/call p50 <= 40 µs   [{}]", machine.summary());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -320,7 +367,7 @@ async fn time_calls(runtime: &Runtime, code: &PluginCode, tool: &str, arguments:
 }
 
 fn instantiate_group(dist: &Path) {
-    print_header(&format!("in-process Runtime::call_tool (fresh store + instance per call), {CALL_N} calls after {CALL_WARMUP} warm-up"));
+    let machine = print_header(&format!("in-process Runtime::call_tool (fresh store + instance per call), {CALL_N} calls after {CALL_WARMUP} warm-up"));
     let tokio = multi_thread_runtime();
     let runtime = Runtime::new(RuntimeSettings::default()).expect("creating the runtime");
     let wasm = std::fs::read(dist.join("text.wasm")).expect("reading text.wasm");
@@ -332,7 +379,7 @@ fn instantiate_group(dist: &Path) {
     report(&format!("echo, text.wasm (Rust wasip2, {} KB)", wasm.len() / 1000), rust);
     let trivial = tokio.block_on(time_calls(&runtime, &wat, "echo", "{}"));
     report("echo, WAT fixture (no WASI imports)", trivial);
-    println!("target: text.wasm p50 <= 10 µs   [load average {}]", load_average());
+    println!("target: text.wasm p50 <= 10 µs   [{}]", machine.summary());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -407,7 +454,7 @@ fn timer_overshoot(tokio: &tokio::runtime::Runtime) -> Vec<Duration> {
 }
 
 fn cancel_group() {
-    print_header(&format!("spinning guest `{SPIN}`: cancel / deadline → call returns, n = {CANCEL_N} each"));
+    let machine = print_header(&format!("spinning guest `{SPIN}`: cancel / deadline → call returns, n = {CANCEL_N} each"));
     let tokio = multi_thread_runtime();
     let runtime = Arc::new(Runtime::new(RuntimeSettings::default()).expect("creating the runtime"));
     let spin = runtime.compile("spin", &spin_component()).unwrap_or_else(|e| panic!("compiling the spin fixture: {e:?}"));
@@ -418,7 +465,7 @@ fn cancel_group() {
     report(&format!("deadline {DEADLINE:?} → Timeout, overshoot"), deadline_overshoot(&tokio, &runtime, &spin));
     report(&format!("(baseline: tokio sleep {DEADLINE:?}, no guest, overshoot)"), timer_overshoot(&tokio));
     let tick = RuntimeSettings::default().epoch_tick;
-    println!("target: p99 <= epoch tick + 1 ms = {}   [load average {}]", fmt(tick + Duration::from_millis(1)), load_average());
+    println!("target: p99 <= epoch tick + 1 ms = {}   [{}]", fmt(tick + Duration::from_millis(1)), machine.summary());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -544,7 +591,7 @@ fn bare_deadline_overshoot(tokio: &tokio::runtime::Runtime) -> Vec<Duration> {
 }
 
 fn whatif_group(dist: &Path) {
-    print_header(&format!("what-if, bare wasmtime: store + instantiate + call-tool `echo` + drop, {CALL_N} calls"));
+    let machine = print_header(&format!("what-if, bare wasmtime: store + instantiate + call-tool `echo` + drop, {CALL_N} calls"));
     let tokio = multi_thread_runtime();
     let wasm = std::fs::read(dist.join("text.wasm")).expect("reading text.wasm");
     let wat = Fixture::new().tool(ToolDef::new("echo")).build();
@@ -555,5 +602,5 @@ fn whatif_group(dist: &Path) {
         report(&format!("WAT fixture, {label}"), tokio.block_on(bare_calls(&engine, &wat, "echo", "{}")));
     }
     report(&format!("spin, deadline {DEADLINE:?} checked in the epoch callback, overshoot"), bare_deadline_overshoot(&tokio));
-    println!("[load average {}]", load_average());
+    println!("[{}]", machine.summary());
 }

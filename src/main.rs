@@ -32,7 +32,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve the plugins' tools over MCP on stdin/stdout.
+    /// Serve the plugins' tools over MCP on stdin/stdout, or over HTTP with --http.
     Serve(ServeArgs),
     /// List the tools the plugins offer, with their task policy and limits.
     Tools(ToolsArgs),
@@ -128,11 +128,66 @@ impl TaskArgs {
 }
 
 #[derive(Args)]
+struct HttpArgs {
+    /// Serve MCP over Streamable HTTP at http://ADDR/mcp instead of stdio, e.g. 127.0.0.1:8080.
+    /// Binding anything but a loopback address is explicit and should come with --auth-tokens-file.
+    #[arg(long, env = "CORRAL_HTTP", value_name = "ADDR")]
+    http: Option<std::net::SocketAddr>,
+    /// Extra Host names to accept besides localhost, 127.0.0.1 and [::1] (DNS rebinding protection).
+    #[arg(long = "allowed-host", env = "CORRAL_ALLOWED_HOSTS", value_delimiter = ',', value_name = "HOST")]
+    allowed_hosts: Vec<String>,
+    /// Extra browser origins to accept besides loopback ones, e.g. https://app.example.
+    #[arg(long = "allowed-origin", env = "CORRAL_ALLOWED_ORIGINS", value_delimiter = ',', value_name = "ORIGIN")]
+    allowed_origins: Vec<String>,
+    /// Bearer tokens, one per line as `NAME TOKEN` (or just `TOKEN`); turns authentication on.
+    /// Tasks then belong to the token's NAME.
+    #[arg(long, env = "CORRAL_AUTH_TOKENS_FILE", value_name = "PATH")]
+    auth_tokens_file: Option<PathBuf>,
+    /// Largest request body, e.g. 4MiB; bigger ones get 413.
+    #[arg(long, env = "CORRAL_MAX_BODY", default_value = "4MiB", value_parser = config::parse_size)]
+    max_body: u64,
+    /// A session unused this long is ended.
+    #[arg(long, env = "CORRAL_SESSION_IDLE", default_value = "30m", value_parser = config::parse_duration)]
+    session_idle: Duration,
+    /// Sessions open at once.
+    #[arg(long, env = "CORRAL_MAX_SESSIONS", default_value_t = 1000)]
+    max_sessions: usize,
+    /// Server-initiated messages kept per session for clients that reconnect with Last-Event-ID.
+    #[arg(long, env = "CORRAL_EVENT_BUFFER", default_value_t = 1024)]
+    event_buffer: usize,
+}
+
+impl HttpArgs {
+    fn settings(&self, addr: std::net::SocketAddr) -> anyhow::Result<transport::http::HttpSettings> {
+        let mut tokens = Vec::new();
+        if let Some(path) = &self.auth_tokens_file {
+            let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("--auth-tokens-file {}: {e}", path.display()))?;
+            tokens = transport::http::parse_tokens(&text, &path.display().to_string());
+            if tokens.is_empty() {
+                anyhow::bail!("--auth-tokens-file {} holds no token", path.display());
+            }
+        }
+        Ok(transport::http::HttpSettings {
+            addr,
+            allowed_hosts: self.allowed_hosts.clone(),
+            allowed_origins: self.allowed_origins.clone(),
+            tokens,
+            max_body: usize::try_from(self.max_body).unwrap_or(usize::MAX),
+            session_idle: self.session_idle,
+            event_buffer: self.event_buffer.max(1),
+            max_sessions: self.max_sessions.max(1),
+        })
+    }
+}
+
+#[derive(Args)]
 struct ServeArgs {
     #[command(flatten)]
     host: HostArgs,
     #[command(flatten)]
     tasks: TaskArgs,
+    #[command(flatten)]
+    http: HttpArgs,
     /// Tools per tools/list page.
     #[arg(long, env = "CORRAL_PAGE_SIZE", default_value_t = ServerOptions::default().page_size, value_parser = clap::value_parser!(usize))]
     page_size: usize,
@@ -183,7 +238,10 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             let db = args.tasks.db_path()?;
             let host = build_host(&args.host, ServerOptions { page_size: args.page_size.max(1) }, &db, durability, args.tasks.settings()).await?;
             tracing::info!("tasks are kept in {}", db.display());
-            transport::stdio::serve(host).await?;
+            match args.http.http {
+                Some(addr) => transport::http::serve(host, args.http.settings(addr)?).await?,
+                None => transport::stdio::serve(host).await?,
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Tools(args) => {

@@ -75,15 +75,23 @@ impl Session {
         *self.shared.protocol_version.lock().unwrap()
     }
 
-    /// Handles one framed message. Quick methods are answered before this returns; tool calls
-    /// run on the tokio runtime and answer when they finish, so they never block the next message.
+    /// Handles one framed message, answering on the session's outlet. Quick methods are
+    /// answered before this returns; tool calls run on the tokio runtime and answer when they
+    /// finish, so they never block the next message.
     pub fn handle(&self, text: &str) {
+        self.handle_with(text, &self.shared.outlet.clone());
+    }
+
+    /// Like [`Session::handle`], but the answer and the notifications of this request's call go
+    /// to `reply` (an HTTP response stream); what outlives the request (task status, a task's
+    /// progress) still goes to the session's outlet.
+    pub fn handle_with(&self, text: &str, reply: &Arc<dyn Outlet>) {
         match jsonrpc::parse(text) {
             Err(rejected) => {
                 tracing::debug!(code = rejected.error.code, "rejected message: {}", rejected.error.message);
-                self.shared.outlet.send(error_message(rejected.id.as_ref(), &rejected.error));
+                reply.send(error_message(rejected.id.as_ref(), &rejected.error));
             }
-            Ok(Incoming::Request { id, method, params }) => self.request(id, &method, params),
+            Ok(Incoming::Request { id, method, params }) => self.request(id, &method, params, reply),
             Ok(Incoming::Notification { method, params }) => self.notification(&method, &params),
             Ok(Incoming::Response) => tracing::debug!("ignored a response: corral sends no requests"),
         }
@@ -103,10 +111,10 @@ impl Session {
         self.shared.calls.wait().await;
     }
 
-    fn request(&self, id: RequestId, method: &str, params: Map<String, Value>) {
+    fn request(&self, id: RequestId, method: &str, params: Map<String, Value>, reply: &Arc<dyn Outlet>) {
         let shared = &self.shared;
         if !METHODS.contains(&method) {
-            return self.reply(&id, Err(RpcError::method_not_found(format!("method `{method}` not found"))));
+            return self.reply(reply, &id, Err(RpcError::method_not_found(format!("method `{method}` not found"))));
         }
         let phase = *shared.phase.lock().unwrap();
         let answer = match (method, phase) {
@@ -116,22 +124,22 @@ impl Session {
             (_, Phase::New) => Err(RpcError::invalid_request(format!("`{method}` before `initialize`: initialize the session first"))),
             ("tools/list", _) => tools::list(&shared.host, &params),
             ("logging/setLevel", _) => self.set_level(&params),
-            ("tools/call", _) => return self.start_call(id, params),
+            ("tools/call", _) => return self.start_call(id, params, reply),
             ("tasks/get", _) => tasks::get(&shared.host, &shared.owner, &params),
             ("tasks/list", _) => tasks::list(&shared.host, &shared.owner, &params),
             ("tasks/cancel", _) => tasks::cancel(&shared.host, &shared.owner, &params),
-            ("tasks/result", _) => return self.start_task_result(id, params),
+            ("tasks/result", _) => return self.start_task_result(id, params, reply),
             _ => unreachable!("every method in METHODS is dispatched"),
         };
-        self.reply(&id, answer);
+        self.reply(reply, &id, answer);
     }
 
-    fn reply(&self, id: &RequestId, answer: Result<Value, RpcError>) {
+    fn reply(&self, reply: &Arc<dyn Outlet>, id: &RequestId, answer: Result<Value, RpcError>) {
         let message = match answer {
             Ok(result) => result_message(id, result),
             Err(error) => error_message(Some(id), &error),
         };
-        self.shared.outlet.send(message);
+        reply.send(message);
     }
 
     fn notification(&self, method: &str, params: &Map<String, Value>) {
@@ -188,20 +196,22 @@ impl Session {
         }
     }
 
-    fn start_call(&self, id: RequestId, params: Map<String, Value>) {
+    fn start_call(&self, id: RequestId, params: Map<String, Value>, reply: &Arc<dyn Outlet>) {
         let shared = &self.shared;
         let call = match tools::admit(&shared.host, &params, true) {
             Ok(call) => call,
-            Err(e) => return self.reply(&id, Err(e)),
+            Err(e) => return self.reply(reply, &id, Err(e)),
         };
-        let notifier = Arc::new(CallNotifier::new(shared.outlet.clone(), shared.levels.clone(), &call.entry.plugin.name, call.progress_token.clone()));
         if let Some(task) = params.get("task").filter(|t| !t.is_null()) {
+            // A task outlives this request: its notifications go to the session's outlet.
+            let notifier = Arc::new(CallNotifier::new(shared.outlet.clone(), shared.levels.clone(), &call.entry.plugin.name, call.progress_token.clone()));
             let answer = tasks::create(&shared.host, &shared.owner, call, task, &params, shared.outlet.clone(), notifier);
-            return self.reply(&id, answer);
+            return self.reply(reply, &id, answer);
         }
+        let notifier = Arc::new(CallNotifier::new(reply.clone(), shared.levels.clone(), &call.entry.plugin.name, call.progress_token.clone()));
         let limits = call.entry.plugin.limits.clone();
         let host = shared.host.clone();
-        self.spawn_request(id, move |cancel| async move {
+        self.spawn_request(id, reply, move |cancel| async move {
             let tool = call.entry.name.clone();
             let ctx = CallContext { limits, cancel, observer: notifier };
             match tools::run(&host.runtime, &call, ctx).await {
@@ -212,9 +222,9 @@ impl Session {
         });
     }
 
-    fn start_task_result(&self, id: RequestId, params: Map<String, Value>) {
+    fn start_task_result(&self, id: RequestId, params: Map<String, Value>, reply: &Arc<dyn Outlet>) {
         let shared = self.shared.clone();
-        self.spawn_request(id, move |cancel| async move {
+        self.spawn_request(id, reply, move |cancel| async move {
             tokio::select! {
                 _ = cancel.cancelled() => None,
                 answer = tasks::result(&shared.host, &shared.owner, &params) => Some(answer),
@@ -224,7 +234,7 @@ impl Session {
 
     /// Runs a request that may take a while on the runtime, cancellable by
     /// `notifications/cancelled`. `work` answers `None` when it was cancelled: no response.
-    fn spawn_request<F, Fut>(&self, id: RequestId, work: F)
+    fn spawn_request<F, Fut>(&self, id: RequestId, reply: &Arc<dyn Outlet>, work: F)
     where
         F: FnOnce(CancellationToken) -> Fut,
         Fut: std::future::Future<Output = Option<Result<Value, RpcError>>> + Send + 'static,
@@ -235,19 +245,20 @@ impl Session {
             let mut in_flight = shared.in_flight.lock().unwrap();
             if in_flight.contains_key(&id) {
                 drop(in_flight);
-                return self.reply(&id, Err(RpcError::invalid_request(format!("request id {id} is already in use by a request in flight"))));
+                return self.reply(reply, &id, Err(RpcError::invalid_request(format!("request id {id} is already in use by a request in flight"))));
             }
             in_flight.insert(id.clone(), cancel.clone());
         }
         let future = work(cancel);
         let task_shared = shared.clone();
+        let reply = reply.clone();
         shared.calls.spawn_on(
             async move {
                 let answer = future.await;
                 task_shared.in_flight.lock().unwrap().remove(&id);
                 match answer {
-                    Some(Ok(result)) => task_shared.outlet.send(result_message(&id, result)),
-                    Some(Err(error)) => task_shared.outlet.send(error_message(Some(&id), &error)),
+                    Some(Ok(result)) => reply.send(result_message(&id, result)),
+                    Some(Err(error)) => reply.send(error_message(Some(&id), &error)),
                     None => tracing::info!(request = %id, "cancelled request stopped; no response sent"),
                 }
             },

@@ -1,4 +1,19 @@
 //! Transports frame bytes into messages for a [`crate::server::Session`] and carry its answers
 //! back. No method is interpreted here.
 
+pub mod http;
 pub mod stdio;
+
+/// Resolves when the process is asked to stop (SIGTERM or Ctrl-C).
+pub(crate) async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("installing a SIGTERM handler");
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+}

@@ -49,7 +49,7 @@ pub async fn serve(host: Arc<Host>) -> anyhow::Result<()> {
     })?;
     tokio::select! {
         _ = eof_rx => tracing::info!("stdin closed; shutting down"),
-        _ = shutdown_signal() => tracing::info!("signal received; shutting down"),
+        _ = super::shutdown_signal() => tracing::info!("signal received; shutting down"),
     }
     session.cancel_all();
     if tokio::time::timeout(SHUTDOWN_GRACE, session.drained()).await.is_err() {
@@ -76,17 +76,4 @@ fn read_lines(mut input: impl BufRead, session: &Session, outlet: &dyn Outlet) {
             Err(e) => outlet.send(error_message(None, &RpcError::new(PARSE_ERROR, format!("parse error: the line is not UTF-8 ({e})")))),
         }
     }
-}
-
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("installing a SIGTERM handler");
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = tokio::signal::ctrl_c() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = tokio::signal::ctrl_c().await;
 }

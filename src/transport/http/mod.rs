@@ -1,0 +1,264 @@
+//! MCP over Streamable HTTP (2025-11-25) at `/mcp`, plus `/healthz`.
+//!
+//! POST carries one client message. A notification or response is accepted with 202; a
+//! request is answered with JSON when its answer is the first thing the session has for it,
+//! or with an SSE stream when notifications (progress, logs) come first. GET opens the
+//! session's stream of server-initiated messages (task status), resumable with
+//! `Last-Event-ID`. DELETE ends the session. Sessions are minted at `initialize`.
+
+mod events;
+mod guard;
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use futures_util::stream::{self, StreamExt};
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use self::events::EventLog;
+pub use self::guard::parse_tokens;
+use self::guard::Guard;
+use crate::mcp::types::SUPPORTED_PROTOCOL_VERSIONS;
+use crate::server::{Host, Outlet, Session};
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+
+/// HTTP settings from the flags.
+#[derive(Clone, Debug)]
+pub struct HttpSettings {
+    pub addr: SocketAddr,
+    pub allowed_hosts: Vec<String>,
+    pub allowed_origins: Vec<String>,
+    /// (identity, token) pairs; empty turns authentication off.
+    pub tokens: Vec<(String, String)>,
+    pub max_body: usize,
+    pub session_idle: Duration,
+    /// Server-initiated messages kept per session for `Last-Event-ID` resumption.
+    pub event_buffer: usize,
+    pub max_sessions: usize,
+}
+
+struct App {
+    host: Arc<Host>,
+    guard: Guard,
+    settings: HttpSettings,
+    sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
+}
+
+struct HttpSession {
+    session: Session,
+    events: Arc<EventLog>,
+    /// The bearer token's name when authentication is on.
+    identity: Option<String>,
+    last_seen: Mutex<Instant>,
+}
+
+/// A POST's own answer channel.
+struct ChannelOutlet(mpsc::UnboundedSender<Value>);
+
+impl Outlet for ChannelOutlet {
+    fn send(&self, message: Value) {
+        let _ = self.0.send(message);
+    }
+}
+
+/// Serves until the process is told to stop.
+pub async fn serve(host: Arc<Host>, settings: HttpSettings) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(settings.addr).await.map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", settings.addr))?;
+    let addr = listener.local_addr()?;
+    let guard = Guard::new(&settings.allowed_hosts, &settings.allowed_origins, settings.tokens.clone());
+    if !addr.ip().is_loopback() && !guard.auth_enabled() {
+        tracing::warn!("listening on {addr} without authentication: anyone who can reach it can run tools");
+    }
+    let app = Arc::new(App { host, guard, settings: settings.clone(), sessions: Mutex::new(HashMap::new()) });
+    tokio::spawn(reap_idle_sessions(Arc::downgrade(&app)));
+    let router = Router::new()
+        .route("/mcp", get(open_stream).post(post_message).delete(end_session))
+        .route("/healthz", get(|| async { Json(json!({ "status": "ok" })) }))
+        .layer(DefaultBodyLimit::max(settings.max_body))
+        .with_state(app.clone());
+    tracing::info!("serving MCP over HTTP at http://{addr}/mcp");
+    axum::serve(listener, router).with_graceful_shutdown(super::shutdown_signal()).await?;
+    for (_, s) in app.sessions.lock().unwrap().drain() {
+        s.session.cancel_all();
+    }
+    Ok(())
+}
+
+fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
+    let message = message.into();
+    let code = if status == StatusCode::NOT_FOUND { -32001 } else { -32600 };
+    let mut response = (status, Json(json!({ "jsonrpc": "2.0", "id": null, "error": { "code": code, "message": message } }))).into_response();
+    if status == StatusCode::UNAUTHORIZED {
+        response.headers_mut().insert("www-authenticate", HeaderValue::from_static("Bearer realm=\"corral\""));
+    }
+    response
+}
+
+/// Origin/Host, authentication and protocol version: the checks every method shares.
+fn admit(app: &App, headers: &HeaderMap) -> Result<Option<String>, Response> {
+    app.guard.check_origin(headers).map_err(|(s, m)| refuse(s, m))?;
+    let identity = app.guard.authenticate(headers).map_err(|(s, m)| refuse(s, m))?;
+    if let Some(version) = headers.get(VERSION_HEADER) {
+        let version = version.to_str().unwrap_or("");
+        if !SUPPORTED_PROTOCOL_VERSIONS.contains(&version) {
+            return Err(refuse(StatusCode::BAD_REQUEST, format!("unsupported MCP-Protocol-Version `{version}`; supported: {}", SUPPORTED_PROTOCOL_VERSIONS.join(", "))));
+        }
+    }
+    Ok(identity)
+}
+
+/// The session named by the request's `Mcp-Session-Id`, if the caller may use it.
+fn find_session(app: &App, headers: &HeaderMap, identity: &Option<String>) -> Result<(String, Arc<HttpSession>), Response> {
+    let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
+        return Err(refuse(StatusCode::BAD_REQUEST, "missing Mcp-Session-Id header: send `initialize` first and echo the id it returns"));
+    };
+    let found = app.sessions.lock().unwrap().get(id).cloned();
+    match found {
+        Some(s) if &s.identity == identity => {
+            *s.last_seen.lock().unwrap() = Instant::now();
+            Ok((id.to_owned(), s))
+        }
+        _ => Err(refuse(StatusCode::NOT_FOUND, "session not found: it ended or expired; initialize a new one")),
+    }
+}
+
+fn new_session(app: &App, identity: Option<String>) -> Result<(String, Arc<HttpSession>), Response> {
+    let mut sessions = app.sessions.lock().unwrap();
+    if sessions.len() >= app.settings.max_sessions {
+        return Err(refuse(StatusCode::SERVICE_UNAVAILABLE, format!("too many sessions ({}); end one with DELETE or try later", sessions.len())));
+    }
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    let events = Arc::new(EventLog::new(app.settings.event_buffer));
+    // Tasks belong to the token's holder when authentication is on, else to the session.
+    let owner = identity.as_ref().map_or_else(|| format!("session:{id}"), |who| format!("token:{who}"));
+    let session = Session::new(app.host.clone(), events.clone(), owner);
+    let entry = Arc::new(HttpSession { session, events, identity, last_seen: Mutex::new(Instant::now()) });
+    sessions.insert(id.clone(), entry.clone());
+    Ok((id, entry))
+}
+
+async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
+    let identity = match admit(&app, &headers) {
+        Ok(identity) => identity,
+        Err(response) => return response,
+    };
+    let Ok(text) = std::str::from_utf8(&body) else {
+        return (StatusCode::BAD_REQUEST, Json(json!({ "jsonrpc": "2.0", "id": null, "error": { "code": -32700, "message": "parse error: the body is not UTF-8" } }))).into_response();
+    };
+    let value: Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => return (StatusCode::BAD_REQUEST, Json(json!({ "jsonrpc": "2.0", "id": null, "error": { "code": -32700, "message": format!("parse error: {e}") } }))).into_response(),
+    };
+    let is_initialize = value.get("method").and_then(Value::as_str) == Some("initialize");
+    let request_id = value.get("method").and(value.get("id")).cloned();
+    let found = if is_initialize && !headers.contains_key(SESSION_HEADER) { new_session(&app, identity) } else { find_session(&app, &headers, &identity) };
+    let (session_id, session) = match found {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+
+    let Some(request_id) = request_id else {
+        // A notification or a response: nothing comes back on this request.
+        let sink: Arc<dyn Outlet> = Arc::new(ChannelOutlet(mpsc::unbounded_channel().0));
+        session.session.handle_with(text, &sink);
+        return StatusCode::ACCEPTED.into_response();
+    };
+    let (sender, mut answers) = mpsc::unbounded_channel();
+    let reply: Arc<dyn Outlet> = Arc::new(ChannelOutlet(sender));
+    session.session.handle_with(text, &reply);
+    drop(reply);
+
+    let mut response = match answers.recv().await {
+        // Cancelled by the client: MCP sends no response.
+        None => StatusCode::ACCEPTED.into_response(),
+        Some(first) if is_response_to(&first, &request_id) => Json(first).into_response(),
+        Some(first) => {
+            let rest = stream::unfold((answers, request_id, false), |(mut answers, id, done)| async move {
+                if done {
+                    return None;
+                }
+                let message = answers.recv().await?;
+                let done = is_response_to(&message, &id);
+                Some((message, (answers, id, done)))
+            });
+            let events = stream::once(async move { first }).chain(rest).map(|m| Ok::<_, Infallible>(SseEvent::default().data(m.to_string())));
+            Sse::new(events).keep_alive(KeepAlive::default()).into_response()
+        }
+    };
+    if is_initialize {
+        response.headers_mut().insert(SESSION_HEADER, HeaderValue::from_str(&session_id).expect("session ids are ASCII"));
+    }
+    response
+}
+
+fn is_response_to(message: &Value, id: &Value) -> bool {
+    message.get("id") == Some(id) && (message.get("result").is_some() || message.get("error").is_some())
+}
+
+async fn open_stream(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    let identity = match admit(&app, &headers) {
+        Ok(identity) => identity,
+        Err(response) => return response,
+    };
+    let (_, session) = match find_session(&app, &headers, &identity) {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    let last_seen = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    let (missed, live, complete) = session.events.subscribe(last_seen);
+    if !complete {
+        tracing::warn!("a client resumed after event {last_seen:?}, older than the buffer keeps; some messages are lost");
+    }
+    let live = tokio_stream::wrappers::BroadcastStream::new(live)
+        // A client too slow for the buffer loses its place: end the stream so it reconnects
+        // with Last-Event-ID and replays from the buffer.
+        .take_while(|item| std::future::ready(item.is_ok()))
+        .filter_map(|item| std::future::ready(item.ok()));
+    let events = stream::iter(missed).chain(live).map(|e| Ok::<_, Infallible>(SseEvent::default().id(e.id.to_string()).data(e.message.to_string())));
+    Sse::new(events).keep_alive(KeepAlive::default()).into_response()
+}
+
+async fn end_session(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    let identity = match admit(&app, &headers) {
+        Ok(identity) => identity,
+        Err(response) => return response,
+    };
+    let (id, session) = match find_session(&app, &headers, &identity) {
+        Ok(found) => found,
+        Err(response) => return response,
+    };
+    app.sessions.lock().unwrap().remove(&id);
+    session.session.cancel_all();
+    tracing::info!(session = %id, "session ended by the client");
+    StatusCode::OK.into_response()
+}
+
+async fn reap_idle_sessions(app: std::sync::Weak<App>) {
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let Some(app) = app.upgrade() else { return };
+        let idle = app.settings.session_idle;
+        let expired: Vec<(String, Arc<HttpSession>)> = {
+            let mut sessions = app.sessions.lock().unwrap();
+            let ids: Vec<String> = sessions.iter().filter(|(_, s)| s.last_seen.lock().unwrap().elapsed() > idle).map(|(id, _)| id.clone()).collect();
+            ids.into_iter().filter_map(|id| sessions.remove(&id).map(|s| (id, s))).collect()
+        };
+        for (id, s) in expired {
+            tracing::info!(session = %id, "session expired after {idle:?} idle");
+            s.session.cancel_all();
+        }
+    }
+}
