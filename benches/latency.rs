@@ -346,8 +346,8 @@ fn stdio_group(dist: &Path) {
 // ---------------------------------------------------------------------------------------------
 // 2. in-process instantiate + call
 
-/// `Runtime::call_tool` `n` times in a row after `warmup` calls; each is a fresh store and
-/// instance. Timed around `call_tool` alone (the `CallContext` is made before the clock starts).
+/// `Runtime::call_tool` `CALL_N` times in a row after `CALL_WARMUP` calls; each is a fresh store
+/// and instance. Timed around `call_tool` alone (the `CallContext` is made before the clock starts).
 async fn time_calls(runtime: &Runtime, code: &PluginCode, tool: &str, arguments: &str) -> Vec<Duration> {
     let mut samples = Vec::with_capacity(CALL_N);
     for i in 0..CALL_WARMUP + CALL_N {

@@ -7,3 +7,5 @@ cd "$(dirname "$0")/.."
 ./scripts/build-plugins.sh
 cargo test --locked "$@"
 cargo bench --locked --no-run
+# The official MCP conformance suite against `corral serve --http` (installs Node 24 locally).
+./tests/conformance/run.sh

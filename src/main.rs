@@ -90,6 +90,9 @@ struct TaskArgs {
     /// Tasks waiting for a worker; more are refused as overloaded.
     #[arg(long, env = "CORRAL_MAX_QUEUED", default_value_t = TaskSettings::default().max_queued)]
     max_queued: usize,
+    /// Unfinished tasks one client (a session, or a token's holder) may have at once.
+    #[arg(long, env = "CORRAL_MAX_TASKS_PER_CLIENT", default_value_t = TaskSettings::default().max_per_owner)]
+    max_tasks_per_client: usize,
     /// How long a task and its result are kept when the client asks for no TTL.
     #[arg(long, env = "CORRAL_TASK_TTL", default_value = "1h", value_parser = config::parse_duration)]
     task_ttl: Duration,
@@ -109,6 +112,7 @@ impl TaskArgs {
         TaskSettings {
             max_running: self.max_running.max(1),
             max_queued: self.max_queued,
+            max_per_owner: self.max_tasks_per_client.max(1),
             default_ttl: self.task_ttl.min(self.task_max_ttl),
             max_ttl: self.task_max_ttl,
             poll_interval: self.task_poll_interval,
@@ -290,10 +294,11 @@ async fn build_host(args: &HostArgs, options: ServerOptions, db: &std::path::Pat
     let registry = Arc::new(Registry::new(catalog));
     let runtime = Arc::new(runtime);
     let store = Arc::new(SqliteStore::open(db, durability)?);
-    let executor = Arc::new(ToolExecutor { registry: registry.clone(), runtime: runtime.clone() });
+    let metrics = Arc::new(server::Metrics::default());
+    let executor = Arc::new(ToolExecutor { registry: registry.clone(), runtime: runtime.clone(), metrics: metrics.clone() });
     let runners = Runners::register(db).map_err(|e| anyhow::anyhow!("task store {}: cannot register this host: {e}", db.display()))?;
     let engine = Engine::start(store, runners, tasks, executor)?;
-    Ok(Arc::new(Host { registry, runtime, engine, options }))
+    Ok(Arc::new(Host { registry, runtime, engine, options, metrics }))
 }
 
 fn tools_json(catalog: &Catalog) -> serde_json::Value {

@@ -3,6 +3,7 @@
 //! A [`Session`] knows MCP but not bytes: a transport hands it one message at a time and it
 //! answers through the session's [`Outlet`], which is the only way anything reaches a client.
 
+mod metrics;
 mod notify;
 mod results;
 mod session;
@@ -17,6 +18,7 @@ use crate::registry::Registry;
 use crate::runtime::Runtime;
 use crate::tasks::Engine;
 
+pub use metrics::Metrics;
 pub use results::{failure_result, invalid_arguments_result};
 pub use session::Session;
 pub use tasks::ToolExecutor;
@@ -46,4 +48,5 @@ pub struct Host {
     pub runtime: Arc<Runtime>,
     pub engine: Engine,
     pub options: ServerOptions,
+    pub metrics: Arc<Metrics>,
 }

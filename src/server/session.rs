@@ -214,7 +214,7 @@ impl Session {
         self.spawn_request(id, reply, move |cancel| async move {
             let tool = call.entry.name.clone();
             let ctx = CallContext { limits, cancel, observer: notifier };
-            match tools::run(&host.runtime, &call, ctx).await {
+            match tools::run(&host.runtime, &host.metrics, &call, ctx).await {
                 Ok(result) => Some(Ok(serde_json::to_value(result).expect("results serialize"))),
                 Err(Failure::Cancelled) => None,
                 Err(other) => Some(Err(RpcError::internal(other.describe(&tool)))),

@@ -51,6 +51,9 @@ fn engine_error(e: EngineError) -> RpcError {
         EngineError::Expired => RpcError::invalid_params("Failed to retrieve task: Task has expired"),
         EngineError::Terminal(status) => RpcError::invalid_params(format!("Cannot cancel task: it is already {status}")),
         EngineError::Overloaded { queued, limit } => RpcError::new(OVERLOADED, e.to_string()).with_data(json!({ "kind": "overloaded", "queued": queued, "limit": limit })),
+        EngineError::OwnerLimit { active, limit } => {
+            RpcError::new(OVERLOADED, e.to_string()).with_data(json!({ "kind": "overloaded", "scope": "owner", "active": active, "limit": limit }))
+        }
         EngineError::Store(s) => RpcError::internal(s.to_string()),
     }
 }
@@ -174,12 +177,14 @@ impl TaskEvents for StatusNotifier {
 pub struct ToolExecutor {
     pub registry: Arc<Registry>,
     pub runtime: Arc<Runtime>,
+    pub metrics: Arc<super::Metrics>,
 }
 
 impl Executor for ToolExecutor {
     fn execute(&self, task: Task, cancel: CancellationToken, observer: Arc<dyn CallObserver>) -> BoxFuture<'static, Finished> {
         let entry = self.registry.snapshot().tool(&task.tool).cloned();
         let runtime = self.runtime.clone();
+        let metrics = self.metrics.clone();
         Box::pin(async move {
             let Some(entry) = entry else {
                 let error = RpcError::invalid_params(format!("unknown tool `{}`: its plugin is no longer loaded", task.tool));
@@ -189,7 +194,7 @@ impl Executor for ToolExecutor {
             limits.timeout = limits.task_timeout;
             let ctx = CallContext { limits, cancel, observer };
             let call = AdmittedCall { entry, arguments: task.arguments.clone(), progress_token: None };
-            match tools::run(&runtime, &call, ctx).await {
+            match tools::run(&runtime, &metrics, &call, ctx).await {
                 Ok(result) => {
                     let status = if result.is_error { TaskStatus::Failed } else { TaskStatus::Completed };
                     let message = result.is_error.then(|| failure_message(&result));

@@ -7,7 +7,7 @@ use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
 use super::results::{failure_result, invalid_arguments_result, tool_result};
-use super::Host;
+use super::{Host, Metrics};
 use crate::mcp::types::{CallToolResult, TaskSupport as McpTaskSupport, Tool, ToolAnnotations, ToolExecution};
 use crate::mcp::RpcError;
 use crate::registry::{violations, ToolEntry};
@@ -102,7 +102,22 @@ pub fn admit(host: &Host, params: &Map<String, Value>, enforce_policy: bool) -> 
 
 /// Runs an admitted call to its result. Validation failures and limits become `isError`
 /// results; `Err(Failure::Cancelled)` means the caller cancelled and wants no answer.
-pub async fn run(runtime: &Runtime, call: &AdmittedCall, ctx: CallContext) -> Result<CallToolResult, Failure> {
+pub async fn run(runtime: &Runtime, metrics: &Metrics, call: &AdmittedCall, ctx: CallContext) -> Result<CallToolResult, Failure> {
+    let started = std::time::Instant::now();
+    let outcome = run_checked(runtime, call, ctx).await;
+    let label = match &outcome {
+        Ok(result) => match result.meta.get("corral/error").and_then(|e| e.get("kind")).and_then(Value::as_str) {
+            Some(kind) => kind.to_owned(),
+            None if result.is_error => "tool-error".to_owned(),
+            None => "ok".to_owned(),
+        },
+        Err(failure) => failure.kind().to_owned(),
+    };
+    metrics.call(&call.entry.name, &label, started.elapsed());
+    outcome
+}
+
+async fn run_checked(runtime: &Runtime, call: &AdmittedCall, ctx: CallContext) -> Result<CallToolResult, Failure> {
     let entry = &call.entry;
     let problems = violations(&entry.input_validator, &call.arguments);
     if !problems.is_empty() {
@@ -132,6 +147,6 @@ pub async fn call_tool_once(host: &Host, name: &str, arguments: Value, ctx: impl
     params.insert("arguments".into(), arguments);
     let call = admit(host, &params, false)?;
     let ctx = ctx(&call.entry);
-    run(&host.runtime, &call, ctx).await.map_err(|f| RpcError::internal(f.describe(name)))
+    run(&host.runtime, &host.metrics, &call, ctx).await.map_err(|f| RpcError::internal(f.describe(name)))
 }
 

@@ -25,6 +25,8 @@ pub struct EngineSettings {
     pub max_running: usize,
     /// Tasks admitted but not yet running; admission beyond it is refused as overloaded.
     pub max_queued: usize,
+    /// Unfinished tasks (queued or running) one owner may have in this host.
+    pub max_per_owner: usize,
     pub default_ttl: Duration,
     pub max_ttl: Duration,
     pub poll_interval: Duration,
@@ -37,6 +39,7 @@ impl Default for EngineSettings {
         EngineSettings {
             max_running: 8,
             max_queued: 1024,
+            max_per_owner: 256,
             default_ttl: Duration::from_secs(3600),
             max_ttl: Duration::from_secs(24 * 3600),
             poll_interval: Duration::from_millis(1000),
@@ -96,12 +99,15 @@ pub enum EngineError {
     Terminal(&'static str),
     #[error("the host is overloaded: {queued} tasks are waiting (limit {limit}); try again later")]
     Overloaded { queued: usize, limit: usize },
+    #[error("too many unfinished tasks: you have {active} (limit {limit}); wait for some to end or cancel them")]
+    OwnerLimit { active: usize, limit: usize },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
 
 /// The state of a task this process is running or has queued.
 struct Live {
+    owner: String,
     cancel: CancellationToken,
     observer: Option<Arc<dyn CallObserver>>,
     events: Option<Arc<dyn TaskEvents>>,
@@ -121,6 +127,8 @@ struct Inner {
     executor: Arc<dyn Executor>,
     live: Mutex<HashMap<String, Live>>,
     counts: Mutex<Counts>,
+    /// Unfinished tasks per owner in this host.
+    per_owner: Mutex<HashMap<String, usize>>,
     queue: mpsc::UnboundedSender<Queued>,
     /// Signals watchers of tasks that ended before this process started.
     ended: watch::Sender<bool>,
@@ -149,6 +157,7 @@ impl Engine {
             executor,
             live: Mutex::new(HashMap::new()),
             counts: Mutex::new(Counts::default()),
+            per_owner: Mutex::new(HashMap::new()),
             queue,
             ended: watch::channel(true).0,
         });
@@ -169,6 +178,11 @@ impl Engine {
         *self.inner.counts.lock().unwrap()
     }
 
+    /// Stored tasks per status.
+    pub fn count_by_status(&self) -> Result<Vec<(TaskStatus, u64)>, EngineError> {
+        Ok(self.inner.store.count_by_status()?)
+    }
+
     /// Admits a task: durable record first, then the queue. Returns the task as created, or
     /// the existing task when the idempotency key was used before by the same owner.
     pub fn admit(&self, admission: Admission) -> Result<Task, EngineError> {
@@ -184,12 +198,18 @@ impl Engine {
             }
         }
         {
-            // Reserve a queue slot; the lock is not held across the durable insert, so
-            // concurrent admissions can share one commit.
+            // Reserve a queue slot and an owner slot; the locks are not held across the
+            // durable insert, so concurrent admissions can share one commit.
             let mut counts = inner.counts.lock().unwrap();
             if counts.queued >= inner.settings.max_queued {
                 return Err(EngineError::Overloaded { queued: counts.queued, limit: inner.settings.max_queued });
             }
+            let mut per_owner = inner.per_owner.lock().unwrap();
+            let active = per_owner.entry(admission.owner.clone()).or_default();
+            if *active >= inner.settings.max_per_owner {
+                return Err(EngineError::OwnerLimit { active: *active, limit: inner.settings.max_per_owner });
+            }
+            *active += 1;
             counts.queued += 1;
         }
         let now = now_ms();
@@ -213,11 +233,19 @@ impl Engine {
         };
         if let Err(e) = inner.store.insert(&task) {
             inner.counts.lock().unwrap().queued -= 1;
+            inner.release_owner_slot(&task.owner);
             return Err(e.into());
         }
         inner.live.lock().unwrap().insert(
             task.id.clone(),
-            Live { cancel: CancellationToken::new(), observer: admission.observer, events: admission.events, message: None, done: watch::channel(false).0 },
+            Live {
+                owner: task.owner.clone(),
+                cancel: CancellationToken::new(),
+                observer: admission.observer,
+                events: admission.events,
+                message: None,
+                done: watch::channel(false).0,
+            },
         );
         inner.queue.send(Queued { id: task.id.clone(), owner: task.owner.clone() }).expect("the workers hold the queue's receiver");
         Ok(task)
@@ -318,9 +346,10 @@ impl Inner {
                 }
                 tracing::info!(task = %task.id, tool = %task.tool, "running an interrupted idempotent task again");
                 inner.counts.lock().unwrap().queued += 1;
+                *inner.per_owner.lock().unwrap().entry(task.owner.clone()).or_default() += 1;
                 inner.live.lock().unwrap().insert(
                     task.id.clone(),
-                    Live { cancel: CancellationToken::new(), observer: None, events: None, message: None, done: watch::channel(false).0 },
+                    Live { owner: task.owner.clone(), cancel: CancellationToken::new(), observer: None, events: None, message: None, done: watch::channel(false).0 },
                 );
                 inner.queue.send(Queued { id: task.id.clone(), owner: task.owner.clone() }).expect("the workers hold the queue's receiver");
             } else {
@@ -341,8 +370,20 @@ impl Inner {
 
     /// Marks a task ended in memory: wakes `tasks/result` waiters and forgets the live state.
     fn retire(&self, id: &str) {
-        if let Some(live) = self.live.lock().unwrap().remove(id) {
+        let live = self.live.lock().unwrap().remove(id);
+        if let Some(live) = live {
             live.done.send_replace(true);
+            self.release_owner_slot(&live.owner);
+        }
+    }
+
+    fn release_owner_slot(&self, owner: &str) {
+        let mut per_owner = self.per_owner.lock().unwrap();
+        if let Some(active) = per_owner.get_mut(owner) {
+            *active = active.saturating_sub(1);
+            if *active == 0 {
+                per_owner.remove(owner);
+            }
         }
     }
 

@@ -87,6 +87,7 @@ pub async fn serve(host: Arc<Host>, settings: HttpSettings) -> anyhow::Result<()
     let router = Router::new()
         .route("/mcp", get(open_stream).post(post_message).delete(end_session))
         .route("/healthz", get(|| async { Json(json!({ "status": "ok" })) }))
+        .route("/metrics", get(metrics))
         .layer(DefaultBodyLimit::max(settings.max_body))
         .with_state(app.clone());
     tracing::info!("serving MCP over HTTP at http://{addr}/mcp");
@@ -244,6 +245,16 @@ async fn end_session(State(app): State<Arc<App>>, headers: HeaderMap) -> Respons
     session.session.cancel_all();
     tracing::info!(session = %id, "session ended by the client");
     StatusCode::OK.into_response()
+}
+
+/// Prometheus metrics; behind the same Host/Origin checks and tokens as `/mcp`.
+async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    if let Err(response) = admit(&app, &headers) {
+        return response;
+    }
+    let mut text = app.host.metrics.render(&app.host.engine);
+    text.push_str(&format!("# HELP corral_http_sessions Open MCP sessions.\n# TYPE corral_http_sessions gauge\ncorral_http_sessions {}\n", app.sessions.lock().unwrap().len()));
+    ([("content-type", "text/plain; version=0.0.4; charset=utf-8")], text).into_response()
 }
 
 async fn reap_idle_sessions(app: std::sync::Weak<App>) {

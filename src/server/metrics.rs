@@ -1,0 +1,80 @@
+//! Prometheus metrics: calls and errors by tool and kind, call latency, tasks by status and
+//! the task queue, in the text exposition format.
+
+use std::time::Duration;
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+use crate::tasks::Engine;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CallLabels {
+    tool: String,
+    /// `ok`, `tool-error` (the tool returned isError) or a corral error kind.
+    outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ToolLabel {
+    tool: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StatusLabel {
+    status: String,
+}
+
+pub struct Metrics {
+    registry: Registry,
+    calls: Family<CallLabels, Counter>,
+    latency: Family<ToolLabel, Histogram>,
+    tasks: Family<StatusLabel, Gauge>,
+    queued: Gauge,
+    running: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        let mut registry = Registry::with_prefix("corral");
+        let calls = Family::<CallLabels, Counter>::default();
+        let latency = Family::<ToolLabel, Histogram>::new_with_constructor(|| Histogram::new(exponential_buckets(0.000_05, 2.5, 14)));
+        let tasks = Family::<StatusLabel, Gauge>::default();
+        let (queued, running) = (Gauge::default(), Gauge::default());
+        registry.register("tool_calls", "Tool calls by tool and outcome", calls.clone());
+        registry.register("tool_call_seconds", "Time from a call's start to its result", latency.clone());
+        registry.register("tasks", "Stored tasks by status", tasks.clone());
+        registry.register("task_queue_depth", "Tasks admitted and waiting for a worker", queued.clone());
+        registry.register("tasks_running", "Tasks running now", running.clone());
+        Metrics { registry, calls, latency, tasks, queued, running }
+    }
+}
+
+impl Metrics {
+    /// Records one finished call.
+    pub fn call(&self, tool: &str, outcome: &str, took: Duration) {
+        self.calls.get_or_create(&CallLabels { tool: tool.to_owned(), outcome: outcome.to_owned() }).inc();
+        self.latency.get_or_create(&ToolLabel { tool: tool.to_owned() }).observe(took.as_secs_f64());
+    }
+
+    /// The exposition text, with task figures read now.
+    pub fn render(&self, engine: &Engine) -> String {
+        let counts = engine.counts();
+        self.queued.set(counts.queued as i64);
+        self.running.set(counts.running as i64);
+        if let Ok(by_status) = engine.count_by_status() {
+            for status in crate::tasks::TaskStatus::ALL {
+                let n = by_status.iter().find(|(s, _)| *s == status).map_or(0, |(_, n)| *n);
+                self.tasks.get_or_create(&StatusLabel { status: status.as_str().to_owned() }).set(n as i64);
+            }
+        }
+        let mut text = String::new();
+        encode(&mut text, &self.registry).expect("writing to a String cannot fail");
+        text
+    }
+}
