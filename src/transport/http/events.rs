@@ -6,6 +6,7 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
 
 use crate::server::Outlet;
 
@@ -14,6 +15,17 @@ use crate::server::Outlet;
 pub struct Event {
     pub id: u64,
     pub message: Value,
+}
+
+/// What a new stream starts from.
+pub struct Subscription {
+    /// Buffered events after the client's `Last-Event-ID`.
+    pub missed: Vec<Event>,
+    pub live: broadcast::Receiver<Event>,
+    /// False when the buffer no longer reaches back to `Last-Event-ID` (events were lost).
+    pub complete: bool,
+    /// Fires when a newer stream takes over or the session ends.
+    pub ended: CancellationToken,
 }
 
 pub struct EventLog {
@@ -25,22 +37,35 @@ pub struct EventLog {
 struct State {
     next_id: u64,
     buffer: VecDeque<Event>,
+    /// Ends the newest subscriber's stream; only one stream receives at a time.
+    current: Option<CancellationToken>,
 }
 
 impl EventLog {
     pub fn new(capacity: usize) -> EventLog {
-        EventLog { state: Mutex::new(State { next_id: 1, buffer: VecDeque::new() }), live: broadcast::channel(capacity.max(16)).0, capacity }
+        EventLog { state: Mutex::new(State { next_id: 1, buffer: VecDeque::new(), current: None }), live: broadcast::channel(capacity.max(16)).0, capacity }
     }
 
     /// Subscribes to new events, after replaying the buffered ones that follow `last_seen`.
-    /// `None` when `last_seen` is older than the buffer reaches back (events were lost).
-    pub fn subscribe(&self, last_seen: Option<u64>) -> (Vec<Event>, broadcast::Receiver<Event>, bool) {
-        let state = self.state.lock().unwrap();
-        let receiver = self.live.subscribe();
-        let Some(last) = last_seen else { return (Vec::new(), receiver, true) };
+    /// The previous subscriber's stream ends: each message goes on one stream only.
+    pub fn subscribe(&self, last_seen: Option<u64>) -> Subscription {
+        let mut state = self.state.lock().unwrap();
+        let ended = CancellationToken::new();
+        if let Some(previous) = state.current.replace(ended.clone()) {
+            previous.cancel();
+        }
+        let live = self.live.subscribe();
+        let Some(last) = last_seen else { return Subscription { missed: Vec::new(), live, complete: true, ended } };
         let complete = state.buffer.front().is_none_or(|first| first.id <= last + 1);
         let missed = state.buffer.iter().filter(|e| e.id > last).cloned().collect();
-        (missed, receiver, complete)
+        Subscription { missed, live, complete, ended }
+    }
+
+    /// Ends the open stream, if any (the session is over).
+    pub fn close(&self) {
+        if let Some(current) = self.state.lock().unwrap().current.take() {
+            current.cancel();
+        }
     }
 
     pub fn push(&self, message: Value) {
@@ -73,10 +98,11 @@ mod tests {
         for n in 0..5 {
             log.push(json!(n));
         }
-        let (missed, _, complete) = log.subscribe(Some(3));
-        assert_eq!(missed.iter().map(|e| e.id).collect::<Vec<_>>(), vec![4, 5]);
-        assert!(complete);
-        let (_, _, complete) = log.subscribe(Some(1));
-        assert!(!complete, "event 2 fell out of the buffer");
+        let first = log.subscribe(Some(3));
+        assert_eq!(first.missed.iter().map(|e| e.id).collect::<Vec<_>>(), vec![4, 5]);
+        assert!(first.complete);
+        let second = log.subscribe(Some(1));
+        assert!(!second.complete, "event 2 fell out of the buffer");
+        assert!(first.ended.is_cancelled(), "the newer stream took over");
     }
 }

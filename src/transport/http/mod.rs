@@ -29,6 +29,7 @@ use tokio::sync::mpsc;
 use self::events::EventLog;
 pub use self::guard::parse_tokens;
 use self::guard::Guard;
+use crate::mcp::jsonrpc::{self, Incoming};
 use crate::mcp::types::SUPPORTED_PROTOCOL_VERSIONS;
 use crate::server::{Host, Outlet, Session};
 
@@ -63,6 +64,25 @@ struct HttpSession {
     /// The bearer token's name when authentication is on.
     identity: Option<String>,
     last_seen: Mutex<Instant>,
+    /// GET streams open now; a session with one is in use even without requests.
+    open_streams: std::sync::atomic::AtomicUsize,
+}
+
+/// Counts an open GET stream for as long as the stream lives.
+struct OpenStream(Arc<HttpSession>);
+
+impl OpenStream {
+    fn new(session: Arc<HttpSession>) -> OpenStream {
+        session.open_streams.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        OpenStream(session)
+    }
+}
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        self.0.open_streams.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+        *self.0.last_seen.lock().unwrap() = Instant::now();
+    }
 }
 
 /// A POST's own answer channel.
@@ -146,7 +166,7 @@ fn new_session(app: &App, identity: Option<String>) -> Result<(String, Arc<HttpS
     // Tasks belong to the token's holder when authentication is on, else to the session.
     let owner = identity.as_ref().map_or_else(|| format!("session:{id}"), |who| format!("token:{who}"));
     let session = Session::new(app.host.clone(), events.clone(), owner);
-    let entry = Arc::new(HttpSession { session, events, identity, last_seen: Mutex::new(Instant::now()) });
+    let entry = Arc::new(HttpSession { session, events, identity, last_seen: Mutex::new(Instant::now()), open_streams: Default::default() });
     sessions.insert(id.clone(), entry.clone());
     Ok((id, entry))
 }
@@ -159,12 +179,12 @@ async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: Byt
     let Ok(text) = std::str::from_utf8(&body) else {
         return (StatusCode::BAD_REQUEST, Json(json!({ "jsonrpc": "2.0", "id": null, "error": { "code": -32700, "message": "parse error: the body is not UTF-8" } }))).into_response();
     };
-    let value: Value = match serde_json::from_str(text) {
-        Ok(v) => v,
-        Err(e) => return (StatusCode::BAD_REQUEST, Json(json!({ "jsonrpc": "2.0", "id": null, "error": { "code": -32700, "message": format!("parse error: {e}") } }))).into_response(),
+    // One JSON-RPC message per POST; anything else is refused here, before any session sees it.
+    let (is_initialize, request_id) = match jsonrpc::parse(text) {
+        Ok(Incoming::Request { id, method, .. }) => (method == "initialize", Some(json!(id))),
+        Ok(_) => (false, None),
+        Err(rejected) => return (StatusCode::BAD_REQUEST, Json(jsonrpc::error_message(rejected.id.as_ref(), &rejected.error))).into_response(),
     };
-    let is_initialize = value.get("method").and_then(Value::as_str) == Some("initialize");
-    let request_id = value.get("method").and(value.get("id")).cloned();
     let found = if is_initialize && !headers.contains_key(SESSION_HEADER) { new_session(&app, identity) } else { find_session(&app, &headers, &identity) };
     let (session_id, session) = match found {
         Ok(found) => found,
@@ -185,6 +205,11 @@ async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: Byt
     let mut response = match answers.recv().await {
         // Cancelled by the client: MCP sends no response.
         None => StatusCode::ACCEPTED.into_response(),
+        Some(first) if is_initialize && first.get("error").is_some() => {
+            // A failed initialize leaves no session behind.
+            app.sessions.lock().unwrap().remove(&session_id);
+            return Json(first).into_response();
+        }
         Some(first) if is_response_to(&first, &request_id) => Json(first).into_response(),
         Some(first) => {
             let rest = stream::unfold((answers, request_id, false), |(mut answers, id, done)| async move {
@@ -218,8 +243,13 @@ async fn open_stream(State(app): State<Arc<App>>, headers: HeaderMap) -> Respons
         Ok(found) => found,
         Err(response) => return response,
     };
+    let accept = headers.get("accept").and_then(|v| v.to_str().ok()).unwrap_or("*/*");
+    if !accept.contains("text/event-stream") && !accept.contains("*/*") {
+        return refuse(StatusCode::NOT_ACCEPTABLE, "GET /mcp opens an event stream: send `Accept: text/event-stream`");
+    }
     let last_seen = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
-    let (missed, live, complete) = session.events.subscribe(last_seen);
+    let events::Subscription { missed, live, complete, ended } = session.events.subscribe(last_seen);
+    let open = OpenStream::new(session.clone());
     if !complete {
         tracing::warn!("a client resumed after event {last_seen:?}, older than the buffer keeps; some messages are lost");
     }
@@ -227,8 +257,13 @@ async fn open_stream(State(app): State<Arc<App>>, headers: HeaderMap) -> Respons
         // A client too slow for the buffer loses its place: end the stream so it reconnects
         // with Last-Event-ID and replays from the buffer.
         .take_while(|item| std::future::ready(item.is_ok()))
-        .filter_map(|item| std::future::ready(item.ok()));
-    let events = stream::iter(missed).chain(live).map(|e| Ok::<_, Infallible>(SseEvent::default().id(e.id.to_string()).data(e.message.to_string())));
+        .filter_map(|item| std::future::ready(item.ok()))
+        // Each message goes on one stream only: a newer GET takes over and this one ends.
+        .take_until(ended.cancelled_owned());
+    let events = stream::iter(missed).chain(live).map(move |e| {
+        let _open = &open;
+        Ok::<_, Infallible>(SseEvent::default().id(e.id.to_string()).data(e.message.to_string()))
+    });
     Sse::new(events).keep_alive(KeepAlive::default()).into_response()
 }
 
@@ -242,6 +277,7 @@ async fn end_session(State(app): State<Arc<App>>, headers: HeaderMap) -> Respons
         Err(response) => return response,
     };
     app.sessions.lock().unwrap().remove(&id);
+    session.events.close();
     session.session.cancel_all();
     tracing::info!(session = %id, "session ended by the client");
     StatusCode::OK.into_response()
@@ -264,11 +300,12 @@ async fn reap_idle_sessions(app: std::sync::Weak<App>) {
         let idle = app.settings.session_idle;
         let expired: Vec<(String, Arc<HttpSession>)> = {
             let mut sessions = app.sessions.lock().unwrap();
-            let ids: Vec<String> = sessions.iter().filter(|(_, s)| s.last_seen.lock().unwrap().elapsed() > idle).map(|(id, _)| id.clone()).collect();
+            let ids: Vec<String> = sessions.iter().filter(|(_, s)| s.open_streams.load(std::sync::atomic::Ordering::Acquire) == 0 && s.last_seen.lock().unwrap().elapsed() > idle).map(|(id, _)| id.clone()).collect();
             ids.into_iter().filter_map(|id| sessions.remove(&id).map(|s| (id, s))).collect()
         };
         for (id, s) in expired {
             tracing::info!(session = %id, "session expired after {idle:?} idle");
+            s.events.close();
             s.session.cancel_all();
         }
     }

@@ -1,0 +1,878 @@
+//! Streamable HTTP (MCP 2025-11-25) end to end: the real `corral serve --http` binary, driven
+//! with raw HTTP requests. Helpers (server process, requests, SSE parsing) are at the bottom.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::example_plugins;
+use serde_json::{json, Value};
+
+// ---------------------------------------------------------------------------------------------
+// Sessions and headers
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn session_id_is_minted_required_and_ends_with_delete() {
+    let plugins = example_plugins(&["text"]);
+    let server = Server::start(plugins.path(), &[]);
+
+    let session = server.initialize(None);
+    assert!(!session.id.is_empty(), "empty Mcp-Session-Id");
+    assert!(session.id.bytes().all(|b| (0x21..=0x7e).contains(&b)), "Mcp-Session-Id {:?} is not visible ASCII", session.id);
+    assert_eq!(session.result("ping", json!({})), json!({}));
+
+    // No session header on a request other than initialize.
+    let reply = server.post(&[("mcp-protocol-version", PROTOCOL_VERSION)], &rpc(7, "ping", json!({})).to_string());
+    assert_eq!(reply.status, 400, "a request without Mcp-Session-Id: {reply:?}");
+
+    // A session id the server never minted.
+    let reply = server.post(&[("mcp-session-id", "no-such-session"), ("mcp-protocol-version", PROTOCOL_VERSION)], &rpc(8, "ping", json!({})).to_string());
+    assert_eq!(reply.status, 404, "an unknown session id: {reply:?}");
+
+    // DELETE ends it; the id is then unknown for every method.
+    let reply = server.send("DELETE", "/mcp", &session.headers(), None);
+    assert_eq!(reply.status, 200, "DELETE of a live session: {reply:?}");
+    let reply = session.post_raw(&rpc(9, "ping", json!({})).to_string(), &[]);
+    assert_eq!(reply.status, 404, "POST after DELETE: {reply:?}");
+    let reply = server.send("GET", "/mcp", &with(&session.headers(), &[("accept", "text/event-stream")]), None);
+    assert_eq!(reply.status, 404, "GET after DELETE: {reply:?}");
+    let reply = server.send("DELETE", "/mcp", &session.headers(), None);
+    assert_eq!(reply.status, 404, "a second DELETE: {reply:?}");
+
+    // Another session is unaffected by the first one's end.
+    let other = server.initialize(None);
+    assert_ne!(other.id, session.id, "session ids must be unique");
+    assert_eq!(other.result("ping", json!({})), json!({}));
+}
+
+#[test]
+fn idle_sessions_expire() {
+    let plugins = example_plugins(&["text"]);
+    let server = Server::start(plugins.path(), &["--session-idle", "1s"]);
+    let session = server.initialize(None);
+    assert_eq!(session.result("ping", json!({})), json!({}));
+    // Untouched for well over the idle limit plus the reaper's period (any request, even one
+    // that fails, would count as use, so nothing is polled meanwhile).
+    thread::sleep(Duration::from_secs(4));
+    let reply = session.post_raw(&rpc(99, "ping", json!({})).to_string(), &[]);
+    assert_eq!(reply.status, 404, "a session idle for 4 s with --session-idle 1s: {reply:?}\n{}", server.stderr());
+}
+
+#[test]
+fn older_protocol_versions_are_accepted_and_unknown_ones_refused() {
+    let plugins = example_plugins(&["text"]);
+    let server = Server::start(plugins.path(), &[]);
+    let session = server.initialize(None);
+    for version in ["2025-11-25", "2025-06-18", "2025-03-26"] {
+        let reply = session.post_raw(&rpc(1, "ping", json!({})).to_string(), &[("mcp-protocol-version", version)]);
+        assert_eq!(reply.status, 200, "MCP-Protocol-Version {version} on a 2025-11-25 session: {reply:?}");
+        assert_eq!(reply.answer()["result"], json!({}), "{reply:?}");
+    }
+    let reply = session.post_raw(&rpc(2, "ping", json!({})).to_string(), &[("mcp-protocol-version", "1999-01-01")]);
+    assert_eq!(reply.status, 400, "MCP-Protocol-Version 1999-01-01: {reply:?}");
+    // The session itself is still fine.
+    assert_eq!(session.result("ping", json!({})), json!({}));
+}
+
+#[test]
+fn notifications_get_202_and_malformed_json_gets_400_parse_error() {
+    let plugins = example_plugins(&["text"]);
+    let server = Server::start(plugins.path(), &[]);
+    let session = server.initialize(None);
+
+    let reply = session.post_raw(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }).to_string(), &[]);
+    assert_eq!(reply.status, 202, "a notification: {reply:?}");
+    assert!(reply.body.is_empty(), "202 must have no body: {reply:?}");
+
+    let reply = session.post_raw("{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": ", &[]);
+    assert_eq!(reply.status, 400, "a body that is not JSON: {reply:?}");
+    let error = reply.json();
+    assert_eq!(error["error"]["code"], json!(-32700), "{reply:?}");
+    assert_eq!(error["jsonrpc"], json!("2.0"), "{reply:?}");
+}
+
+#[test]
+
+fn bodies_that_are_not_one_message_get_400_not_202() {
+    let plugins = example_plugins(&["text"]);
+    let server = Server::start(plugins.path(), &[]);
+    let session = server.initialize(None);
+    for body in [r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#, r#"{"jsonrpc":"2.0","id":1}"#, "42"] {
+        let reply = session.post_raw(body, &[]);
+        assert_eq!(reply.status, 400, "POST {body}: the message was not accepted, so no 202: {reply:?}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streams
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn a_call_with_progress_answers_with_sse_and_a_ping_with_json() {
+    let plugins = example_plugins(&["ticker"]);
+    let server = Server::start(plugins.path(), &[]);
+    let session = server.initialize(None);
+
+    let reply = session.post(
+        "tools/call",
+        json!({ "name": "tick", "arguments": { "count": 3, "interval_ms": 20 }, "_meta": { "progressToken": "p-1" } }),
+    );
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert!(reply.content_type().starts_with("text/event-stream"), "a call that reports progress should stream: {reply:?}");
+    let messages = reply.messages();
+    let (last, before) = messages.split_last().unwrap_or_else(|| panic!("an empty SSE stream: {reply:?}"));
+    assert!(last.get("result").is_some(), "the stream must end with the response: {messages:#?}");
+    assert_eq!(last["result"]["content"][0]["text"], json!("ticked 3 times"), "{messages:#?}");
+    assert_ne!(last["result"]["isError"], json!(true), "{messages:#?}");
+    let progress: Vec<&Value> = before.iter().filter(|m| m["method"] == "notifications/progress").collect();
+    assert!(!progress.is_empty(), "no progress before the response: {messages:#?}");
+    for p in &progress {
+        assert_eq!(p["params"]["progressToken"], json!("p-1"), "{p}");
+    }
+    assert_eq!(progress.last().unwrap()["params"]["progress"].as_f64(), Some(3.0), "the final progress report is never thinned out: {messages:#?}");
+    assert!(before.iter().all(|m| m.get("id").is_none()), "only notifications come before the response: {messages:#?}");
+
+    let reply = session.post("ping", json!({}));
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert!(reply.content_type().starts_with("application/json"), "a ping should be answered with plain JSON: {reply:?}");
+    assert_eq!(reply.json()["result"], json!({}), "{reply:?}");
+}
+
+#[test]
+fn the_get_stream_carries_task_status_and_resumes_with_last_event_id() {
+    let plugins = example_plugins(&["ticker"]);
+    let server = Server::start(plugins.path(), &[]);
+    let session = server.initialize(None);
+
+    let stream = session.open_stream(None);
+    let created = session.result(
+        "tools/call",
+        json!({ "name": "tick", "arguments": { "count": 3, "interval_ms": 20 }, "task": {}, "_meta": { "progressToken": "task-progress" } }),
+    );
+    let task_id = created["task"]["taskId"].as_str().unwrap_or_else(|| panic!("no task in {created}")).to_owned();
+
+    let is_final_status = |e: &SseEvent| {
+        let m = e.json();
+        m["method"] == "notifications/tasks/status" && m["params"]["taskId"] == json!(task_id) && m["params"]["status"] == json!("completed")
+    };
+    let seen = stream.until(is_final_status, "the task's final notifications/tasks/status on the GET stream");
+    assert!(seen.len() >= 2, "expected the task's log and progress notifications before its status: {seen:#?}");
+    for event in &seen {
+        let id = event.id.as_deref().unwrap_or_else(|| panic!("an event on the GET stream without an id: {event:?}"));
+        assert!(!id.is_empty(), "{event:?}");
+        assert!(event.json().get("id").is_none(), "the GET stream carries no responses: {event:?}");
+    }
+    let ids: Vec<&str> = seen.iter().map(|e| e.id.as_deref().unwrap()).collect();
+    let unique: std::collections::HashSet<&&str> = ids.iter().collect();
+    assert_eq!(unique.len(), ids.len(), "event ids must be unique: {ids:?}");
+    assert!(
+        seen.iter().any(|e| e.json()["method"] == "notifications/progress" && e.json()["params"]["progressToken"] == json!("task-progress")),
+        "a task's progress goes to the session stream: {seen:#?}"
+    );
+    drop(stream);
+
+    // Reconnect as if the connection had dropped right after the first event.
+    let first = seen[0].id.clone().unwrap();
+    let resumed = session.open_stream(Some(&first));
+    let replayed = resumed.until(is_final_status, "the replayed task status after Last-Event-ID");
+    let expected: Vec<(Option<String>, Value)> = seen[1..].iter().map(|e| (e.id.clone(), e.json())).collect();
+    let got: Vec<(Option<String>, Value)> = replayed.iter().map(|e| (e.id.clone(), e.json())).collect();
+    assert_eq!(got, expected, "resuming after event {first} should replay exactly the later events, with their ids");
+}
+
+#[test]
+
+fn each_server_message_goes_on_only_one_get_stream() {
+    let plugins = example_plugins(&["ticker"]);
+    let server = Server::start(plugins.path(), &[]);
+    let session = server.initialize(None);
+    let first = session.open_stream(None);
+    let second = session.open_stream(None);
+    let created = session.result("tools/call", json!({ "name": "tick", "arguments": { "count": 2, "interval_ms": 10 }, "task": {} }));
+    let id = created["task"]["taskId"].as_str().unwrap().to_owned();
+    // Answers once the task has ended, after its status went out.
+    session.result("tasks/result", json!({ "taskId": id }));
+    // Ending the session ends its streams, so everything they carried can be collected.
+    assert_eq!(server.send("DELETE", "/mcp", &session.headers(), None).status, 200);
+    let a = first.until_end("the first GET stream to end after DELETE");
+    let b = second.until_end("the second GET stream to end after DELETE");
+    let status = |events: &[SseEvent]| events.iter().filter(|e| e.json()["method"] == "notifications/tasks/status").count();
+    assert_eq!(status(&a) + status(&b), 1, "the task's status went out {} times:\nfirst: {a:#?}\nsecond: {b:#?}", status(&a) + status(&b));
+    let mut ids: Vec<String> = a.iter().chain(&b).filter_map(|e| e.id.clone()).collect();
+    let all = ids.len();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), all, "an event was sent on both streams:\nfirst: {a:#?}\nsecond: {b:#?}");
+}
+
+#[test]
+fn progress_of_one_session_never_reaches_another_sessions_stream() {
+    let plugins = example_plugins(&["ticker"]);
+    let server = Server::start(plugins.path(), &[]);
+    let a = server.initialize(None);
+    let b = server.initialize(None);
+    let b_stream = b.open_stream(None);
+    let a_stream = a.open_stream(None);
+
+    // A plain call in A: its progress rides on the POST's own stream.
+    let reply = a.post("tools/call", json!({ "name": "tick", "arguments": { "count": 3, "interval_ms": 20 }, "_meta": { "progressToken": "a-call" } }));
+    let messages = reply.messages();
+    assert!(messages.iter().any(|m| m["params"]["progressToken"] == json!("a-call")), "A's call streamed no progress: {reply:?}");
+    assert!(messages.last().unwrap().get("result").is_some(), "{reply:?}");
+
+    // A task in A: its notifications go to A's GET stream.
+    let created = a.result("tools/call", json!({ "name": "tick", "arguments": { "count": 2, "interval_ms": 20 }, "task": {}, "_meta": { "progressToken": "a-task" } }));
+    let a_task = created["task"]["taskId"].as_str().unwrap().to_owned();
+    a_stream.until(|e| e.json()["method"] == "notifications/tasks/status" && e.json()["params"]["taskId"] == json!(a_task), "A's task status on A's stream");
+
+    // Then a marker in B: everything before it on B's stream would be a leak from A.
+    let created = b.result("tools/call", json!({ "name": "tick", "arguments": { "count": 1, "interval_ms": 0 }, "task": {}, "_meta": { "progressToken": "b-marker" } }));
+    let b_task = created["task"]["taskId"].as_str().unwrap().to_owned();
+    let seen = b_stream.until(|e| e.json()["method"] == "notifications/tasks/status" && e.json()["params"]["taskId"] == json!(b_task), "B's marker task status on B's stream");
+    for event in &seen {
+        let m = event.json();
+        let token = &m["params"]["progressToken"];
+        assert!(token != "a-call" && token != "a-task", "session A's progress reached session B's GET stream: {event:?}");
+        assert!(m["params"]["taskId"] != json!(a_task), "session A's task status reached session B: {event:?}");
+        if m["method"] == "notifications/progress" {
+            assert_eq!(*token, json!("b-marker"), "{event:?}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Security
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn foreign_host_and_origin_are_forbidden_loopback_origins_allowed() {
+    let plugins = example_plugins(&["text"]);
+    let server = Server::start(plugins.path(), &[]);
+    let init = initialize_body().to_string();
+
+    let reply = server.post(&[("host", "evil.example.com")], &init);
+    assert_eq!(reply.status, 403, "Host: evil.example.com: {reply:?}");
+    let reply = server.post(&[("origin", "http://evil.example.com")], &init);
+    assert_eq!(reply.status, 403, "Origin: http://evil.example.com: {reply:?}");
+    let reply = server.post(&[("host", "evil.example.com:80")], &init);
+    assert_eq!(reply.status, 403, "Host: evil.example.com:80: {reply:?}");
+
+    let reply = server.post(&[("origin", "http://localhost:1234")], &init);
+    assert_eq!(reply.status, 200, "Origin: http://localhost:1234: {reply:?}");
+    assert!(reply.header("mcp-session-id").is_some(), "{reply:?}");
+
+    // The checks apply to GET and DELETE too, before the session is looked up.
+    let session = server.initialize(None);
+    let reply = server.send("GET", "/mcp", &with(&session.headers(), &[("accept", "text/event-stream"), ("origin", "http://evil.example.com")]), None);
+    assert_eq!(reply.status, 403, "GET with a foreign Origin: {reply:?}");
+    let reply = server.send("DELETE", "/mcp", &with(&session.headers(), &[("host", "evil.example.com")]), None);
+    assert_eq!(reply.status, 403, "DELETE with a foreign Host: {reply:?}");
+    assert_eq!(session.result("ping", json!({})), json!({}), "a refused DELETE must not end the session");
+}
+
+#[test]
+fn allowed_origin_and_allowed_host_flags_extend_the_lists() {
+    let plugins = example_plugins(&["text"]);
+    let server = Server::start(plugins.path(), &["--allowed-origin", "https://app.example", "--allowed-host", "myhost"]);
+    let init = initialize_body().to_string();
+
+    let reply = server.post(&[("origin", "https://app.example")], &init);
+    assert_eq!(reply.status, 200, "Origin: https://app.example with --allowed-origin https://app.example: {reply:?}");
+    let reply = server.post(&[("host", "myhost:80")], &init);
+    assert_eq!(reply.status, 200, "Host: myhost:80 with --allowed-host myhost: {reply:?}");
+
+    let reply = server.post(&[("origin", "https://evil.example")], &init);
+    assert_eq!(reply.status, 403, "other origins stay forbidden: {reply:?}");
+    let reply = server.post(&[("host", "otherhost")], &init);
+    assert_eq!(reply.status, 403, "other hosts stay forbidden: {reply:?}");
+}
+
+#[test]
+fn bearer_tokens_are_required_when_configured() {
+    let plugins = example_plugins(&["text"]);
+    let tokens = tokens_file();
+    let server = Server::start(plugins.path(), &["--auth-tokens-file", tokens.path().to_str().unwrap()]);
+    let init = initialize_body().to_string();
+
+    let reply = server.post(&[], &init);
+    assert_eq!(reply.status, 401, "no token: {reply:?}");
+    let challenge = reply.header("www-authenticate").unwrap_or_else(|| panic!("401 without WWW-Authenticate: {reply:?}"));
+    assert!(challenge.starts_with("Bearer"), "WWW-Authenticate: {challenge}");
+
+    let reply = server.post(&[("authorization", "Bearer wrongtoken")], &init);
+    assert_eq!(reply.status, 401, "a wrong token: {reply:?}");
+    assert!(reply.header("www-authenticate").is_some_and(|c| c.starts_with("Bearer")), "{reply:?}");
+    let reply = server.post(&[("authorization", "Basic dG9rZW5BOg==")], &init);
+    assert_eq!(reply.status, 401, "not a bearer token: {reply:?}");
+
+    let reply = server.post(&[("authorization", "Bearer tokenA")], &init);
+    assert_eq!(reply.status, 200, "alice's token: {reply:?}");
+    let alice = server.initialize(Some("tokenA"));
+    assert_eq!(alice.result("ping", json!({})), json!({}));
+
+    // The session needs the token on every request, not just at initialize.
+    let no_token = Session { auth: None, ..alice.clone() };
+    let reply = no_token.post_raw(&rpc(5, "ping", json!({})).to_string(), &[]);
+    assert_eq!(reply.status, 401, "a session request without the token: {reply:?}");
+
+    let reply = server.send("GET", "/healthz", &[], None);
+    assert_eq!(reply.status, 200, "/healthz needs no token: {reply:?}");
+}
+
+#[test]
+fn tasks_are_invisible_to_other_sessions_without_auth() {
+    let plugins = example_plugins(&["ticker"]);
+    let server = Server::start(plugins.path(), &[]);
+    let a = server.initialize(None);
+    let b = server.initialize(None);
+
+    // Long enough to still be running when B tries to cancel it.
+    let created = a.result("tools/call", json!({ "name": "tick", "arguments": { "count": 10000, "interval_ms": 100 }, "task": {} }));
+    let id = created["task"]["taskId"].as_str().unwrap().to_owned();
+    assert_eq!(a.result("tasks/get", json!({ "taskId": id }))["taskId"], json!(id));
+
+    for method in ["tasks/get", "tasks/result", "tasks/cancel"] {
+        let answer = b.request(method, json!({ "taskId": id }));
+        assert_task_not_found(&answer, method);
+    }
+    let listed = b.result("tasks/list", json!({}));
+    assert!(!listed["tasks"].as_array().unwrap().iter().any(|t| t["taskId"] == json!(id)), "B's tasks/list shows A's task: {listed}");
+
+    // Still A's, and still running: B's cancel did nothing.
+    let task = a.result("tasks/get", json!({ "taskId": id }));
+    assert_eq!(task["status"], json!("working"), "{task}");
+    let listed = a.result("tasks/list", json!({}));
+    assert!(listed["tasks"].as_array().unwrap().iter().any(|t| t["taskId"] == json!(id)), "A's tasks/list lacks its task: {listed}");
+    assert_eq!(a.result("tasks/cancel", json!({ "taskId": id }))["status"], json!("cancelled"));
+}
+
+#[test]
+fn tasks_belong_to_the_token_holder_with_auth() {
+    let plugins = example_plugins(&["ticker"]);
+    let tokens = tokens_file();
+    let server = Server::start(plugins.path(), &["--auth-tokens-file", tokens.path().to_str().unwrap()]);
+    let alice = server.initialize(Some("tokenA"));
+    let bob = server.initialize(Some("tokenB"));
+
+    let created = alice.result("tools/call", json!({ "name": "tick", "arguments": { "count": 10000, "interval_ms": 100 }, "task": {} }));
+    let id = created["task"]["taskId"].as_str().unwrap().to_owned();
+
+    for method in ["tasks/get", "tasks/result", "tasks/cancel"] {
+        let answer = bob.request(method, json!({ "taskId": id }));
+        assert_task_not_found(&answer, method);
+    }
+    let listed = bob.result("tasks/list", json!({}));
+    assert!(!listed["tasks"].as_array().unwrap().iter().any(|t| t["taskId"] == json!(id)), "bob's tasks/list shows alice's task: {listed}");
+
+    // Bob cannot borrow alice's session either.
+    let borrowed = Session { auth: Some("Bearer tokenB".into()), ..alice.clone() };
+    let reply = borrowed.post_raw(&rpc(3, "tasks/get", json!({ "taskId": id })).to_string(), &[]);
+    assert_eq!(reply.status, 404, "bob's token on alice's session: {reply:?}");
+
+    // Alice sees it from a second session of hers.
+    let alice2 = server.initialize(Some("tokenA"));
+    assert_ne!(alice2.id, alice.id);
+    let task = alice2.result("tasks/get", json!({ "taskId": id }));
+    assert_eq!(task["taskId"], json!(id), "{task}");
+    assert_eq!(task["status"], json!("working"), "bob's cancel must not have touched it: {task}");
+    let listed = alice2.result("tasks/list", json!({}));
+    assert!(listed["tasks"].as_array().unwrap().iter().any(|t| t["taskId"] == json!(id)), "alice's second session does not list her task: {listed}");
+    assert_eq!(alice2.result("tasks/cancel", json!({ "taskId": id }))["status"], json!("cancelled"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Concurrency and limits
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn concurrent_posts_on_one_session_all_succeed() {
+    let plugins = example_plugins(&["text"]);
+    let server = Server::start(plugins.path(), &[]);
+    let session = server.initialize(None);
+    let answers: Vec<(u64, Value)> = thread::scope(|s| {
+        let handles: Vec<_> = (100..108u64)
+            .map(|id| {
+                let session = &session;
+                s.spawn(move || {
+                    let body = rpc(id, "tools/call", json!({ "name": "echo", "arguments": { "text": format!("message {id}") } }));
+                    let reply = session.post_raw(&body.to_string(), &[]);
+                    assert_eq!(reply.status, 200, "{reply:?}");
+                    (id, reply.answer())
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (id, answer) in answers {
+        assert_eq!(answer["id"], json!(id), "{answer}");
+        assert_eq!(answer["result"]["content"][0]["text"], json!(format!("message {id}")), "{answer}");
+        assert_ne!(answer["result"]["isError"], json!(true), "{answer}");
+    }
+}
+
+#[test]
+fn a_slow_call_does_not_block_a_ping_on_the_same_session() {
+    let plugins = example_plugins(&["ticker"]);
+    let server = Server::start(plugins.path(), &[]);
+    let session = server.initialize(None);
+
+    // Practically endless; it streams (its log line comes first), so once the stream is open the
+    // call is running.
+    let slow_id = 500;
+    let body = rpc(slow_id, "tools/call", json!({ "name": "tick", "arguments": { "count": 10000, "interval_ms": 100 } }));
+    let slow = session.post_stream(&body.to_string());
+    let first = slow.next("the slow call's first notification");
+    assert!(first.json().get("method").is_some(), "expected a notification first: {first:?}");
+
+    let reply = session.post("ping", json!({}));
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(reply.answer()["result"], json!({}), "{reply:?}");
+    let pending = slow.drain();
+    assert!(pending.iter().all(|e| e.json().get("id").is_none()), "the slow call answered already?! {pending:?}");
+
+    // Cancel it: its stream ends without a response.
+    let reply = session.post_raw(&json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": slow_id, "reason": "test over" } }).to_string(), &[]);
+    assert_eq!(reply.status, 202, "{reply:?}");
+    let rest = slow.until_end("the cancelled call's stream to end");
+    assert!(rest.iter().all(|e| e.json().get("id").is_none()), "a cancelled call must not answer: {rest:?}");
+}
+
+#[test]
+fn bodies_over_max_body_get_413() {
+    let plugins = example_plugins(&["text"]);
+    let server = Server::start(plugins.path(), &["--max-body", "1KiB"]);
+    let session = server.initialize(None);
+
+    let small = rpc(1, "tools/call", json!({ "name": "echo", "arguments": { "text": "x".repeat(200) } })).to_string();
+    assert!(small.len() < 1024);
+    let reply = session.post_raw(&small, &[]);
+    assert_eq!(reply.status, 200, "a body under the limit: {reply:?}");
+
+    let big = rpc(2, "tools/call", json!({ "name": "echo", "arguments": { "text": "x".repeat(4096) } })).to_string();
+    assert!(big.len() > 4096);
+    let reply = session.post_raw(&big, &[]);
+    assert_eq!(reply.status, 413, "a 4 KiB body with --max-body 1KiB: {reply:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------------
+
+/// The generous default for every wait.
+const TIMEOUT: Duration = Duration::from_secs(60);
+/// How long the host may take to load the plugins and bind.
+const STARTUP: Duration = Duration::from_secs(120);
+const PROTOCOL_VERSION: &str = "2025-11-25";
+const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+
+fn rpc(id: u64, method: &str, params: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
+}
+
+fn initialize_body() -> Value {
+    rpc(0, "initialize", json!({ "protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": { "name": "corral-http-tests", "version": "0" } }))
+}
+
+/// `alice tokenA`, `bob tokenB`.
+fn tokens_file() -> tempfile::NamedTempFile {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), "alice tokenA\nbob tokenB\n").unwrap();
+    file
+}
+
+fn with<'a>(base: &[(&'a str, &'a str)], extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    base.iter().chain(extra).copied().collect()
+}
+
+fn assert_task_not_found(answer: &Value, method: &str) {
+    let error = answer.get("error").unwrap_or_else(|| panic!("{method} of another owner's task should fail, got {answer}"));
+    assert_eq!(error["code"], json!(-32602), "{method}: {answer}");
+    let message = error["message"].as_str().unwrap_or("").to_ascii_lowercase();
+    assert!(message.contains("not found"), "{method} should say the task is not found: {answer}");
+}
+
+/// `corral serve --http 127.0.0.1:0`, killed on drop.
+struct Server {
+    child: Child,
+    /// `http://127.0.0.1:PORT`
+    base: String,
+    stderr: Arc<Mutex<String>>,
+    agent: ureq::Agent,
+    /// For streams: no overall deadline (the reader thread's channel has one).
+    stream_agent: ureq::Agent,
+}
+
+impl Server {
+    fn start(plugins: &Path, extra: &[&str]) -> Server {
+        let exe = env!("CARGO_BIN_EXE_corral");
+        let mut args = vec!["serve", "--plugins", plugins.to_str().unwrap(), "--http", "127.0.0.1:0", "--db", ":memory:"];
+        args.extend_from_slice(extra);
+        let mut child = Command::new(exe)
+            .args(&args)
+            .env("NO_COLOR", "1")
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {exe}: {e}"));
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (tx, rx) = mpsc::channel();
+        {
+            let pipe = child.stderr.take().unwrap();
+            let stderr = stderr.clone();
+            thread::spawn(move || {
+                let mut reader = BufReader::new(pipe);
+                let mut line = String::new();
+                loop {
+                    line.clear();
+                    match reader.read_line(&mut line) {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {}
+                    }
+                    stderr.lock().unwrap().push_str(&line);
+                    if let Some((_, url)) = line.split_once("serving MCP over HTTP at ") {
+                        let _ = tx.send(url.trim().to_owned());
+                    }
+                }
+            });
+        }
+        let url = match rx.recv_timeout(STARTUP) {
+            Ok(url) => url,
+            Err(_) => {
+                let status = child.try_wait().ok().flatten();
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("corral {args:?} never said where it listens (exit: {status:?}); stderr:\n{}", stderr.lock().unwrap());
+            }
+        };
+        let base = url.strip_suffix("/mcp").unwrap_or_else(|| panic!("unexpected endpoint {url}")).to_owned();
+        let agent = ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(TIMEOUT)).build().new_agent();
+        let stream_agent = ureq::Agent::config_builder().http_status_as_error(false).timeout_connect(Some(TIMEOUT)).build().new_agent();
+        Server { child, base, stderr, agent, stream_agent }
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    fn build(&self, method: &str, path: &str, headers: &[(&str, &str)]) -> ureq::http::request::Builder {
+        let mut request = ureq::http::Request::builder().method(method).uri(format!("{}{path}", self.base));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request
+    }
+
+    /// One request, its whole answer read.
+    fn send(&self, method: &str, path: &str, headers: &[(&str, &str)], body: Option<&str>) -> Reply {
+        let request = self.build(method, path, headers);
+        let result = match body {
+            Some(body) => self.agent.run(request.body(body.to_owned()).unwrap()),
+            None => self.agent.run(request.body(()).unwrap()),
+        };
+        let response = result.unwrap_or_else(|e| panic!("{method} {path} failed: {e}\nstderr:\n{}", self.stderr()));
+        let status = response.status().as_u16();
+        let headers = response.headers().iter().map(|(k, v)| (k.as_str().to_owned(), String::from_utf8_lossy(v.as_bytes()).into_owned())).collect();
+        let body = response.into_body().read_to_string().unwrap_or_else(|e| panic!("reading the answer to {method} {path}: {e}\nstderr:\n{}", self.stderr()));
+        Reply { status, headers, body }
+    }
+
+    /// POST /mcp with the MCP Accept and Content-Type headers plus `headers`.
+    fn post(&self, headers: &[(&str, &str)], body: &str) -> Reply {
+        let all = with(&[("accept", ACCEPT_BOTH), ("content-type", "application/json")], headers);
+        self.send("POST", "/mcp", &all, Some(body))
+    }
+
+    /// A request whose answer is read as an SSE stream, event by event, on a thread.
+    fn stream(&self, method: &str, headers: &[(&str, &str)], body: Option<&str>) -> EventStream {
+        let request = self.build(method, "/mcp", headers);
+        let result = match body {
+            Some(body) => self.stream_agent.run(request.body(body.to_owned()).unwrap()),
+            None => self.stream_agent.run(request.body(()).unwrap()),
+        };
+        let response = result.unwrap_or_else(|e| panic!("{method} /mcp (stream) failed: {e}\nstderr:\n{}", self.stderr()));
+        let status = response.status().as_u16();
+        let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+        if status != 200 || !content_type.starts_with("text/event-stream") {
+            let body = response.into_body().read_to_string().unwrap_or_default();
+            panic!("{method} /mcp: expected an SSE stream, got {status} `{content_type}`: {body}");
+        }
+        let (tx, rx) = mpsc::channel();
+        let reader = response.into_body().into_reader();
+        thread::spawn(move || {
+            let mut parser = SseParser::default();
+            let mut reader = BufReader::new(reader);
+            let mut line = String::new();
+            loop {
+                line.clear();
+                match reader.read_line(&mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+                if let Some(event) = parser.line(&line) {
+                    if tx.send(event).is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+        EventStream { rx, stderr: self.stderr.clone() }
+    }
+
+    /// `initialize` + `notifications/initialized`, with an optional bearer token.
+    fn initialize(&self, token: Option<&str>) -> Session<'_> {
+        let auth = token.map(|t| format!("Bearer {t}"));
+        let mut headers = vec![];
+        if let Some(auth) = &auth {
+            headers.push(("authorization", auth.as_str()));
+        }
+        let reply = self.post(&headers, &initialize_body().to_string());
+        assert_eq!(reply.status, 200, "initialize: {reply:?}");
+        let answer = reply.answer();
+        assert_eq!(answer["result"]["protocolVersion"], json!(PROTOCOL_VERSION), "{answer}");
+        let id = reply.header("mcp-session-id").unwrap_or_else(|| panic!("initialize returned no Mcp-Session-Id: {reply:?}")).to_owned();
+        let session = Session { server: self, id, auth, next_id: Arc::new(AtomicU64::new(1)) };
+        let reply = session.post_raw(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }).to_string(), &[]);
+        assert_eq!(reply.status, 202, "notifications/initialized: {reply:?}");
+        session
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if thread::panicking() {
+            eprintln!("--- corral stderr ---\n{}", self.stderr());
+        }
+    }
+}
+
+/// An initialized MCP session; cloning shares the request id counter.
+#[derive(Clone)]
+struct Session<'a> {
+    server: &'a Server,
+    id: String,
+    /// `Bearer TOKEN` when authenticating.
+    auth: Option<String>,
+    next_id: Arc<AtomicU64>,
+}
+
+impl Session<'_> {
+    /// The headers every request of the session carries.
+    fn headers(&self) -> Vec<(&str, &str)> {
+        let mut headers = vec![("mcp-session-id", self.id.as_str()), ("mcp-protocol-version", PROTOCOL_VERSION)];
+        if let Some(auth) = &self.auth {
+            headers.push(("authorization", auth.as_str()));
+        }
+        headers
+    }
+
+    /// POSTs `body` with the session headers; `overrides` replace headers of the same name.
+    fn post_raw(&self, body: &str, overrides: &[(&str, &str)]) -> Reply {
+        let mut headers: Vec<(&str, &str)> = self.headers().into_iter().filter(|(k, _)| !overrides.iter().any(|(o, _)| o.eq_ignore_ascii_case(k))).collect();
+        headers.extend_from_slice(overrides);
+        self.server.post(&headers, body)
+    }
+
+    /// A request with a fresh id; the whole HTTP answer.
+    fn post(&self, method: &str, params: Value) -> Reply {
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        let reply = self.post_raw(&rpc(id, method, params).to_string(), &[]);
+        if reply.status == 200 {
+            let answer = reply.answer();
+            assert_eq!(answer["id"], json!(id), "the answer to {method} has the wrong id: {reply:?}");
+        }
+        reply
+    }
+
+    /// A request's JSON-RPC response (result or error).
+    fn request(&self, method: &str, params: Value) -> Value {
+        let reply = self.post(method, params);
+        assert_eq!(reply.status, 200, "{method}: {reply:?}");
+        reply.answer()
+    }
+
+    /// A request's result; panics on an error response.
+    fn result(&self, method: &str, params: Value) -> Value {
+        let answer = self.request(method, params);
+        answer.get("result").cloned().unwrap_or_else(|| panic!("{method} failed: {answer}"))
+    }
+
+    /// POST whose answer is read as a stream.
+    fn post_stream(&self, body: &str) -> EventStream {
+        let headers = with(&[("accept", ACCEPT_BOTH), ("content-type", "application/json")], &self.headers());
+        self.server.stream("POST", &headers, Some(body))
+    }
+
+    /// GET /mcp: the session's stream of server-initiated messages.
+    fn open_stream(&self, last_event_id: Option<&str>) -> EventStream {
+        let mut headers = with(&self.headers(), &[("accept", "text/event-stream")]);
+        if let Some(last) = last_event_id {
+            headers.push(("last-event-id", last));
+        }
+        self.server.stream("GET", &headers, None)
+    }
+}
+
+/// A whole HTTP answer.
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl std::fmt::Debug for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "HTTP {} {:?}\n{}", self.status, self.headers, self.body)
+    }
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+
+    fn content_type(&self) -> &str {
+        self.header("content-type").unwrap_or("")
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("the body is not JSON ({e}): {self:?}"))
+    }
+
+    /// The JSON-RPC messages of the answer: one for JSON, the `data` of each event for SSE.
+    fn messages(&self) -> Vec<Value> {
+        if self.content_type().starts_with("text/event-stream") {
+            let mut parser = SseParser::default();
+            let mut events: Vec<Value> = self.body.split_inclusive('\n').filter_map(|l| parser.line(l)).map(|e| e.json()).collect();
+            events.extend(parser.line("\n").map(|e| e.json()));
+            events
+        } else if self.content_type().starts_with("application/json") {
+            vec![self.json()]
+        } else {
+            panic!("neither JSON nor SSE: {self:?}")
+        }
+    }
+
+    /// The JSON-RPC response the answer ends with.
+    fn answer(&self) -> Value {
+        let messages = self.messages();
+        let last = messages.last().cloned().unwrap_or_else(|| panic!("no message in {self:?}"));
+        assert!(last.get("result").is_some() || last.get("error").is_some(), "the answer does not end with a response: {self:?}");
+        last
+    }
+}
+
+#[derive(Debug, Clone)]
+struct SseEvent {
+    id: Option<String>,
+    data: String,
+}
+
+impl SseEvent {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.data).unwrap_or_else(|e| panic!("SSE data is not JSON ({e}): {self:?}"))
+    }
+}
+
+/// Line-by-line SSE parsing: an event ends at a blank line; comments (keep-alives) and events
+/// without data are skipped.
+#[derive(Default)]
+struct SseParser {
+    id: Option<String>,
+    data: Vec<String>,
+}
+
+impl SseParser {
+    fn line(&mut self, line: &str) -> Option<SseEvent> {
+        let line = line.trim_end_matches(['\n', '\r']);
+        if line.is_empty() {
+            let id = self.id.take();
+            if self.data.is_empty() {
+                return None;
+            }
+            let data = std::mem::take(&mut self.data).join("\n");
+            return Some(SseEvent { id, data });
+        }
+        if line.starts_with(':') {
+            return None;
+        }
+        let (field, value) = line.split_once(':').map_or((line, ""), |(f, v)| (f, v.strip_prefix(' ').unwrap_or(v)));
+        match field {
+            "data" => self.data.push(value.to_owned()),
+            "id" => self.id = Some(value.to_owned()),
+            _ => {}
+        }
+        None
+    }
+}
+
+/// Events of an SSE answer as they arrive; every wait has a deadline.
+struct EventStream {
+    rx: Receiver<SseEvent>,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl EventStream {
+    fn next(&self, what: &str) -> SseEvent {
+        match self.rx.recv_timeout(TIMEOUT) {
+            Ok(event) => event,
+            Err(RecvTimeoutError::Timeout) => panic!("timed out waiting for {what}\nstderr:\n{}", self.stderr.lock().unwrap()),
+            Err(RecvTimeoutError::Disconnected) => panic!("the stream ended while waiting for {what}\nstderr:\n{}", self.stderr.lock().unwrap()),
+        }
+    }
+
+    /// Events up to and including the first that matches.
+    fn until(&self, matches: impl Fn(&SseEvent) -> bool, what: &str) -> Vec<SseEvent> {
+        let deadline = Instant::now() + TIMEOUT;
+        let mut seen = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(event) => {
+                    let done = matches(&event);
+                    seen.push(event);
+                    if done {
+                        return seen;
+                    }
+                }
+                Err(e) => panic!("{e:?} waiting for {what}; seen so far: {seen:#?}\nstderr:\n{}", self.stderr.lock().unwrap()),
+            }
+        }
+    }
+
+    /// Events that have arrived already, without waiting.
+    fn drain(&self) -> Vec<SseEvent> {
+        let mut events = Vec::new();
+        loop {
+            match self.rx.try_recv() {
+                Ok(event) => events.push(event),
+                Err(_) => return events,
+            }
+        }
+    }
+
+    /// Every remaining event, until the server ends the stream.
+    fn until_end(&self, what: &str) -> Vec<SseEvent> {
+        let deadline = Instant::now() + TIMEOUT;
+        let mut seen = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(event) => seen.push(event),
+                Err(RecvTimeoutError::Disconnected) => return seen,
+                Err(RecvTimeoutError::Timeout) => panic!("timed out waiting for {what}; seen: {seen:#?}\nstderr:\n{}", self.stderr.lock().unwrap()),
+            }
+        }
+    }
+}
