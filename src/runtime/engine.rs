@@ -1,6 +1,6 @@
 //! The one wasmtime `Engine` every plugin runs in.
 
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 /// Engine settings the host exposes.
 #[derive(Clone, Debug)]
@@ -33,7 +33,13 @@ pub fn build(settings: &EngineSettings) -> wasmtime::Result<Engine> {
         .max_tables_per_component(16)
         .table_elements(100_000)
         .max_core_instance_size(4 << 20)
-        .max_component_instance_size(4 << 20);
+        .max_component_instance_size(4 << 20)
+        // Reusing a slot means resetting its memory. Keeping the first pages resident and
+        // resetting only the dirty ones (PAGEMAP_SCAN, Linux 6.7+) makes that a few
+        // microseconds instead of a madvise and a round of page faults per call.
+        .pagemap_scan(Enabled::Auto)
+        .linear_memory_keep_resident(2 << 20)
+        .table_keep_resident(1 << 20);
 
     let mut config = Config::new();
     config

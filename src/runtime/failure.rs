@@ -25,6 +25,15 @@ pub enum Failure {
     OutputTooLarge { size: Option<u64>, limit: u64 },
 }
 
+/// Why the epoch callback stopped a guest.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Stopped {
+    #[error("the call was cancelled")]
+    Cancelled,
+    #[error("the call passed its deadline")]
+    DeadlinePassed,
+}
+
 impl Failure {
     /// The stable name clients match on, in `_meta["corral/error"].kind`.
     pub fn kind(&self) -> &'static str {
@@ -59,6 +68,11 @@ impl Failure {
     pub(crate) fn from_wasmtime(err: &wasmtime::Error, limits: &Limits, memory_cap_hit: bool, max_output: u64) -> Failure {
         if memory_cap_hit {
             return Failure::MemoryLimit { limit: limits.memory };
+        }
+        match err.downcast_ref::<Stopped>() {
+            Some(Stopped::Cancelled) => return Failure::Cancelled,
+            Some(Stopped::DeadlinePassed) => return Failure::Timeout { limit: limits.timeout },
+            None => {}
         }
         match err.downcast_ref::<Trap>() {
             Some(Trap::OutOfFuel) => Failure::FuelExhausted { budget: limits.fuel },

@@ -14,13 +14,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wasmtime::component::{Component, Linker, ResourceTable};
-use wasmtime::{Engine, Store};
+use wasmtime::{Engine, Store, UpdateDeadline};
 use wasmtime_wasi::WasiCtxBuilder;
 
 pub use bindings::{Annotations, Blob, CallResult, Content, LogLevel, ResourceBody, TaskSupport, Tool};
 pub use call::{CallContext, CallObserver, Silent};
 pub use engine::EngineSettings;
 pub use failure::Failure;
+use failure::Stopped;
 
 use bindings::{Plugin, PluginPre};
 use call::CallState;
@@ -190,8 +191,19 @@ impl Runtime {
         // Bounds what the host copies out of the guest in one go (results, log lines), so a
         // result of many aliased pointers cannot make the host allocate gigabytes.
         store.set_hostcall_fuel(usize::try_from(self.settings.max_output.saturating_mul(2)).unwrap_or(usize::MAX).max(1 << 20));
+        // At every epoch tick (and at once after `interrupt`), a computing guest comes here:
+        // stop it if it was cancelled or is past its deadline, else let the runtime breathe.
         store.set_epoch_deadline(1);
-        store.epoch_deadline_async_yield_and_update(1);
+        store.epoch_deadline_callback(|store| {
+            let state = store.data();
+            if state.cancel.is_cancelled() {
+                return Err(Stopped::Cancelled.into());
+            }
+            if Instant::now() >= state.deadline {
+                return Err(Stopped::DeadlinePassed.into());
+            }
+            Ok(UpdateDeadline::Yield(1))
+        });
         store
     }
 }
