@@ -252,18 +252,35 @@ impl Session {
         let future = work(cancel);
         let task_shared = shared.clone();
         let reply = reply.clone();
-        shared.calls.spawn_on(
-            async move {
-                let answer = future.await;
-                task_shared.in_flight.lock().unwrap().remove(&id);
-                match answer {
-                    Some(Ok(result)) => reply.send(result_message(&id, result)),
-                    Some(Err(error)) => reply.send(error_message(Some(&id), &error)),
-                    None => tracing::info!(request = %id, "cancelled request stopped; no response sent"),
-                }
-            },
-            &shared.runtime,
-        );
+        let request = shared.calls.track_future(async move {
+            let answer = future.await;
+            task_shared.in_flight.lock().unwrap().remove(&id);
+            match answer {
+                Some(Ok(result)) => reply.send(result_message(&id, result)),
+                Some(Err(error)) => reply.send(error_message(Some(&id), &error)),
+                None => tracing::info!(request = %id, "cancelled request stopped; no response sent"),
+            }
+        });
+        run_inline_then_spawn(request, &shared.runtime);
+    }
+}
+
+/// Polls `request` once on this thread and spawns it only if it has to wait.
+///
+/// Most calls finish within their first poll (a fresh instance runs until the guest returns or
+/// the next epoch tick), so this saves the hand-off to a worker thread, which costs tens of
+/// microseconds on a small VM. A guest still computing at its first tick yields; the rest of
+/// the call then runs on the runtime's workers like any other task.
+fn run_inline_then_spawn<F>(request: F, runtime: &tokio::runtime::Handle)
+where
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    let _context = runtime.enter();
+    let mut request = Box::pin(request);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    if request.as_mut().poll(&mut cx).is_pending() {
+        // The first poll saw a no-op waker; the spawned task polls again with a real one.
+        runtime.spawn(request);
     }
 }
 
