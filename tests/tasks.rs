@@ -1,39 +1,77 @@
-//! Task-augmented tool calls (MCP 2025-11-25 tasks) end to end over stdio, on a real SQLite file.
+//! Task-augmented tool calls (MCP 2025-11-25 tasks) end to end, on a real SQLite file.
+//!
+//! Each scenario runs over both transports (`stdio::NAME`, `http::NAME`; see `scenarios!`).
+//! Over stdio every task belongs to the local user; over HTTP to the session, or to the bearer
+//! token's holder when authentication is on, which the scenarios that restart the host use.
 
+#[macro_use]
 mod common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{example_plugins, write_plugin, Fixture, McpProcess, TaskSupport, ToolDef, TIMEOUT};
+use common::{example_plugins, write_plugin, Fixture, McpProcess, TaskSupport, ToolDef, Transport, TIMEOUT};
 use serde_json::{json, Value};
 
 const SPIN: &str = "(loop $l (br $l)) unreachable";
 
+/// The bearer token the HTTP clients of `Host::with_identity` present.
+const TOKEN: &str = "task-tests-token";
+
 struct Host {
+    transport: Transport,
     plugins: tempfile::TempDir,
     db: tempfile::TempDir,
+    /// Over HTTP: authentication is on, with one token.
+    auth: bool,
 }
 
 impl Host {
     /// The example plugins plus a non-idempotent spinning tool, and an empty database.
-    fn new() -> Host {
+    fn new(transport: Transport) -> Host {
         let plugins = example_plugins(&["text", "ticker", "hash"]);
         let spin = Fixture::new().tool(ToolDef::new("spin").task_support(TaskSupport::Optional).body(SPIN));
         write_plugin(plugins.path(), "spin", &spin.build());
-        Host { plugins, db: tempfile::tempdir().unwrap() }
+        Host { transport, plugins, db: tempfile::tempdir().unwrap(), auth: false }
+    }
+
+    /// Like `new`, for scenarios whose tasks must outlive a host process: its clients keep one
+    /// identity across processes. Over stdio every client is the local user anyway; over HTTP
+    /// a session's tasks are the session's (a new process means new sessions), so the clients
+    /// authenticate with one bearer token and the tasks belong to its holder.
+    fn with_identity(transport: Transport) -> Host {
+        let host = Host { auth: transport == Transport::Http, ..Host::new(transport) };
+        std::fs::write(host.tokens_path(), format!("tests {TOKEN}\n")).unwrap();
+        host
     }
 
     fn db_path(&self) -> String {
         self.db.path().join("tasks.db").to_str().unwrap().to_owned()
     }
 
-    fn start(&self, extra: &[&str]) -> McpProcess {
+    fn tokens_path(&self) -> String {
+        self.db.path().join("tokens").to_str().unwrap().to_owned()
+    }
+
+    /// `corral serve` on this host's plugins and database, not yet initialized.
+    fn spawn(&self, extra: &[&str]) -> McpProcess {
         let plugins = self.plugins.path().to_str().unwrap().to_owned();
-        let db = self.db_path();
+        let (db, tokens) = (self.db_path(), self.tokens_path());
         let mut args = vec!["serve", "--plugins", &plugins, "--db", &db];
+        if self.auth {
+            args.extend(["--auth-tokens-file", &tokens]);
+        }
         args.extend_from_slice(extra);
-        let mut mcp = McpProcess::spawn(&args);
+        let mut mcp = McpProcess::spawn_with(self.transport, &args);
+        if self.auth {
+            mcp.set_bearer_token(TOKEN);
+        }
+        mcp
+    }
+
+    /// `corral serve` on this host's plugins and database, initialized.
+    fn start(&self, extra: &[&str]) -> McpProcess {
+        let mut mcp = self.spawn(extra);
         mcp.initialize();
         mcp
     }
@@ -62,279 +100,278 @@ fn wait_terminal(mcp: &mut McpProcess, id: &str) -> Value {
     }
 }
 
-#[test]
-fn initialize_advertises_tasks_for_tool_calls() {
-    let host = Host::new();
-    let mut mcp = McpProcess::spawn(&["serve", "--plugins", host.plugins.path().to_str().unwrap(), "--db", &host.db_path()]);
-    let init = mcp.initialize();
-    assert_eq!(init["capabilities"]["tasks"], json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } }));
-}
-
-#[test]
-fn a_task_call_answers_at_once_and_its_result_comes_from_tasks_result() {
-    let host = Host::new();
-    let mut mcp = host.start(&[]);
-    let task = create(&mut mcp, "tick", json!({ "count": 3, "interval_ms": 20 }), json!({}));
-    assert_eq!(task["status"], "working");
-    for field in ["taskId", "createdAt", "lastUpdatedAt", "ttl", "pollInterval"] {
-        assert!(!task[field].is_null(), "CreateTaskResult.task lacks {field}: {task}");
+scenarios! {
+    fn initialize_advertises_tasks_for_tool_calls(t: Transport) {
+        let host = Host::new(t);
+        let mut mcp = host.spawn(&[]);
+        let init = mcp.initialize();
+        assert_eq!(init["capabilities"]["tasks"], json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } }));
     }
-    let id = task["taskId"].as_str().unwrap();
-    assert_eq!(id.len(), 36, "a UUID: {id}");
 
-    let result = mcp.result("tasks/result", json!({ "taskId": id }));
-    assert_eq!(result["content"][0]["text"], "ticked 3 times");
-    assert_eq!(result["_meta"]["io.modelcontextprotocol/related-task"], json!({ "taskId": id }));
-    let done = mcp.result("tasks/get", json!({ "taskId": id }));
-    assert_eq!(done["status"], "completed");
-    let status = mcp.wait_notification("notifications/tasks/status", TIMEOUT);
-    assert_eq!(status["params"]["taskId"], id);
-}
+    fn a_task_call_answers_at_once_and_its_result_comes_from_tasks_result(t: Transport) {
+        let host = Host::new(t);
+        let mut mcp = host.start(&[]);
+        let task = create(&mut mcp, "tick", json!({ "count": 3, "interval_ms": 20 }), json!({}));
+        assert_eq!(task["status"], "working");
+        for field in ["taskId", "createdAt", "lastUpdatedAt", "ttl", "pollInterval"] {
+            assert!(!task[field].is_null(), "CreateTaskResult.task lacks {field}: {task}");
+        }
+        let id = task["taskId"].as_str().unwrap();
+        assert_eq!(id.len(), 36, "a UUID: {id}");
 
-#[test]
-fn tasks_result_blocks_until_the_task_ends() {
-    let host = Host::new();
-    let mut mcp = host.start(&[]);
-    let task = create(&mut mcp, "tick", json!({ "count": 10, "interval_ms": 50 }), json!({}));
-    let id = task["taskId"].as_str().unwrap();
-    let waiting = mcp.send_request("tasks/result", json!({ "taskId": id }));
-    assert_eq!(mcp.result("tasks/get", json!({ "taskId": id }))["status"], "working", "still running while tasks/result waits");
-    let response = mcp.wait_response(waiting, TIMEOUT);
-    assert_eq!(response["result"]["content"][0]["text"], "ticked 10 times");
-}
-
-#[test]
-fn task_policy_is_enforced_with_method_not_found() {
-    let host = Host::new();
-    let mut mcp = host.start(&[]);
-    let forbidden = mcp.request("tools/call", json!({ "name": "echo", "arguments": { "text": "x" }, "task": {} }));
-    assert_eq!(error_of(&forbidden).0, -32601);
-    let required = mcp.request("tools/call", json!({ "name": "countdown", "arguments": { "from": 2 } }));
-    assert_eq!(error_of(&required).0, -32601);
-    let task = create(&mut mcp, "countdown", json!({ "from": 2, "interval_ms": 10 }), json!({}));
-    assert_eq!(wait_terminal(&mut mcp, task["taskId"].as_str().unwrap())["status"], "completed");
-}
-
-#[test]
-fn ttl_is_defaulted_and_capped_and_reported() {
-    let host = Host::new();
-    let mut mcp = host.start(&["--task-ttl", "10m", "--task-max-ttl", "1h"]);
-    let defaulted = create(&mut mcp, "tick", json!({ "count": 1, "interval_ms": 0 }), json!({}));
-    assert_eq!(defaulted["ttl"], 600_000);
-    let capped = create(&mut mcp, "tick", json!({ "count": 1, "interval_ms": 0 }), json!({ "ttl": 999_999_999_999i64 }));
-    assert_eq!(capped["ttl"], 3_600_000);
-    let asked = create(&mut mcp, "tick", json!({ "count": 1, "interval_ms": 0 }), json!({ "ttl": 60_000 }));
-    assert_eq!(asked["ttl"], 60_000);
-    assert_eq!(mcp.result("tasks/get", json!({ "taskId": asked["taskId"] }))["ttl"], 60_000);
-}
-
-#[test]
-fn a_tool_error_fails_the_task_and_keeps_the_error_kind() {
-    let host = Host::new();
-    let mut mcp = host.start(&[]);
-    let task = create(&mut mcp, "hash_chain", json!({ "input": "a", "rounds": 10_000_000 }), json!({}));
-    let id = task["taskId"].as_str().unwrap();
-    let ended = wait_terminal(&mut mcp, id);
-    assert_eq!(ended["status"], "failed");
-    assert!(ended["statusMessage"].as_str().unwrap().contains("fuel"), "{ended}");
-    let result = mcp.result("tasks/result", json!({ "taskId": id }));
-    assert_eq!(result["isError"], true);
-    assert_eq!(result["_meta"]["corral/error"]["kind"], "fuel-exhausted");
-}
-
-#[test]
-fn cancelling_a_spinning_task_is_immediate_and_final() {
-    let host = Host::new();
-    let mut mcp = host.start(&["--task-timeout", "10m"]);
-    let task = create(&mut mcp, "spin", json!({}), json!({}));
-    let id = task["taskId"].as_str().unwrap();
-    std::thread::sleep(Duration::from_millis(100));
-    let cancelled = mcp.result("tasks/cancel", json!({ "taskId": id }));
-    assert_eq!(cancelled["status"], "cancelled");
-    assert_eq!(mcp.result("tasks/get", json!({ "taskId": id }))["status"], "cancelled");
-    let result = mcp.result("tasks/result", json!({ "taskId": id }));
-    assert_eq!(result["_meta"]["corral/error"]["kind"], "cancelled");
-    let again = mcp.request("tasks/cancel", json!({ "taskId": id }));
-    assert_eq!(error_of(&again).0, -32602);
-    // The guest really stopped: the only running slot is free for the next task.
-    let next = create(&mut mcp, "tick", json!({ "count": 1, "interval_ms": 0 }), json!({}));
-    assert_eq!(wait_terminal(&mut mcp, next["taskId"].as_str().unwrap())["status"], "completed");
-}
-
-#[test]
-fn unknown_task_ids_are_invalid_params() {
-    let host = Host::new();
-    let mut mcp = host.start(&[]);
-    for method in ["tasks/get", "tasks/result", "tasks/cancel"] {
-        let response = mcp.request(method, json!({ "taskId": "no-such-task" }));
-        let (code, message) = error_of(&response);
-        assert_eq!(code, -32602, "{method}");
-        assert!(message.contains("not found"), "{method}: {message}");
+        let result = mcp.result("tasks/result", json!({ "taskId": id }));
+        assert_eq!(result["content"][0]["text"], "ticked 3 times");
+        assert_eq!(result["_meta"]["io.modelcontextprotocol/related-task"], json!({ "taskId": id }));
+        let done = mcp.result("tasks/get", json!({ "taskId": id }));
+        assert_eq!(done["status"], "completed");
+        let status = mcp.wait_notification("notifications/tasks/status", TIMEOUT);
+        assert_eq!(status["params"]["taskId"], id);
     }
-    assert_eq!(error_of(&mcp.request("tasks/get", json!({}))).0, -32602);
-}
 
-#[test]
-fn tasks_list_pages_through_hundreds_of_tasks_exactly_once() {
-    let host = Host::new();
-    let mut mcp = host.start(&[]);
-    let mut created = Vec::new();
-    for _ in 0..230 {
-        created.push(create(&mut mcp, "tick", json!({ "count": 1, "interval_ms": 0 }), json!({}))["taskId"].as_str().unwrap().to_owned());
+    fn tasks_result_blocks_until_the_task_ends(t: Transport) {
+        let host = Host::new(t);
+        let mut mcp = host.start(&[]);
+        let task = create(&mut mcp, "tick", json!({ "count": 10, "interval_ms": 50 }), json!({}));
+        let id = task["taskId"].as_str().unwrap();
+        let waiting = mcp.send_request("tasks/result", json!({ "taskId": id }));
+        assert_eq!(mcp.result("tasks/get", json!({ "taskId": id }))["status"], "working", "still running while tasks/result waits");
+        let response = mcp.wait_response(waiting, TIMEOUT);
+        assert_eq!(response["result"]["content"][0]["text"], "ticked 10 times");
     }
-    let mut seen = Vec::new();
-    let mut cursor = Value::Null;
-    loop {
-        let page = mcp.result("tasks/list", json!({ "cursor": cursor }));
-        seen.extend(page["tasks"].as_array().unwrap().iter().map(|t| t["taskId"].as_str().unwrap().to_owned()));
-        // Tasks added between pages must not disturb the paging.
+
+    fn task_policy_is_enforced_with_method_not_found(t: Transport) {
+        let host = Host::new(t);
+        let mut mcp = host.start(&[]);
+        let forbidden = mcp.request("tools/call", json!({ "name": "echo", "arguments": { "text": "x" }, "task": {} }));
+        assert_eq!(error_of(&forbidden).0, -32601);
+        let required = mcp.request("tools/call", json!({ "name": "countdown", "arguments": { "from": 2 } }));
+        assert_eq!(error_of(&required).0, -32601);
+        let task = create(&mut mcp, "countdown", json!({ "from": 2, "interval_ms": 10 }), json!({}));
+        assert_eq!(wait_terminal(&mut mcp, task["taskId"].as_str().unwrap())["status"], "completed");
+    }
+
+    fn ttl_is_defaulted_and_capped_and_reported(t: Transport) {
+        let host = Host::new(t);
+        let mut mcp = host.start(&["--task-ttl", "10m", "--task-max-ttl", "1h"]);
+        let defaulted = create(&mut mcp, "tick", json!({ "count": 1, "interval_ms": 0 }), json!({}));
+        assert_eq!(defaulted["ttl"], 600_000);
+        let capped = create(&mut mcp, "tick", json!({ "count": 1, "interval_ms": 0 }), json!({ "ttl": 999_999_999_999i64 }));
+        assert_eq!(capped["ttl"], 3_600_000);
+        let asked = create(&mut mcp, "tick", json!({ "count": 1, "interval_ms": 0 }), json!({ "ttl": 60_000 }));
+        assert_eq!(asked["ttl"], 60_000);
+        assert_eq!(mcp.result("tasks/get", json!({ "taskId": asked["taskId"] }))["ttl"], 60_000);
+    }
+
+    fn a_tool_error_fails_the_task_and_keeps_the_error_kind(t: Transport) {
+        let host = Host::new(t);
+        let mut mcp = host.start(&[]);
+        let task = create(&mut mcp, "hash_chain", json!({ "input": "a", "rounds": 10_000_000 }), json!({}));
+        let id = task["taskId"].as_str().unwrap();
+        let ended = wait_terminal(&mut mcp, id);
+        assert_eq!(ended["status"], "failed");
+        assert!(ended["statusMessage"].as_str().unwrap().contains("fuel"), "{ended}");
+        let result = mcp.result("tasks/result", json!({ "taskId": id }));
+        assert_eq!(result["isError"], true);
+        assert_eq!(result["_meta"]["corral/error"]["kind"], "fuel-exhausted");
+    }
+
+    fn cancelling_a_spinning_task_is_immediate_and_final(t: Transport) {
+        let host = Host::new(t);
+        let mut mcp = host.start(&["--task-timeout", "10m"]);
+        let task = create(&mut mcp, "spin", json!({}), json!({}));
+        let id = task["taskId"].as_str().unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let cancelled = mcp.result("tasks/cancel", json!({ "taskId": id }));
+        assert_eq!(cancelled["status"], "cancelled");
+        assert_eq!(mcp.result("tasks/get", json!({ "taskId": id }))["status"], "cancelled");
+        let result = mcp.result("tasks/result", json!({ "taskId": id }));
+        assert_eq!(result["_meta"]["corral/error"]["kind"], "cancelled");
+        let again = mcp.request("tasks/cancel", json!({ "taskId": id }));
+        assert_eq!(error_of(&again).0, -32602);
+        // The guest really stopped: the only running slot is free for the next task.
+        let next = create(&mut mcp, "tick", json!({ "count": 1, "interval_ms": 0 }), json!({}));
+        assert_eq!(wait_terminal(&mut mcp, next["taskId"].as_str().unwrap())["status"], "completed");
+    }
+
+    fn unknown_task_ids_are_invalid_params(t: Transport) {
+        let host = Host::new(t);
+        let mut mcp = host.start(&[]);
+        for method in ["tasks/get", "tasks/result", "tasks/cancel"] {
+            let response = mcp.request(method, json!({ "taskId": "no-such-task" }));
+            let (code, message) = error_of(&response);
+            assert_eq!(code, -32602, "{method}");
+            assert!(message.contains("not found"), "{method}: {message}");
+        }
+        assert_eq!(error_of(&mcp.request("tasks/get", json!({}))).0, -32602);
+    }
+
+    fn tasks_list_pages_through_hundreds_of_tasks_exactly_once(t: Transport) {
+        let host = Host::new(t);
+        let mut mcp = host.start(&[]);
+        let mut created = Vec::new();
+        for _ in 0..230 {
+            created.push(create(&mut mcp, "tick", json!({ "count": 1, "interval_ms": 0 }), json!({}))["taskId"].as_str().unwrap().to_owned());
+        }
+        let mut seen = Vec::new();
+        let mut cursor = Value::Null;
+        loop {
+            let page = mcp.result("tasks/list", json!({ "cursor": cursor }));
+            seen.extend(page["tasks"].as_array().unwrap().iter().map(|t| t["taskId"].as_str().unwrap().to_owned()));
+            // Tasks added between pages must not disturb the paging.
+            create(&mut mcp, "tick", json!({ "count": 1, "interval_ms": 0 }), json!({}));
+            match page.get("nextCursor") {
+                Some(c) => cursor = c.clone(),
+                None => break,
+            }
+        }
+        let mut unique = seen.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), seen.len(), "no task listed twice");
+        assert!(created.iter().all(|id| seen.contains(id)), "every created task listed");
+        let bad = mcp.request("tasks/list", json!({ "cursor": "garbage" }));
+        assert_eq!(error_of(&bad).0, -32602);
+    }
+
+    fn admission_over_capacity_is_refused_as_overloaded_and_creates_nothing(t: Transport) {
+        let host = Host::new(t);
+        let mut mcp = host.start(&["--max-running", "1", "--max-queued", "2"]);
+        let slow = json!({ "name": "tick", "arguments": { "count": 100, "interval_ms": 100 }, "task": {} });
+        // One task runs and two wait (or three wait, if no worker has picked one up yet).
+        let mut accepted = 0;
+        let refused = loop {
+            let response = mcp.request("tools/call", slow.clone());
+            if response.get("error").is_some() {
+                break response;
+            }
+            accepted += 1;
+            assert!(accepted <= 3, "admission never refused: {response}");
+        };
+        assert!(accepted >= 2, "refused too early: {refused}");
+        let error = &refused["error"];
+        assert_eq!(error["code"], -32000);
+        assert!(error["message"].as_str().unwrap().contains("overloaded"), "{refused}");
+        assert_eq!(error["data"], json!({ "kind": "overloaded", "queued": 2, "limit": 2 }));
+        assert_eq!(mcp.result("tasks/list", json!({}))["tasks"].as_array().unwrap().len(), accepted, "nothing half-created");
+    }
+
+    fn expired_tasks_are_gone(t: Transport) {
+        let host = Host::new(t);
+        let mut mcp = host.start(&["--task-reap-every", "100ms"]);
+        let task = create(&mut mcp, "tick", json!({ "count": 1, "interval_ms": 0 }), json!({ "ttl": 300 }));
+        let id = task["taskId"].as_str().unwrap();
+        std::thread::sleep(Duration::from_millis(800));
+        let (code, _) = error_of(&mcp.request("tasks/get", json!({ "taskId": id })));
+        assert_eq!(code, -32602);
+        assert!(mcp.result("tasks/list", json!({}))["tasks"].as_array().unwrap().is_empty());
+    }
+
+    fn an_idempotency_key_returns_the_existing_task(t: Transport) {
+        let host = Host::new(t);
+        let mut mcp = host.start(&[]);
+        let params = json!({ "name": "tick", "arguments": { "count": 2, "interval_ms": 10 }, "task": {}, "_meta": { "corral/idempotency-key": "build-42" } });
+        let first = mcp.result("tools/call", params.clone())["task"]["taskId"].clone();
+        let second = mcp.result("tools/call", params)["task"]["taskId"].clone();
+        assert_eq!(first, second);
+        assert_eq!(mcp.result("tasks/list", json!({}))["tasks"].as_array().unwrap().len(), 1);
+    }
+
+    fn progress_and_status_message_follow_the_task(t: Transport) {
+        let host = Host::new(t);
+        let mut mcp = host.start(&[]);
+        let result = mcp.result("tools/call", json!({ "name": "tick", "arguments": { "count": 30, "interval_ms": 30 }, "task": {}, "_meta": { "progressToken": "p-1" } }));
+        let id = result["task"]["taskId"].as_str().unwrap().to_owned();
+        let progress = mcp.wait_notification("notifications/progress", TIMEOUT);
+        assert_eq!(progress["params"]["progressToken"], "p-1");
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let task = mcp.result("tasks/get", json!({ "taskId": id }));
+            if task["statusMessage"].as_str().is_some_and(|m| m.starts_with("tick")) {
+                break;
+            }
+            assert_eq!(task["status"], "working", "statusMessage never showed the plugin's progress: {task}");
+            assert!(Instant::now() < deadline);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        wait_terminal(&mut mcp, &id);
+    }
+
+    fn tasks_survive_a_crash_and_every_accepted_task_is_accounted_for(t: Transport) {
+        let host = Host::with_identity(t);
+        let mut mcp = host.start(&[]);
+        let completed = create(&mut mcp, "tick", json!({ "count": 1, "interval_ms": 0 }), json!({}))["taskId"].as_str().unwrap().to_owned();
+        wait_terminal(&mut mcp, &completed);
+        let failed = create(&mut mcp, "hash_chain", json!({ "input": "a", "rounds": 10_000_000 }), json!({}))["taskId"].as_str().unwrap().to_owned();
+        wait_terminal(&mut mcp, &failed);
+        let cancelled = create(&mut mcp, "tick", json!({ "count": 1000, "interval_ms": 50 }), json!({}))["taskId"].as_str().unwrap().to_owned();
+        mcp.result("tasks/cancel", json!({ "taskId": cancelled }));
+        let rerun = create(&mut mcp, "tick", json!({ "count": 20, "interval_ms": 50 }), json!({}))["taskId"].as_str().unwrap().to_owned();
+        let interrupted = create(&mut mcp, "spin", json!({}), json!({}))["taskId"].as_str().unwrap().to_owned();
+        let completed_result = mcp.result("tasks/result", json!({ "taskId": completed }));
+        drop(mcp); // SIGKILL: no shutdown code runs.
+
+        let mut mcp = host.start(&[]);
+        assert_eq!(wait_terminal(&mut mcp, &completed)["status"], "completed");
+        assert_eq!(mcp.result("tasks/result", json!({ "taskId": completed }))["content"], completed_result["content"]);
+        assert_eq!(wait_terminal(&mut mcp, &failed)["status"], "failed");
+        assert_eq!(wait_terminal(&mut mcp, &cancelled)["status"], "cancelled");
+        let again = wait_terminal(&mut mcp, &rerun);
+        assert_eq!(again["status"], "completed", "tick is idempotent, so it ran again: {again}");
+        let lost = wait_terminal(&mut mcp, &interrupted);
+        assert_eq!(lost["status"], "failed");
+        assert!(lost["statusMessage"].as_str().unwrap().contains("restart"), "{lost}");
+        let listed = mcp.result("tasks/list", json!({}))["tasks"].as_array().unwrap().len();
+        assert_eq!(listed, 5, "every accepted task is still there");
+    }
+
+    fn a_corrupt_database_is_a_startup_error_naming_the_file(t: Transport) {
+        let host = Host::new(t);
+        std::fs::write(host.db_path(), b"this is not a database, but it is long enough to look like one to a careless reader..").unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_corral"))
+            .args(["serve", "--plugins", host.plugins.path().to_str().unwrap(), "--db", &host.db_path()])
+            .args(t.serve_args())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(&host.db_path()), "{stderr}");
+        assert!(Path::new(&host.db_path()).metadata().unwrap().len() > 0, "the file is left as it was");
+    }
+
+    fn hosts_sharing_a_database_leave_each_others_running_tasks_alone(t: Transport) {
+        let host = Host::with_identity(t);
+        let mut first = host.start(&["--task-reap-every", "100ms"]);
+        let running = create(&mut first, "spin", json!({}), json!({}))["taskId"].as_str().unwrap().to_owned();
+        let mut second = host.start(&["--task-reap-every", "100ms"]);
+        std::thread::sleep(Duration::from_millis(500));
+        let seen = second.result("tasks/get", json!({ "taskId": running }));
+        assert_eq!(seen["status"], "working", "the second host must not recover a live host's task: {seen}");
+        drop(first); // SIGKILL
+        let orphan = wait_terminal(&mut second, &running);
+        assert_eq!(orphan["status"], "failed", "once its host is gone the task is recovered: {orphan}");
+    }
+
+    fn an_expired_idempotency_key_starts_a_new_task(t: Transport) {
+        let host = Host::new(t);
+        let mut mcp = host.start(&["--task-reap-every", "1h"]);
+        let params = json!({ "name": "tick", "arguments": { "count": 1, "interval_ms": 0 }, "task": { "ttl": 200 }, "_meta": { "corral/idempotency-key": "k" } });
+        let first = mcp.result("tools/call", params.clone())["task"]["taskId"].clone();
+        std::thread::sleep(Duration::from_millis(400));
+        let second = mcp.result("tools/call", params)["task"]["taskId"].clone();
+        assert_ne!(first, second, "the first task expired, so the key names a new one");
+    }
+
+    fn one_client_cannot_hold_more_unfinished_tasks_than_its_cap(t: Transport) {
+        let host = Host::new(t);
+        let mut mcp = host.start(&["--max-tasks-per-client", "2"]);
+        for _ in 0..2 {
+            create(&mut mcp, "tick", json!({ "count": 100, "interval_ms": 100 }), json!({}));
+        }
+        let refused = mcp.request("tools/call", json!({ "name": "tick", "arguments": { "count": 1 }, "task": {} }));
+        assert_eq!(refused["error"]["data"], json!({ "kind": "overloaded", "scope": "owner", "active": 2, "limit": 2 }), "{refused}");
+        let first = mcp.result("tasks/list", json!({}))["tasks"][0]["taskId"].clone();
+        mcp.result("tasks/cancel", json!({ "taskId": first }));
         create(&mut mcp, "tick", json!({ "count": 1, "interval_ms": 0 }), json!({}));
-        match page.get("nextCursor") {
-            Some(c) => cursor = c.clone(),
-            None => break,
-        }
     }
-    let mut unique = seen.clone();
-    unique.sort();
-    unique.dedup();
-    assert_eq!(unique.len(), seen.len(), "no task listed twice");
-    assert!(created.iter().all(|id| seen.contains(id)), "every created task listed");
-    let bad = mcp.request("tasks/list", json!({ "cursor": "garbage" }));
-    assert_eq!(error_of(&bad).0, -32602);
-}
-
-#[test]
-fn admission_over_capacity_is_refused_as_overloaded_and_creates_nothing() {
-    let host = Host::new();
-    let mut mcp = host.start(&["--max-running", "1", "--max-queued", "2"]);
-    let slow = json!({ "name": "tick", "arguments": { "count": 100, "interval_ms": 100 }, "task": {} });
-    // One task runs and two wait (or three wait, if no worker has picked one up yet).
-    let mut accepted = 0;
-    let refused = loop {
-        let response = mcp.request("tools/call", slow.clone());
-        if response.get("error").is_some() {
-            break response;
-        }
-        accepted += 1;
-        assert!(accepted <= 3, "admission never refused: {response}");
-    };
-    assert!(accepted >= 2, "refused too early: {refused}");
-    let error = &refused["error"];
-    assert_eq!(error["code"], -32000);
-    assert!(error["message"].as_str().unwrap().contains("overloaded"), "{refused}");
-    assert_eq!(error["data"], json!({ "kind": "overloaded", "queued": 2, "limit": 2 }));
-    assert_eq!(mcp.result("tasks/list", json!({}))["tasks"].as_array().unwrap().len(), accepted, "nothing half-created");
-}
-
-#[test]
-fn expired_tasks_are_gone() {
-    let host = Host::new();
-    let mut mcp = host.start(&["--task-reap-every", "100ms"]);
-    let task = create(&mut mcp, "tick", json!({ "count": 1, "interval_ms": 0 }), json!({ "ttl": 300 }));
-    let id = task["taskId"].as_str().unwrap();
-    std::thread::sleep(Duration::from_millis(800));
-    let (code, _) = error_of(&mcp.request("tasks/get", json!({ "taskId": id })));
-    assert_eq!(code, -32602);
-    assert!(mcp.result("tasks/list", json!({}))["tasks"].as_array().unwrap().is_empty());
-}
-
-#[test]
-fn an_idempotency_key_returns_the_existing_task() {
-    let host = Host::new();
-    let mut mcp = host.start(&[]);
-    let params = json!({ "name": "tick", "arguments": { "count": 2, "interval_ms": 10 }, "task": {}, "_meta": { "corral/idempotency-key": "build-42" } });
-    let first = mcp.result("tools/call", params.clone())["task"]["taskId"].clone();
-    let second = mcp.result("tools/call", params)["task"]["taskId"].clone();
-    assert_eq!(first, second);
-    assert_eq!(mcp.result("tasks/list", json!({}))["tasks"].as_array().unwrap().len(), 1);
-}
-
-#[test]
-fn progress_and_status_message_follow_the_task() {
-    let host = Host::new();
-    let mut mcp = host.start(&[]);
-    let result = mcp.result("tools/call", json!({ "name": "tick", "arguments": { "count": 30, "interval_ms": 30 }, "task": {}, "_meta": { "progressToken": "p-1" } }));
-    let id = result["task"]["taskId"].as_str().unwrap().to_owned();
-    let progress = mcp.wait_notification("notifications/progress", TIMEOUT);
-    assert_eq!(progress["params"]["progressToken"], "p-1");
-    let deadline = Instant::now() + TIMEOUT;
-    loop {
-        let task = mcp.result("tasks/get", json!({ "taskId": id }));
-        if task["statusMessage"].as_str().is_some_and(|m| m.starts_with("tick")) {
-            break;
-        }
-        assert_eq!(task["status"], "working", "statusMessage never showed the plugin's progress: {task}");
-        assert!(Instant::now() < deadline);
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    wait_terminal(&mut mcp, &id);
-}
-
-#[test]
-fn tasks_survive_a_crash_and_every_accepted_task_is_accounted_for() {
-    let host = Host::new();
-    let mut mcp = host.start(&[]);
-    let completed = create(&mut mcp, "tick", json!({ "count": 1, "interval_ms": 0 }), json!({}))["taskId"].as_str().unwrap().to_owned();
-    wait_terminal(&mut mcp, &completed);
-    let failed = create(&mut mcp, "hash_chain", json!({ "input": "a", "rounds": 10_000_000 }), json!({}))["taskId"].as_str().unwrap().to_owned();
-    wait_terminal(&mut mcp, &failed);
-    let cancelled = create(&mut mcp, "tick", json!({ "count": 1000, "interval_ms": 50 }), json!({}))["taskId"].as_str().unwrap().to_owned();
-    mcp.result("tasks/cancel", json!({ "taskId": cancelled }));
-    let rerun = create(&mut mcp, "tick", json!({ "count": 20, "interval_ms": 50 }), json!({}))["taskId"].as_str().unwrap().to_owned();
-    let interrupted = create(&mut mcp, "spin", json!({}), json!({}))["taskId"].as_str().unwrap().to_owned();
-    let completed_result = mcp.result("tasks/result", json!({ "taskId": completed }));
-    drop(mcp); // SIGKILL: no shutdown code runs.
-
-    let mut mcp = host.start(&[]);
-    assert_eq!(wait_terminal(&mut mcp, &completed)["status"], "completed");
-    assert_eq!(mcp.result("tasks/result", json!({ "taskId": completed }))["content"], completed_result["content"]);
-    assert_eq!(wait_terminal(&mut mcp, &failed)["status"], "failed");
-    assert_eq!(wait_terminal(&mut mcp, &cancelled)["status"], "cancelled");
-    let again = wait_terminal(&mut mcp, &rerun);
-    assert_eq!(again["status"], "completed", "tick is idempotent, so it ran again: {again}");
-    let lost = wait_terminal(&mut mcp, &interrupted);
-    assert_eq!(lost["status"], "failed");
-    assert!(lost["statusMessage"].as_str().unwrap().contains("restart"), "{lost}");
-    let listed = mcp.result("tasks/list", json!({}))["tasks"].as_array().unwrap().len();
-    assert_eq!(listed, 5, "every accepted task is still there");
-}
-
-#[test]
-fn a_corrupt_database_is_a_startup_error_naming_the_file() {
-    let host = Host::new();
-    std::fs::write(host.db_path(), b"this is not a database, but it is long enough to look like one to a careless reader..").unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_corral"))
-        .args(["serve", "--plugins", host.plugins.path().to_str().unwrap(), "--db", &host.db_path()])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains(&host.db_path()), "{stderr}");
-    assert!(Path::new(&host.db_path()).metadata().unwrap().len() > 0, "the file is left as it was");
-}
-
-#[test]
-fn hosts_sharing_a_database_leave_each_others_running_tasks_alone() {
-    let host = Host::new();
-    let mut first = host.start(&["--task-reap-every", "100ms"]);
-    let running = create(&mut first, "spin", json!({}), json!({}))["taskId"].as_str().unwrap().to_owned();
-    let mut second = host.start(&["--task-reap-every", "100ms"]);
-    std::thread::sleep(Duration::from_millis(500));
-    let seen = second.result("tasks/get", json!({ "taskId": running }));
-    assert_eq!(seen["status"], "working", "the second host must not recover a live host's task: {seen}");
-    drop(first); // SIGKILL
-    let orphan = wait_terminal(&mut second, &running);
-    assert_eq!(orphan["status"], "failed", "once its host is gone the task is recovered: {orphan}");
-}
-
-#[test]
-fn an_expired_idempotency_key_starts_a_new_task() {
-    let host = Host::new();
-    let mut mcp = host.start(&["--task-reap-every", "1h"]);
-    let params = json!({ "name": "tick", "arguments": { "count": 1, "interval_ms": 0 }, "task": { "ttl": 200 }, "_meta": { "corral/idempotency-key": "k" } });
-    let first = mcp.result("tools/call", params.clone())["task"]["taskId"].clone();
-    std::thread::sleep(Duration::from_millis(400));
-    let second = mcp.result("tools/call", params)["task"]["taskId"].clone();
-    assert_ne!(first, second, "the first task expired, so the key names a new one");
 }

@@ -1,12 +1,19 @@
-//! A stdio MCP client that drives the real `corral` binary.
+//! An MCP client that drives the real `corral` binary over stdio or Streamable HTTP.
+//!
+//! Both transports feed one channel of received messages, so every wait works the same way.
+//! Over stdio a message is a line on stdout; over HTTP each POST runs on its own thread and
+//! pushes its answer (a JSON body, or the `data:` events of an SSE stream) into the channel, and
+//! the session's GET stream (server-initiated messages) does the same.
 //!
 //! Every wait has a deadline and panics with what was received so far (and the host's stderr),
-//! so no test can hang. Stdout is protocol-only: a line that is not JSON panics the test.
+//! so no test can hang. Over stdio, stdout is protocol-only: a line that is not JSON panics the
+//! test. Over HTTP, stdout must stay silent: any byte on it panics the test.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -19,15 +26,44 @@ pub const TIMEOUT: Duration = Duration::from_secs(30);
 /// The protocol version the client asks for.
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
 
+/// How the client talks to `corral serve`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// One JSON-RPC message per line on the child's stdin and stdout.
+    Stdio,
+    /// Streamable HTTP: `serve` gets `--http 127.0.0.1:0` and the client POSTs to the address
+    /// the host logs.
+    Http,
+}
+
+impl Transport {
+    /// What `corral serve` needs on top of its other flags to serve this transport.
+    pub fn serve_args(self) -> &'static [&'static str] {
+        match self {
+            Transport::Stdio => &[],
+            Transport::Http => &["--http", "127.0.0.1:0"],
+        }
+    }
+}
+
+/// What the host logs on stderr once it listens; the URL follows.
+const HTTP_READY: &str = "serving MCP over HTTP at ";
+
 enum Line {
     Json(Value),
-    NotJson(String),
+    /// Something that fails the test when it is read, with the complaint.
+    Bad(String),
+    /// Over HTTP: the child closed stdout (it exited).
+    Eof,
 }
 
 pub struct McpProcess {
     child: Child,
+    transport: Transport,
     args: Vec<String>,
     stdin: Option<ChildStdin>,
+    /// Over HTTP: the endpoint and the session.
+    http: Option<Http>,
     rx: Receiver<Line>,
     stdout_closed: bool,
     stderr: Arc<Mutex<String>>,
@@ -46,19 +82,34 @@ pub struct McpProcess {
 impl McpProcess {
     /// Starts `corral ARGS...` with piped stdio.
     pub fn spawn(args: &[&str]) -> McpProcess {
-        Self::spawn_exe(env!("CARGO_BIN_EXE_corral"), args)
+        Self::spawn_with(Transport::Stdio, args)
+    }
+
+    /// Starts `corral ARGS...` speaking `transport` (over HTTP, `ARGS` must be `serve ...`: the
+    /// client appends `--http 127.0.0.1:0` and waits until the host listens).
+    pub fn spawn_with(transport: Transport, args: &[&str]) -> McpProcess {
+        Self::spawn_exe_with(transport, env!("CARGO_BIN_EXE_corral"), args)
     }
 
     /// Starts `EXE ARGS...` with piped stdio.
     pub fn spawn_exe(exe: &str, args: &[&str]) -> McpProcess {
+        Self::spawn_exe_with(Transport::Stdio, exe, args)
+    }
+
+    /// Starts `EXE ARGS...` speaking `transport`.
+    pub fn spawn_exe_with(transport: Transport, exe: &str, args: &[&str]) -> McpProcess {
+        let mut args = args.to_vec();
+        args.extend_from_slice(transport.serve_args());
+        let http = transport == Transport::Http;
         let mut child = Command::new(exe)
-            .args(args)
+            .args(&args)
             .env("NO_COLOR", "1")
             // Tests never touch the user's task database unless they pass --db, and the log
             // level comes from the flags.
             .env("CORRAL_DB", ":memory:")
             .env_remove("RUST_LOG")
-            .stdin(Stdio::piped())
+            // An HTTP server runs detached from any terminal, as under a service manager.
+            .stdin(if http { Stdio::null() } else { Stdio::piped() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -66,7 +117,9 @@ impl McpProcess {
 
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = mpsc::channel();
+        let stdout_tx = tx.clone();
         thread::spawn(move || {
+            let tx = stdout_tx;
             let mut reader = BufReader::new(stdout);
             let mut buf = Vec::new();
             loop {
@@ -77,13 +130,20 @@ impl McpProcess {
                 }
                 let text = String::from_utf8_lossy(&buf);
                 let text = text.trim_end_matches(['\n', '\r']);
-                let line = match serde_json::from_str::<Value>(text) {
-                    Ok(v) => Line::Json(v),
-                    Err(_) => Line::NotJson(text.to_string()),
+                let line = if http {
+                    Line::Bad(format!("corral wrote to stdout while serving HTTP (stdout should stay silent): {text:?}"))
+                } else {
+                    match serde_json::from_str::<Value>(text) {
+                        Ok(v) => Line::Json(v),
+                        Err(_) => Line::Bad(format!("corral wrote a non-JSON line to stdout (stdout is protocol-only): {text:?}")),
+                    }
                 };
                 if tx.send(line).is_err() {
                     break;
                 }
+            }
+            if http {
+                let _ = tx.send(Line::Eof);
             }
         });
 
@@ -101,10 +161,12 @@ impl McpProcess {
         });
 
         let stdin = child.stdin.take();
-        McpProcess {
+        let mut mcp = McpProcess {
             child,
+            transport,
             args: args.iter().map(|s| s.to_string()).collect(),
             stdin,
+            http: None,
             rx,
             stdout_closed: false,
             stderr,
@@ -113,17 +175,80 @@ impl McpProcess {
             notifications: Vec::new(),
             log: Vec::new(),
             reported: false,
+        };
+        if http {
+            // Over stdio the stdout reader holds the only sender, so the channel ends with
+            // stdout; over HTTP the request threads feed it too, and `Line::Eof` marks the end.
+            let url = mcp.wait_for_http_url();
+            mcp.http = Some(Http::new(url, tx));
+        } else {
+            drop(tx);
+        }
+        mcp
+    }
+
+    /// Over HTTP: reads the URL from the host's "serving MCP over HTTP at URL" log line.
+    fn wait_for_http_url(&mut self) -> String {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let text = self.stderr_text();
+            if let Some(at) = text.find(HTTP_READY) {
+                let rest = &text[at + HTTP_READY.len()..];
+                if let Some(end) = rest.find(char::is_whitespace) {
+                    return rest[..end].to_owned();
+                }
+            }
+            if let Some(status) = self.child.try_wait().unwrap() {
+                self.fail(format!("corral exited ({status}) before serving HTTP"));
+            }
+            if Instant::now() >= deadline {
+                self.fail(format!("corral never logged `{HTTP_READY}URL` within {TIMEOUT:?}"));
+            }
+            thread::sleep(Duration::from_millis(20));
         }
     }
 
-    /// Writes one message as a line.
+    /// The transport this client speaks.
+    pub fn transport(&self) -> Transport {
+        self.transport
+    }
+
+    /// Over HTTP: the endpoint URL (`http://127.0.0.1:PORT/mcp`).
+    pub fn http_url(&self) -> Option<&str> {
+        self.http.as_ref().map(|h| h.url.as_str())
+    }
+
+    /// Over HTTP: the `Mcp-Session-Id` minted at `initialize`, once it came back.
+    pub fn session_id(&self) -> Option<&str> {
+        self.http.as_ref().and_then(|h| h.session_id.as_deref())
+    }
+
+    /// Over HTTP, sends `Authorization: Bearer TOKEN` with every later request (the host must
+    /// run with `--auth-tokens-file`). Stdio has no authentication: there it does nothing.
+    pub fn set_bearer_token(&mut self, token: &str) {
+        if let Some(http) = &mut self.http {
+            http.bearer = Some(token.to_owned());
+        }
+    }
+
+    /// Sends one message: a line over stdio, a POST over HTTP.
     pub fn send(&mut self, message: &Value) {
         let line = serde_json::to_string(message).unwrap();
         self.send_raw(&line);
     }
 
-    /// Writes `text` as it is, plus a newline if it has none.
+    /// Sends `text` as it is: over stdio as a line (plus a newline if it has none), over HTTP
+    /// as a POST body. Over HTTP a request is answered on its own thread (its answer, or the
+    /// JSON-RPC error of a refusal, reaches the same waits as over stdio); anything else has
+    /// been answered when this returns.
     pub fn send_raw(&mut self, text: &str) {
+        if self.http.is_some() {
+            let result = self.http.as_mut().unwrap().post(text);
+            if let Err(e) = result {
+                self.fail(e);
+            }
+            return;
+        }
         let mut data = text.as_bytes().to_vec();
         if !text.ends_with('\n') {
             data.push(b'\n');
@@ -192,7 +317,9 @@ impl McpProcess {
                 Some(m) if is_response_to(&m, id) => return m,
                 Some(m) => self.stash(m),
                 None => {
-                    let why = if self.stdout_closed {
+                    let why = if self.stdout_closed && self.http.is_some() {
+                        "corral exited"
+                    } else if self.stdout_closed {
                         "stdout closed"
                     } else {
                         "timed out"
@@ -281,8 +408,26 @@ impl McpProcess {
         }
     }
 
+    /// Sends SIGTERM, as a service manager stopping the host does.
+    pub fn terminate(&mut self) {
+        let pid = self.child.id().to_string();
+        match Command::new("kill").args(["-TERM", &pid]).status() {
+            Ok(status) if status.success() => {}
+            other => self.fail(format!("kill -TERM {pid} failed: {other:?}")),
+        }
+    }
+
+    /// Ends the conversation the way a client hangs up. Over stdio: closes stdin (the host
+    /// exits when it sees the end). Over HTTP: DELETEs the session, then sends SIGTERM (what a
+    /// service manager does), so `wait_exit` sees how the host shuts down.
     pub fn close_stdin(&mut self) {
         self.stdin = None;
+        let Some(http) = &mut self.http else { return };
+        http.stop.store(true, Ordering::SeqCst);
+        if let Err(e) = http.delete() {
+            self.fail(e);
+        }
+        self.terminate();
     }
 
     /// Waits for the process to exit.
@@ -301,22 +446,21 @@ impl McpProcess {
 
     /// What this process was started with, what it sent, and its stderr (for panic messages).
     pub fn report(&self) -> String {
-        let mut s = format!(
-            "--- corral {}\n--- received ({} messages):\n",
-            self.args.join(" "),
-            self.log.len()
-        );
-        for m in &self.log {
-            let mut text = m.to_string();
-            if text.len() > 2000 {
-                let mut cut = 2000;
-                while !text.is_char_boundary(cut) {
-                    cut -= 1;
+        let mut s = format!("--- corral {}\n", self.args.join(" "));
+        if let Some(http) = &self.http {
+            s.push_str(&format!("--- over HTTP at {} (session {:?})\n", http.url, http.session_id));
+            let notes = http.notes.lock().unwrap();
+            if !notes.is_empty() {
+                s.push_str(&format!("--- HTTP exchanges worth noting ({}):\n", notes.len()));
+                for note in notes.iter() {
+                    s.push_str(&clip(note));
+                    s.push('\n');
                 }
-                text.truncate(cut);
-                text.push_str("...");
             }
-            s.push_str(&text);
+        }
+        s.push_str(&format!("--- received ({} messages):\n", self.log.len()));
+        for m in &self.log {
+            s.push_str(&clip(&m.to_string()));
             s.push('\n');
         }
         s.push_str("--- stderr:\n");
@@ -363,15 +507,20 @@ impl McpProcess {
                 self.log.push(v.clone());
                 Some(v)
             }
-            Line::NotJson(text) => self.fail(format!(
-                "corral wrote a non-JSON line to stdout (stdout is protocol-only): {text:?}"
-            )),
+            Line::Bad(complaint) => self.fail(complaint),
+            Line::Eof => {
+                self.stdout_closed = true;
+                None
+            }
         }
     }
 }
 
 impl Drop for McpProcess {
     fn drop(&mut self) {
+        if let Some(http) = &self.http {
+            http.stop.store(true, Ordering::SeqCst);
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
         if thread::panicking() && !self.reported {
@@ -384,4 +533,329 @@ fn is_response_to(message: &Value, id: u64) -> bool {
     message.get("method").is_none()
         && message.get("id").and_then(Value::as_u64) == Some(id)
         && (message.get("result").is_some() || message.get("error").is_some())
+}
+
+/// `text`, cut to 2000 bytes for a report.
+fn clip(text: &str) -> String {
+    if text.len() <= 2000 {
+        return text.to_owned();
+    }
+    let mut cut = 2000;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}...", &text[..cut])
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streamable HTTP
+
+/// The client side of one HTTP endpoint and its session.
+struct Http {
+    agent: ureq::Agent,
+    url: String,
+    /// Where every received message goes: the channel the waits read.
+    tx: Sender<Line>,
+    session_id: Option<String>,
+    /// Sent as `MCP-Protocol-Version` once `initialize` agreed on one.
+    protocol_version: Option<String>,
+    bearer: Option<String>,
+    /// Refusals, broken connections and reconnections, for failure reports.
+    notes: Arc<Mutex<Vec<String>>>,
+    /// Tells the GET stream's thread not to reconnect (the session or the host is ending).
+    stop: Arc<AtomicBool>,
+}
+
+/// What one exchange needs, movable to its thread.
+struct Exchange {
+    agent: ureq::Agent,
+    url: String,
+    headers: Vec<(&'static str, String)>,
+    tx: Sender<Line>,
+    notes: Arc<Mutex<Vec<String>>>,
+}
+
+/// What came back on a POST.
+#[derive(Default)]
+struct PostAnswer {
+    status: u16,
+    session_id: Option<String>,
+    messages: Vec<Value>,
+}
+
+impl Http {
+    fn new(url: String, tx: Sender<Line>) -> Http {
+        let config = ureq::Agent::config_builder()
+            // A 4xx carries a JSON-RPC error the tests look at.
+            .http_status_as_error(false)
+            // The host is on loopback; never ask a proxy from the environment.
+            .proxy(None)
+            .timeout_connect(Some(Duration::from_secs(10)))
+            .build();
+        Http {
+            agent: ureq::Agent::new_with_config(config),
+            url,
+            tx,
+            session_id: None,
+            protocol_version: None,
+            bearer: None,
+            notes: Arc::new(Mutex::new(Vec::new())),
+            stop: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    fn exchange(&self) -> Exchange {
+        let mut headers = Vec::new();
+        if let Some(id) = &self.session_id {
+            headers.push(("Mcp-Session-Id", id.clone()));
+        }
+        if let Some(version) = &self.protocol_version {
+            headers.push(("MCP-Protocol-Version", version.clone()));
+        }
+        if let Some(token) = &self.bearer {
+            headers.push(("Authorization", format!("Bearer {token}")));
+        }
+        Exchange { agent: self.agent.clone(), url: self.url.clone(), headers, tx: self.tx.clone(), notes: self.notes.clone() }
+    }
+
+    /// POSTs one message. A request is answered on its own thread, since it may take as long
+    /// as a tool call; anything else (notifications, responses, text that is no request) and
+    /// the first `initialize`, whose answer carries the session id, are answered before this
+    /// returns, so the next message finds them done, as over stdio.
+    fn post(&mut self, text: &str) -> Result<(), String> {
+        let parsed = serde_json::from_str::<Value>(text).ok();
+        let method = parsed.as_ref().and_then(|v| v.get("method")).and_then(Value::as_str);
+        let is_request = method.is_some() && parsed.as_ref().is_some_and(|v| v.get("id").is_some());
+        let opens_session = method == Some("initialize") && self.session_id.is_none();
+        let exchange = self.exchange();
+        let body = text.to_owned();
+        if is_request && !opens_session {
+            thread::spawn(move || exchange.post(&body));
+            return Ok(());
+        }
+        let answer = within(format!("POST {}", clip(text)), move || exchange.post(&body))?;
+        if answer.status == 202 && !parsed.as_ref().is_some_and(Value::is_object) {
+            self.notes.lock().unwrap().push(format!("POST {} answered 202 Accepted, yet it is no JSON-RPC message", clip(text)));
+        }
+        if opens_session {
+            self.session_id = answer.session_id;
+            let version = answer.messages.iter().find_map(|m| m["result"]["protocolVersion"].as_str());
+            if let (Some(version), Some(_)) = (version, &self.session_id) {
+                self.protocol_version = Some(version.to_owned());
+                self.open_stream()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Opens the session's GET stream on a thread that feeds its events into the channel and
+    /// reconnects with `Last-Event-ID` when the stream ends. Returns once the host has
+    /// answered the GET, so nothing the session sends afterwards is missed.
+    fn open_stream(&mut self) -> Result<(), String> {
+        let exchange = self.exchange();
+        let stop = self.stop.clone();
+        let (ready_tx, ready_rx) = mpsc::channel();
+        thread::spawn(move || exchange.listen(&stop, ready_tx));
+        match ready_rx.recv_timeout(TIMEOUT) {
+            Ok(result) => result,
+            Err(_) => Err(format!("the GET stream did not open within {TIMEOUT:?}")),
+        }
+    }
+
+    /// DELETEs the session, if there is one.
+    fn delete(&mut self) -> Result<(), String> {
+        if self.session_id.is_none() {
+            return Ok(());
+        }
+        let exchange = self.exchange();
+        let status = within("DELETE".to_owned(), move || {
+            let mut request = exchange.agent.delete(&exchange.url);
+            for (name, value) in &exchange.headers {
+                request = request.header(*name, value);
+            }
+            request.call().map(|r| r.status().as_u16()).map_err(|e| e.to_string())
+        })?;
+        match status {
+            Ok(status) if (200..300).contains(&status) => Ok(()),
+            Ok(status) => Err(format!("DELETE of the session answered HTTP {status}")),
+            Err(e) => Err(format!("DELETE of the session failed: {e}")),
+        }
+    }
+}
+
+impl Exchange {
+    fn note(&self, note: String) {
+        self.notes.lock().unwrap().push(note);
+    }
+
+    /// Pushes one received message (an SSE event's data or a JSON body) into the channel.
+    fn push(&self, data: &str, source: &str) -> Option<Value> {
+        match serde_json::from_str::<Value>(data) {
+            Ok(v) => {
+                let _ = self.tx.send(Line::Json(v.clone()));
+                Some(v)
+            }
+            Err(_) => {
+                let _ = self.tx.send(Line::Bad(format!("{source} carried something that is not JSON: {data:?}")));
+                None
+            }
+        }
+    }
+
+    /// POSTs `text` and pushes every message of the answer, as it arrives.
+    fn post(&self, text: &str) -> PostAnswer {
+        let mut request = self
+            .agent
+            .post(&self.url)
+            .header("Accept", "application/json, text/event-stream")
+            .header("Content-Type", "application/json");
+        for (name, value) in &self.headers {
+            request = request.header(*name, value);
+        }
+        let response = match request.send(text) {
+            Ok(response) => response,
+            Err(e) => {
+                self.note(format!("POST {} failed: {e}", clip(text)));
+                return PostAnswer::default();
+            }
+        };
+        let status = response.status().as_u16();
+        let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let session_id = header("mcp-session-id");
+        let content_type = header("content-type").unwrap_or_default();
+        let mut messages = Vec::new();
+        let reader = response.into_body().into_reader();
+        if content_type.starts_with("text/event-stream") {
+            let source = format!("the SSE answer to POST {}", clip(text));
+            let read = read_sse(reader, |_, data| messages.extend(self.push(data, &source)));
+            if let Err(e) = read {
+                self.note(format!("reading {source} failed: {e}"));
+            }
+        } else {
+            let mut bytes = Vec::new();
+            let mut reader = reader;
+            if let Err(e) = reader.read_to_end(&mut bytes) {
+                self.note(format!("reading the answer to POST {} failed: {e}", clip(text)));
+            }
+            let body = String::from_utf8_lossy(&bytes);
+            let ok = (200..300).contains(&status);
+            if !ok || (status != 200 && status != 202) {
+                self.note(format!("POST {} answered HTTP {status}: {body}", clip(text)));
+            }
+            if !body.trim().is_empty() {
+                // A refusal's body is a JSON-RPC error without an id; it goes to the waits too
+                // (a parse error is answered that way).
+                match serde_json::from_str::<Value>(&body) {
+                    Ok(_) => messages.extend(self.push(&body, "")),
+                    Err(_) if ok => {
+                        let _ = self.tx.send(Line::Bad(format!("POST {} answered HTTP {status} with a body that is not JSON: {body:?}", clip(text))));
+                    }
+                    Err(_) => {}
+                }
+            }
+        }
+        PostAnswer { status, session_id, messages }
+    }
+
+    /// Reads the session's GET stream into the channel until `stop`, reconnecting with
+    /// `Last-Event-ID` when it ends. Says on `ready` whether the first GET was accepted.
+    fn listen(&self, stop: &AtomicBool, ready: Sender<Result<(), String>>) {
+        let mut ready = Some(ready);
+        let mut last_event_id: Option<String> = None;
+        for attempt in 0..100 {
+            if stop.load(Ordering::SeqCst) {
+                break;
+            }
+            if attempt > 0 {
+                thread::sleep(Duration::from_millis(50));
+            }
+            let mut request = self.agent.get(&self.url).header("Accept", "text/event-stream");
+            for (name, value) in &self.headers {
+                request = request.header(*name, value);
+            }
+            if let Some(id) = &last_event_id {
+                request = request.header("Last-Event-ID", id);
+            }
+            let problem = match request.call() {
+                Ok(response) if response.status().as_u16() == 200 => {
+                    if let Some(ready) = ready.take() {
+                        let _ = ready.send(Ok(()));
+                    }
+                    let read = read_sse(response.into_body().into_reader(), |id, data| {
+                        if let Some(id) = id {
+                            last_event_id = Some(id.to_owned());
+                        }
+                        self.push(data, "the GET stream");
+                    });
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    self.note(format!("the GET stream ended ({read:?}); reconnecting after event {last_event_id:?}"));
+                    continue;
+                }
+                Ok(response) => {
+                    let status = response.status().as_u16();
+                    let body = response.into_body().read_to_string().unwrap_or_default();
+                    format!("GET answered HTTP {status}: {body}")
+                }
+                Err(e) => format!("GET failed: {e}"),
+            };
+            // Refused or unreachable: the session or the host is gone.
+            self.note(problem.clone());
+            if let Some(ready) = ready.take() {
+                let _ = ready.send(Err(problem));
+            }
+            break;
+        }
+    }
+}
+
+/// Runs `work` on a thread and waits at most `TIMEOUT` for it.
+fn within<T: Send + 'static>(what: String, work: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let _ = tx.send(work());
+    });
+    rx.recv_timeout(TIMEOUT).map_err(|_| format!("{what}: no HTTP answer within {TIMEOUT:?}"))
+}
+
+/// Reads server-sent events, calling `on_event(id, data)` for each event that has data.
+fn read_sse(reader: impl Read, mut on_event: impl FnMut(Option<&str>, &str)) -> std::io::Result<()> {
+    let mut reader = BufReader::new(reader);
+    let mut buf = Vec::new();
+    let (mut id, mut data, mut has_data) = (None::<String>, String::new(), false);
+    loop {
+        buf.clear();
+        if reader.read_until(b'\n', &mut buf)? == 0 {
+            return Ok(());
+        }
+        let line = String::from_utf8_lossy(&buf);
+        let line = line.trim_end_matches(['\n', '\r']);
+        if line.is_empty() {
+            if has_data {
+                on_event(id.as_deref(), &data);
+            }
+            (id, has_data) = (None, false);
+            data.clear();
+            continue;
+        }
+        if line.starts_with(':') {
+            continue; // a comment: keep-alive
+        }
+        let (field, value) = match line.split_once(':') {
+            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
+            None => (line, ""),
+        };
+        match field {
+            "data" => {
+                if has_data {
+                    data.push('\n');
+                }
+                data.push_str(value);
+                has_data = true;
+            }
+            "id" => id = Some(value.to_owned()),
+            _ => {}
+        }
+    }
 }

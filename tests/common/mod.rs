@@ -60,3 +60,52 @@ pub fn example_plugins(names: &[&str]) -> tempfile::TempDir {
     }
     dir
 }
+
+/// Writes end-to-end scenarios once and runs each over both transports:
+///
+/// ```ignore
+/// scenarios! {
+///     /// Docs and attributes go on the function and both tests.
+///     fn echo_works(t: Transport) { let mut mcp = McpProcess::spawn_with(t, &[...]); ... }
+///
+///     /// `ignore_http(REASON)` ignores the HTTP test only.
+///     ignore_http("host bug: ...")
+///     fn array_is_refused(t: Transport) { ... }
+/// }
+/// ```
+///
+/// defines `fn echo_works(t: Transport)` and the tests `stdio::echo_works` and
+/// `http::echo_works`. Use it once per test file (it defines the modules `stdio` and `http`);
+/// the file needs `#[macro_use] mod common;`.
+#[allow(unused_macros)]
+macro_rules! scenarios {
+    ($($(#[$attr:meta])* $(ignore_http($why:literal))? fn $name:ident($t:ident: Transport) $body:block)*) => {
+        $(
+            $(#[$attr])*
+            fn $name($t: $crate::common::Transport) $body
+        )*
+
+        /// The scenarios over stdio.
+        mod stdio {
+            $(
+                $(#[$attr])*
+                #[test]
+                fn $name() {
+                    super::$name($crate::common::Transport::Stdio)
+                }
+            )*
+        }
+
+        /// The scenarios over Streamable HTTP.
+        mod http {
+            $(
+                $(#[$attr])*
+                $(#[ignore = $why])?
+                #[test]
+                fn $name() {
+                    super::$name($crate::common::Transport::Http)
+                }
+            )*
+        }
+    };
+}

@@ -34,6 +34,8 @@ use crate::mcp::types::SUPPORTED_PROTOCOL_VERSIONS;
 use crate::server::{Host, Outlet, Session};
 
 const SESSION_HEADER: &str = "mcp-session-id";
+/// How long open connections get to finish after a shutdown signal.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 const VERSION_HEADER: &str = "mcp-protocol-version";
 
 /// HTTP settings from the flags.
@@ -111,9 +113,25 @@ pub async fn serve(host: Arc<Host>, settings: HttpSettings) -> anyhow::Result<()
         .layer(DefaultBodyLimit::max(settings.max_body))
         .with_state(app.clone());
     tracing::info!("serving MCP over HTTP at http://{addr}/mcp");
-    axum::serve(listener, router).with_graceful_shutdown(super::shutdown_signal()).await?;
-    for (_, s) in app.sessions.lock().unwrap().drain() {
-        s.session.cancel_all();
+    let stopping = Arc::new(tokio::sync::Notify::new());
+    let (stop_app, stop_signal) = (app.clone(), stopping.clone());
+    // Open SSE responses would keep a graceful shutdown waiting forever: end every session's
+    // calls and streams first, then let the server finish what is left.
+    let shutdown = async move {
+        super::shutdown_signal().await;
+        tracing::info!("signal received; shutting down");
+        for (_, s) in stop_app.sessions.lock().unwrap().drain() {
+            s.events.close();
+            s.session.cancel_all();
+        }
+        stop_signal.notify_one();
+    };
+    let server = axum::serve(listener, router).with_graceful_shutdown(shutdown);
+    tokio::select! {
+        served = server => served?,
+        _ = async { stopping.notified().await; tokio::time::sleep(SHUTDOWN_GRACE).await } => {
+            tracing::warn!("connections still open after {SHUTDOWN_GRACE:?}; exiting anyway");
+        }
     }
     Ok(())
 }
