@@ -462,6 +462,35 @@ fn bodies_over_max_body_get_413() {
     assert_eq!(reply.status, 413, "a 4 KiB body with --max-body 1KiB: {reply:?}");
 }
 
+#[test]
+fn metrics_count_calls_by_tool_and_outcome_and_tasks_by_status() {
+    let plugins = example_plugins(&["text", "hash"]);
+    let server = Server::start(plugins.path(), &[]);
+    let session = server.initialize(None);
+    session.result("tools/call", json!({ "name": "echo", "arguments": { "text": "hi" } }));
+    session.result("tools/call", json!({ "name": "echo", "arguments": { "text": 5 } }));
+    session.result("tools/call", json!({ "name": "hash_chain", "arguments": { "input": "a", "rounds": 10_000_000 } }));
+    let task = session.result("tools/call", json!({ "name": "hash_chain", "arguments": { "input": "a", "rounds": 1 }, "task": {} }));
+    session.result("tasks/result", json!({ "taskId": task["task"]["taskId"] }));
+
+    let reply = server.send("GET", "/metrics", &[], None);
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert!(reply.content_type().starts_with("text/plain"), "{reply:?}");
+    let text = reply.body.clone();
+    for line in [
+        r#"corral_tool_calls_total{tool="echo",outcome="ok"} 1"#,
+        r#"corral_tool_calls_total{tool="echo",outcome="invalid-arguments"} 1"#,
+        r#"corral_tool_calls_total{tool="hash_chain",outcome="fuel-exhausted"} 1"#,
+        r#"corral_tool_calls_total{tool="hash_chain",outcome="ok"} 1"#,
+        r#"corral_tasks{status="completed"} 1"#,
+        r#"corral_task_queue_depth 0"#,
+        r#"corral_http_sessions 1"#,
+    ] {
+        assert!(text.lines().any(|l| l == line), "missing `{line}` in:\n{text}");
+    }
+    assert!(text.contains(r#"corral_tool_call_seconds_count{tool="echo"} 2"#), "{text}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------------
