@@ -30,6 +30,7 @@ use self::events::EventLog;
 pub use self::guard::parse_tokens;
 use self::guard::Guard;
 use crate::mcp::jsonrpc::{self, Incoming};
+use crate::mcp::RpcError;
 use crate::mcp::types::SUPPORTED_PROTOCOL_VERSIONS;
 use crate::server::{Host, Outlet, Session};
 
@@ -137,9 +138,9 @@ pub async fn serve(host: Arc<Host>, settings: HttpSettings) -> anyhow::Result<()
 }
 
 fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
-    let message = message.into();
-    let code = if status == StatusCode::NOT_FOUND { -32001 } else { -32600 };
-    let mut response = (status, Json(json!({ "jsonrpc": "2.0", "id": null, "error": { "code": code, "message": message } }))).into_response();
+    // -32001 (implementation-defined) marks "session not found", as other MCP servers do.
+    let code = if status == StatusCode::NOT_FOUND { -32001 } else { jsonrpc::INVALID_REQUEST };
+    let mut response = (status, Json(jsonrpc::error_message(None, &RpcError::new(code, message)))).into_response();
     if status == StatusCode::UNAUTHORIZED {
         response.headers_mut().insert("www-authenticate", HeaderValue::from_static("Bearer realm=\"corral\""));
     }
@@ -174,6 +175,12 @@ fn find_session(app: &App, headers: &HeaderMap, identity: &Option<String>) -> Re
     }
 }
 
+/// The shared checks, then the request's session (GET and DELETE need one).
+fn existing_session(app: &App, headers: &HeaderMap) -> Result<(String, Arc<HttpSession>), Response> {
+    let identity = admit(app, headers)?;
+    find_session(app, headers, &identity)
+}
+
 fn new_session(app: &App, identity: Option<String>) -> Result<(String, Arc<HttpSession>), Response> {
     let mut sessions = app.sessions.lock().unwrap();
     if sessions.len() >= app.settings.max_sessions {
@@ -195,7 +202,8 @@ async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: Byt
         Err(response) => return response,
     };
     let Ok(text) = std::str::from_utf8(&body) else {
-        return (StatusCode::BAD_REQUEST, Json(json!({ "jsonrpc": "2.0", "id": null, "error": { "code": -32700, "message": "parse error: the body is not UTF-8" } }))).into_response();
+        let error = RpcError::new(jsonrpc::PARSE_ERROR, "parse error: the body is not UTF-8");
+        return (StatusCode::BAD_REQUEST, Json(jsonrpc::error_message(None, &error))).into_response();
     };
     // One JSON-RPC message per POST; anything else is refused here, before any session sees it.
     let (is_initialize, request_id) = match jsonrpc::parse(text) {
@@ -253,11 +261,7 @@ fn is_response_to(message: &Value, id: &Value) -> bool {
 }
 
 async fn open_stream(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    let identity = match admit(&app, &headers) {
-        Ok(identity) => identity,
-        Err(response) => return response,
-    };
-    let (_, session) = match find_session(&app, &headers, &identity) {
+    let (_, session) = match existing_session(&app, &headers) {
         Ok(found) => found,
         Err(response) => return response,
     };
@@ -286,11 +290,7 @@ async fn open_stream(State(app): State<Arc<App>>, headers: HeaderMap) -> Respons
 }
 
 async fn end_session(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    let identity = match admit(&app, &headers) {
-        Ok(identity) => identity,
-        Err(response) => return response,
-    };
-    let (id, session) = match find_session(&app, &headers, &identity) {
+    let (id, session) = match existing_session(&app, &headers) {
         Ok(found) => found,
         Err(response) => return response,
     };
