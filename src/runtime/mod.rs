@@ -50,12 +50,6 @@ pub struct PluginCode {
     pre: PluginPre<CallState>,
 }
 
-impl PluginCode {
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-}
-
 /// Why a plugin's bytes could not become a [`PluginCode`].
 #[derive(Debug)]
 pub enum LoadError {
@@ -92,10 +86,6 @@ impl Runtime {
         let ticker = ticker::Ticker::start(engine.clone(), settings.epoch_tick);
         let instances = tokio::sync::Semaphore::new(settings.engine.max_instances as usize);
         Ok(Runtime { engine, linker, ticker, settings, instances })
-    }
-
-    pub fn settings(&self) -> &RuntimeSettings {
-        &self.settings
     }
 
     /// Compiles a component and resolves its imports against what the host provides.

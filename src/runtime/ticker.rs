@@ -63,7 +63,7 @@ impl Ticker {
         Active { ticker: self }
     }
 
-    /// Whether the ticker thread is parked-eligible (no call running). For tests.
+    /// Calls running now (benchmarks watch it to see a cancelled guest stop).
     pub fn active_calls(&self) -> usize {
         self.shared.active.load(Ordering::Acquire)
     }

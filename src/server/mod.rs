@@ -19,7 +19,6 @@ use crate::runtime::Runtime;
 use crate::tasks::Engine;
 
 pub use metrics::Metrics;
-pub use results::{failure_result, invalid_arguments_result};
 pub use session::Session;
 pub use tasks::ToolExecutor;
 pub use tools::{call_tool_once, list_entry};

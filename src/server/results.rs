@@ -29,8 +29,7 @@ pub fn tool_result(entry: &ToolEntry, result: CallResult) -> Result<CallToolResu
         };
         let problems = crate::registry::violations(validator, value);
         if !problems.is_empty() {
-            let listed: Vec<String> = problems.iter().map(|(p, m)| format!("{}: {m}", if p.is_empty() { "/" } else { p })).collect();
-            return Err(invalid(format!("structured output does not match the output schema ({})", listed.join("; "))));
+            return Err(invalid(format!("structured output does not match the output schema ({})", violations_summary(&problems))));
         }
     }
     let mut content: Vec<ContentBlock> = result.content.into_iter().map(content_block).collect();
@@ -92,11 +91,21 @@ pub fn failure_result(tool: &str, failure: &Failure) -> CallToolResult {
 pub fn invalid_arguments_result(tool: &str, violations: &[(String, String)]) -> CallToolResult {
     let lines: Vec<String> = violations.iter().map(|(path, message)| format!("- {}: {message}", if path.is_empty() { "(arguments)" } else { path })).collect();
     let text = format!("invalid arguments for tool `{tool}`:\n{}", lines.join("\n"));
-    let listed: Vec<Value> = violations.iter().map(|(path, message)| json!({ "path": path, "message": message })).collect();
     let mut detail = Map::new();
     detail.insert("kind".into(), json!("invalid-arguments"));
-    detail.insert("violations".into(), Value::Array(listed));
+    detail.insert("violations".into(), violations_json(violations));
     with_error_meta(CallToolResult::error_text(text), detail)
+}
+
+/// Schema violations as `[{path, message}]`, the shape clients read from `corral/error`.
+pub fn violations_json(violations: &[(String, String)]) -> Value {
+    violations.iter().map(|(path, message)| json!({ "path": path, "message": message })).collect()
+}
+
+/// Schema violations on one line: `/path: message; ...`.
+pub fn violations_summary(violations: &[(String, String)]) -> String {
+    let lines: Vec<String> = violations.iter().map(|(p, m)| format!("{}: {m}", if p.is_empty() { "/" } else { p })).collect();
+    lines.join("; ")
 }
 
 /// An `isError` result with `text` and a bare error kind.

@@ -32,7 +32,6 @@ struct Shared {
     owner: String,
     outlet: Arc<dyn Outlet>,
     phase: Mutex<Phase>,
-    protocol_version: Mutex<Option<&'static str>>,
     levels: LevelFilter,
     in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
     calls: TaskTracker,
@@ -61,18 +60,12 @@ impl Session {
                 owner: owner.into(),
                 outlet,
                 phase: Mutex::new(Phase::New),
-                protocol_version: Mutex::new(None),
                 levels: LevelFilter::new(LogLevel::Info),
                 in_flight: Mutex::new(HashMap::new()),
                 calls: TaskTracker::new(),
                 runtime: tokio::runtime::Handle::current(),
             }),
         }
-    }
-
-    /// The version agreed at `initialize`, if it happened.
-    pub fn protocol_version(&self) -> Option<&'static str> {
-        *self.shared.protocol_version.lock().unwrap()
     }
 
     /// Handles one framed message, answering on the session's outlet. Quick methods are
@@ -160,7 +153,6 @@ impl Session {
         let client = params.get("clientInfo").and_then(|c| c.get("name")).and_then(Value::as_str).unwrap_or("unknown");
         tracing::info!(client, requested = %requested, version, "session initialized");
         *self.shared.phase.lock().unwrap() = Phase::Initialized;
-        *self.shared.protocol_version.lock().unwrap() = Some(version);
         Ok(json!({
             "protocolVersion": version,
             "capabilities": {

@@ -10,7 +10,7 @@ use futures_util::future::BoxFuture;
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::results::{error_result, failure_result};
+use super::results::{error_result, failure_result, violations_json, violations_summary};
 use super::tools::{self, AdmittedCall};
 use super::{Host, Outlet};
 use crate::mcp::jsonrpc::notification;
@@ -82,10 +82,8 @@ pub fn create(host: &Host, owner: &str, call: AdmittedCall, task: &Value, params
     };
     let problems = violations(&entry.input_validator, &call.arguments);
     if !problems.is_empty() {
-        let listed: Vec<Value> = problems.iter().map(|(path, message)| json!({ "path": path, "message": message })).collect();
-        let summary: Vec<String> = problems.iter().map(|(p, m)| format!("{}: {m}", if p.is_empty() { "/" } else { p })).collect();
-        return Err(RpcError::invalid_params(format!("invalid arguments for tool `{}`: {}", entry.name, summary.join("; ")))
-            .with_data(json!({ "kind": "invalid-arguments", "violations": listed })));
+        return Err(RpcError::invalid_params(format!("invalid arguments for tool `{}`: {}", entry.name, violations_summary(&problems)))
+            .with_data(json!({ "kind": "invalid-arguments", "violations": violations_json(&problems) })));
     }
     let idempotency_key = match params.get("_meta").and_then(|m| m.get(IDEMPOTENCY_KEY)) {
         None | Some(Value::Null) => None,

@@ -170,10 +170,6 @@ impl Engine {
         Ok(Engine { inner })
     }
 
-    pub fn settings(&self) -> &EngineSettings {
-        &self.inner.settings
-    }
-
     pub fn counts(&self) -> Counts {
         *self.inner.counts.lock().unwrap()
     }
