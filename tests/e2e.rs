@@ -385,10 +385,13 @@ scenarios! {
             let response = messages.iter().find(|m| is_response(m, &json!(id))).unwrap();
             assert_eq!(text_of(&mut mcp, &response["result"]), "ticked 5 times", "call {id}: {response}");
         }
-        // One at a time: the second call starts only after the first has finished.
-        let logs: Vec<Value> = of_method(&messages, "notifications/message").iter().map(|m| m["params"]["data"].clone()).collect();
+        // One at a time: the second call starts only after the first has finished. The host's
+        // log has one writer, so its order is the order things happened (over HTTP the two
+        // calls' notifications travel on two streams and may arrive interleaved).
         let (start, done) = ("tick: 5 ticks, 50 ms apart", "tick: ticked 5 times");
-        assert_eq!(logs, [start, done, start, done], "the calls overlapped");
+        let log = mcp.wait_stderr("both calls' logs", TIMEOUT, |s| s.matches(done).count() == 2);
+        let order: Vec<&str> = log.lines().filter_map(|l| [start, done].into_iter().find(|m| l.contains(m))).collect();
+        assert_eq!(order, [start, done, start, done], "the calls overlapped:\n{log}");
     }
 
     fn call_over_the_timeout_flag_is_a_timeout_error(t: Transport) {
