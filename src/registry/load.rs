@@ -51,7 +51,7 @@ fn plugin_name(file: &Path) -> String {
     file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
-async fn load_plugin(file: &Path, runtime: &Runtime, settings: &LoadSettings, loaded: &Catalog) -> Result<(Arc<Plugin>, Vec<ToolEntry>), Refusal> {
+pub async fn load_plugin(file: &Path, runtime: &Runtime, settings: &LoadSettings, loaded: &Catalog) -> Result<(Arc<Plugin>, Vec<ToolEntry>), Refusal> {
     let name = plugin_name(file);
     let refuse = |kind, tool: Option<&str>, message: String| Refusal {
         plugin: name.clone(),

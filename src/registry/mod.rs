@@ -17,7 +17,7 @@ use crate::config::Limits;
 use crate::runtime::{Annotations, PluginCode, TaskSupport};
 
 pub use checks::violations;
-pub use load::{load_dir, LoadSettings};
+pub use load::{load_dir, load_plugin, LoadSettings};
 
 /// One loaded plugin.
 pub struct Plugin {
