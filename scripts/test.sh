@@ -5,6 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/build-plugins.sh
+# The Rust SDK and the example plugins' own unit tests, on the host target (no wasm).
+cargo test --locked --manifest-path sdk/rust/Cargo.toml
+cargo test --locked --manifest-path plugins/Cargo.toml
 cargo test --locked "$@"
 cargo bench --locked --no-run
 # The official MCP conformance suite against `corral serve --http` (installs Node 24 locally).
