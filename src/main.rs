@@ -38,6 +38,9 @@ enum Command {
     Tools(ToolsArgs),
     /// Call one tool locally and print its result; exits 1 when the tool reports an error.
     Call(CallArgs),
+    /// Show a plugin's contract version, imports, tools and whether the host would serve it;
+    /// exits 1 when it would refuse it.
+    Inspect(corral::cli::inspect::InspectArgs),
 }
 
 #[derive(Args)]
@@ -237,6 +240,7 @@ fn init_logging(level: &str) {
 
 async fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
+        Command::Inspect(args) => corral::cli::inspect::run(args).await,
         Command::Serve(args) => {
             let durability = if args.tasks.db_sync == "power" { Durability::Power } else { Durability::Process };
             let db = args.tasks.db_path()?;

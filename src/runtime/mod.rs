@@ -7,6 +7,7 @@ mod bindings;
 mod call;
 mod engine;
 mod failure;
+mod inspect;
 mod output;
 mod ticker;
 
@@ -21,6 +22,7 @@ pub use bindings::{Annotations, Blob, CallResult, Content, LogLevel, ResourceBod
 pub use call::{CallContext, CallObserver, Silent};
 pub use engine::EngineSettings;
 pub use failure::Failure;
+pub use inspect::Interfaces;
 use failure::Stopped;
 
 use bindings::{Plugin, PluginPre};

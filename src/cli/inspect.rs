@@ -1,0 +1,234 @@
+//! `corral inspect FILE.wasm`: what a plugin is, what it imports, what tools it offers, and
+//! whether the host would serve it.
+//!
+//! The verdict comes from the host's own loader ([`load_plugin`]), so inspect refuses exactly
+//! what `corral serve` would refuse, with the same words.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::config::{self, Limits};
+use crate::mcp::types::Tool;
+use crate::registry::{load_plugin, Catalog, LoadSettings, Refusal};
+use crate::runtime::{EngineSettings, Interfaces, Runtime, RuntimeSettings};
+use crate::server;
+
+/// The contract's package; the version follows the `@` in the export's name.
+const CONTRACT_EXPORT: &str = "corral:plugin/tools@";
+
+#[derive(clap::Args)]
+pub struct InspectArgs {
+    /// The component to inspect; a manifest NAME.toml beside it is read as `serve` would.
+    #[arg(value_name = "FILE.wasm")]
+    pub file: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Everything `inspect` found out about one component.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    pub file: PathBuf,
+    pub size_bytes: u64,
+    /// `corral:plugin@X.Y.Z` when the component exports the contract's `tools` interface.
+    pub contract: Option<String>,
+    pub imports: Vec<Import>,
+    pub exports: Vec<String>,
+    /// The permissions its imports could use, each once, sorted.
+    pub permissions: Vec<&'static str>,
+    /// Time to compile and load it (`list-tools` included), in milliseconds.
+    pub load_ms: f64,
+    pub limits: Option<LimitsReport>,
+    pub tools: Vec<Tool>,
+    /// Why the host would refuse it; `None` when it would serve it.
+    pub refusal: Option<Refusal>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Import {
+    pub name: String,
+    /// The manifest permission without which this import has nothing to work on.
+    pub permission: Option<&'static str>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LimitsReport {
+    pub timeout_ms: u64,
+    pub task_timeout_ms: u64,
+    pub fuel: u64,
+    pub memory_bytes: u64,
+    pub max_concurrency: usize,
+}
+
+/// Runs the command: prints the report, exits 1 when the host would refuse the plugin.
+pub async fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
+    let report = inspect(&args.file).await?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", render(&report));
+    }
+    Ok(if report.refusal.is_some() { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// Loads `file` as `corral serve` would (with the host's default limits) and reports on it.
+pub async fn inspect(file: &std::path::Path) -> anyhow::Result<Report> {
+    let bytes = std::fs::read(file).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
+    let runtime = Runtime::new(RuntimeSettings::default())?;
+    let settings = LoadSettings { defaults: Limits::default(), memory_ceiling: EngineSettings::default().memory_ceiling };
+    let started = Instant::now();
+    let loaded = load_plugin(file, &runtime, &settings, &Catalog::default()).await;
+    let load_ms = started.elapsed().as_secs_f64() * 1000.0;
+
+    let (interfaces, limits, tools, refusal) = match loaded {
+        Ok((plugin, entries)) => {
+            let tools = entries.iter().map(server::list_entry).collect();
+            (runtime.interfaces_of_plugin(&plugin.code), Some(limits_report(&plugin.limits)), tools, None)
+        }
+        // Refused plugins are compiled again to read their imports, which is often the reason.
+        Err(refusal) => (runtime.interfaces_of(&bytes).unwrap_or_default(), None, Vec::new(), Some(refusal)),
+    };
+    let imports: Vec<Import> = interfaces.imports.iter().map(|name| Import { name: name.clone(), permission: permission_for(name) }).collect();
+    let mut permissions: Vec<&'static str> = imports.iter().filter_map(|i| i.permission).collect();
+    permissions.sort();
+    permissions.dedup();
+    Ok(Report {
+        file: file.to_owned(),
+        size_bytes: bytes.len() as u64,
+        contract: contract_version(&interfaces),
+        imports,
+        exports: interfaces.exports,
+        permissions,
+        load_ms,
+        limits,
+        tools,
+        refusal,
+    })
+}
+
+/// The manifest permission an import needs before it can reach anything: the host links every
+/// WASI 0.2 interface but grants no directory, environment variable or socket by default.
+pub fn permission_for(import: &str) -> Option<&'static str> {
+    let interface = import.split('@').next().unwrap_or(import);
+    if interface.starts_with("wasi:filesystem/") {
+        Some("dirs")
+    } else if interface == "wasi:cli/environment" {
+        Some("env")
+    } else if interface.starts_with("wasi:sockets/") || interface.starts_with("wasi:http/") {
+        Some("network")
+    } else {
+        None
+    }
+}
+
+fn contract_version(interfaces: &Interfaces) -> Option<String> {
+    interfaces.exports.iter().find_map(|e| e.strip_prefix(CONTRACT_EXPORT)).map(|v| format!("corral:plugin@{v}"))
+}
+
+fn limits_report(l: &Limits) -> LimitsReport {
+    LimitsReport {
+        timeout_ms: l.timeout.as_millis() as u64,
+        task_timeout_ms: l.task_timeout.as_millis() as u64,
+        fuel: l.fuel,
+        memory_bytes: l.memory,
+        max_concurrency: l.max_concurrency,
+    }
+}
+
+/// The report as text for a terminal.
+pub fn render(r: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "file         {} ({}, loaded in {:.0} ms)", r.file.display(), config::display_size(r.size_bytes), r.load_ms);
+    let _ = writeln!(out, "contract     {}", r.contract.as_deref().unwrap_or("none: it does not export corral:plugin/tools"));
+    for (i, import) in r.imports.iter().enumerate() {
+        let label = if i == 0 { "imports" } else { "" };
+        match import.permission {
+            Some(p) => _ = writeln!(out, "{label:<12} {:<40} sees nothing without permission `{p}`", import.name),
+            None => _ = writeln!(out, "{label:<12} {}", import.name),
+        }
+    }
+    if r.imports.is_empty() {
+        let _ = writeln!(out, "imports      none");
+    }
+    let permissions = match r.permissions.is_empty() {
+        true => "none needed".to_string(),
+        false => format!("{} (the host grants none by default; the plugin loads and runs without them)", r.permissions.join(", ")),
+    };
+    let _ = writeln!(out, "permissions  {permissions}");
+    if let Some(l) = &r.limits {
+        let _ = writeln!(
+            out,
+            "limits       timeout {}, task timeout {}, fuel {}, memory {}, max concurrency {}",
+            humantime::format_duration(std::time::Duration::from_millis(l.timeout_ms)),
+            humantime::format_duration(std::time::Duration::from_millis(l.task_timeout_ms)),
+            l.fuel,
+            config::display_size(l.memory_bytes),
+            l.max_concurrency
+        );
+    }
+    let _ = writeln!(out, "tools        {}", r.tools.len());
+    for tool in &r.tools {
+        render_tool(&mut out, tool);
+    }
+    match &r.refusal {
+        None => _ = writeln!(out, "verdict      corral would serve it"),
+        Some(refusal) => {
+            let kind = serde_json::to_value(refusal.kind).ok().and_then(|k| k.as_str().map(str::to_owned)).unwrap_or_default();
+            let _ = writeln!(out, "verdict      REFUSED ({kind}): {}", refusal.message);
+        }
+    }
+    out
+}
+
+fn render_tool(out: &mut String, tool: &Tool) {
+    let title = tool.title.as_deref().map(|t| format!(" \"{t}\"")).unwrap_or_default();
+    let _ = writeln!(out, "  {}{title}  task support: {}", tool.name, tool.execution.task_support.as_str());
+    let _ = writeln!(out, "    {}", tool.description);
+    let a = &tool.annotations;
+    let hints: Vec<&str> = [
+        (a.read_only_hint, "read-only", "writes"),
+        (a.destructive_hint, "destructive", "not destructive"),
+        (a.idempotent_hint, "idempotent", "not idempotent"),
+        (a.open_world_hint, "open world", "closed world"),
+    ]
+    .iter()
+    .filter_map(|&(hint, yes, no)| hint.map(|h| if h { yes } else { no }))
+    .collect();
+    if !hints.is_empty() {
+        let _ = writeln!(out, "    hints: {}", hints.join(", "));
+    }
+    let schema = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap_or_default().replace('\n', "\n      ");
+    let _ = writeln!(out, "    input schema:\n      {}", schema(&tool.input_schema));
+    if let Some(output) = &tool.output_schema {
+        let _ = writeln!(out, "    output schema:\n      {}", schema(output));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn imports_map_to_the_permissions_they_need() {
+        assert_eq!(permission_for("wasi:filesystem/preopens@0.2.9"), Some("dirs"));
+        assert_eq!(permission_for("wasi:cli/environment@0.2.6"), Some("env"));
+        assert_eq!(permission_for("wasi:sockets/tcp@0.2.0"), Some("network"));
+        assert_eq!(permission_for("wasi:http/outgoing-handler@0.2.10"), Some("network"));
+        assert_eq!(permission_for("wasi:cli/stdout@0.2.6"), None);
+        assert_eq!(permission_for("corral:plugin/host@0.1.0"), None);
+    }
+
+    #[test]
+    fn the_contract_version_comes_from_the_tools_export() {
+        let with = Interfaces { imports: vec![], exports: vec!["corral:plugin/tools@0.1.0".into()] };
+        assert_eq!(contract_version(&with).as_deref(), Some("corral:plugin@0.1.0"));
+        assert_eq!(contract_version(&Interfaces::default()), None);
+    }
+}

@@ -1,0 +1,3 @@
+//! Subcommands for plugin authors: `corral new` and `corral inspect`.
+
+pub mod inspect;

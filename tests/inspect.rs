@@ -1,0 +1,104 @@
+//! `corral inspect`: contract, imports and their permissions, tools, and the host's verdict,
+//! on real example plugins and on WAT fixtures the host refuses.
+
+mod common;
+
+use std::path::Path;
+use std::process::Output;
+
+use common::*;
+use serde_json::Value;
+
+fn inspect(file: &Path, json: bool) -> Output {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_corral"));
+    cmd.args(["--log-level", "error", "inspect"]).arg(file);
+    if json {
+        cmd.arg("--json");
+    }
+    cmd.output().expect("running corral inspect")
+}
+
+fn inspect_json(file: &Path) -> (Value, i32) {
+    let out = inspect(file, true);
+    let report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("inspect --json printed no JSON ({e}):\n{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)));
+    (report, out.status.code().unwrap_or(-1))
+}
+
+#[test]
+fn a_good_plugin_shows_its_contract_imports_tools_limits_and_verdict() {
+    let dir = example_plugins(&["hash"]);
+    let file = dir.path().join("hash.wasm");
+    let (report, code) = inspect_json(&file);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["contract"], "corral:plugin@0.1.0");
+    assert_eq!(report["exports"], serde_json::json!(["corral:plugin/tools@0.1.0"]));
+    let imports = report["imports"].as_array().unwrap();
+    assert!(imports.iter().any(|i| i["name"] == "corral:plugin/host@0.1.0" && i["permission"].is_null()), "{imports:#?}");
+    // A Rust wasm32-wasip2 build imports wasi:cli/environment (std reads it for env::var).
+    assert!(imports.iter().any(|i| i["name"].as_str().unwrap().starts_with("wasi:cli/environment@") && i["permission"] == "env"), "{imports:#?}");
+    assert!(report["permissions"].as_array().unwrap().contains(&Value::from("env")));
+    let tool = &report["tools"][0];
+    assert_eq!(tool["name"], "hash_chain");
+    assert_eq!(tool["execution"]["taskSupport"], "optional");
+    assert_eq!(tool["inputSchema"]["required"], serde_json::json!(["input", "rounds"]));
+    assert_eq!(tool["outputSchema"]["properties"]["digest"]["pattern"], "^[0-9a-f]{64}$");
+    assert_eq!(report["limits"]["fuel"], 2_000_000_000u64, "hash.toml beside the file is read");
+    assert!(report["refusal"].is_null());
+    assert!(report["sizeBytes"].as_u64().unwrap() > 0 && report["loadMs"].as_f64().unwrap() > 0.0);
+
+    let out = inspect(&file, false);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    for line in ["contract     corral:plugin@0.1.0", "sees nothing without permission `env`", "hash_chain \"SHA-256 hash chain\"  task support: optional", "hints: read-only, not destructive, idempotent, closed world", "\"pattern\": \"^[0-9a-f]{64}$\"", "fuel 2000000000", "verdict      corral would serve it"] {
+        assert!(text.contains(line), "missing {line:?} in:\n{text}");
+    }
+}
+
+#[test]
+fn a_plugin_with_a_bad_tool_name_is_refused_with_the_hosts_words_and_exit_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_plugin(dir.path(), "dotty", &Fixture::new().tool(ToolDef::new("has.dot")).build());
+    let (report, code) = inspect_json(&file);
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(report["refusal"]["kind"], "invalid-tool-name");
+    assert_eq!(report["refusal"]["tool"], "has.dot");
+    assert_eq!(report["contract"], "corral:plugin@0.1.0", "the contract is read from a refused plugin too");
+    let text = String::from_utf8_lossy(&inspect(&file, false).stdout).into_owned();
+    assert!(text.contains("verdict      REFUSED (invalid-tool-name): plugin `dotty`: tool `has.dot`"), "{text}");
+}
+
+#[test]
+fn a_missing_import_is_listed_and_named_in_the_refusal() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_plugin(dir.path(), "needy", &Fixture::new().import_unknown_interface().tool(ToolDef::new("needy")).build());
+    let (report, code) = inspect_json(&file);
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(report["refusal"]["kind"], "missing-import");
+    assert!(report["refusal"]["message"].as_str().unwrap().contains("other:thing/gizmo"), "{report:#}");
+    let imports: Vec<&str> = report["imports"].as_array().unwrap().iter().map(|i| i["name"].as_str().unwrap()).collect();
+    assert!(imports.iter().any(|i| i.starts_with("other:thing/gizmo")), "{imports:?}");
+}
+
+#[test]
+fn a_bad_manifest_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_plugin(dir.path(), "good", &Fixture::new().tool(ToolDef::new("good")).build());
+    write_manifest(dir.path(), "good", "[limits]\nfuel = \"lots\"\n");
+    let (report, code) = inspect_json(&file);
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(report["refusal"]["kind"], "invalid-manifest");
+}
+
+#[test]
+fn a_file_that_is_not_a_component_is_refused_and_a_missing_file_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_plugin(dir.path(), "junk", b"not wasm at all");
+    let (report, code) = inspect_json(&file);
+    assert_eq!(code, 1);
+    assert_eq!(report["refusal"]["kind"], "invalid-component");
+    assert!(report["contract"].is_null());
+
+    let out = inspect(&dir.path().join("absent.wasm"), false);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("absent.wasm"));
+}
