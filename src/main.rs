@@ -41,6 +41,8 @@ enum Command {
     /// Show a plugin's contract version, imports, tools and whether the host would serve it;
     /// exits 1 when it would refuse it.
     Inspect(corral::cli::inspect::InspectArgs),
+    /// Create a plugin project (Rust, JavaScript, Python or C) that builds on the first try.
+    New(corral::cli::new::NewArgs),
 }
 
 #[derive(Args)]
@@ -241,6 +243,7 @@ fn init_logging(level: &str) {
 async fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Inspect(args) => corral::cli::inspect::run(args).await,
+        Command::New(args) => corral::cli::new::run(args),
         Command::Serve(args) => {
             let durability = if args.tasks.db_sync == "power" { Durability::Power } else { Durability::Process };
             let db = args.tasks.db_path()?;

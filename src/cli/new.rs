@@ -1,0 +1,138 @@
+//! `corral new NAME [--lang rust|js|python|c]`: a plugin project that builds on the first try.
+//!
+//! The project holds the contract (`wit/plugin.wit`, or the vendored Rust SDK that carries it),
+//! a starter tool with a test, a manifest `NAME.toml` and `build.sh`, which puts
+//! `dist/NAME.wasm` and its manifest side by side for `corral serve --plugins dist`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use super::templates::{self, File};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Lang {
+    Rust,
+    Js,
+    Python,
+    C,
+}
+
+#[derive(clap::Args)]
+pub struct NewArgs {
+    /// The plugin's name: 1-64 characters of a-z, 0-9, `-` and `_`, starting with a letter.
+    /// It names the directory, the component (NAME.wasm) and the starter tool.
+    pub name: String,
+    /// The language of the project.
+    #[arg(long, value_enum, default_value = "rust")]
+    pub lang: Lang,
+    /// The directory to create the project in.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub dir: PathBuf,
+}
+
+pub fn run(args: NewArgs) -> anyhow::Result<ExitCode> {
+    let project = create(&args.dir, &args.name, args.lang)?;
+    let shown = project.display();
+    println!("created {shown} ({:?} plugin `{}`)", args.lang, args.name);
+    println!("next:");
+    println!("  cd {shown} && ./build.sh");
+    println!("  corral inspect dist/{}.wasm", args.name);
+    println!("  corral serve --plugins dist --watch");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the project `DIR/NAME`, which must not exist yet (or be empty), and returns its path.
+pub fn create(dir: &Path, name: &str, lang: Lang) -> anyhow::Result<PathBuf> {
+    check_name(name).map_err(anyhow::Error::msg)?;
+    let project = dir.join(name);
+    if project.exists() && std::fs::read_dir(&project).map(|mut d| d.next().is_some()).unwrap_or(true) {
+        anyhow::bail!("{} already exists and is not empty; pick another name or --dir", project.display());
+    }
+    let files: &[File] = match lang {
+        Lang::Rust => templates::RUST,
+        Lang::Js => templates::JS,
+        Lang::Python => templates::PYTHON,
+        Lang::C => templates::C,
+    };
+    for file in templates::COMMON.iter().chain(files) {
+        let path = project.join(fill(file.path, name));
+        write(&path, &fill(file.text, name), file.executable)?;
+    }
+    Ok(project)
+}
+
+/// Plugin names become file, directory, crate and tool names, so they keep to what all accept.
+pub fn check_name(name: &str) -> Result<(), String> {
+    let starts_with_letter = name.starts_with(|c: char| c.is_ascii_lowercase());
+    let chars_ok = name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+    if starts_with_letter && chars_ok && name.len() <= 64 {
+        Ok(())
+    } else {
+        Err(format!("plugin name {name:?} must be 1-64 characters of a-z, 0-9, `-` and `_`, starting with a letter"))
+    }
+}
+
+fn fill(text: &str, name: &str) -> String {
+    let snake = name.replace('-', "_");
+    text.replace("{{name}}", name).replace("{{tool}}", &snake).replace("{{crate}}", &snake)
+}
+
+fn write(path: &Path, text: &str, executable: bool) -> anyhow::Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", parent.display()))?;
+    }
+    std::fs::write(path, text).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    if executable {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).map_err(|e| anyhow::anyhow!("cannot make {} executable: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_must_suit_files_crates_and_tools() {
+        for good in ["weather", "my-tool", "a1_b2"] {
+            assert!(check_name(good).is_ok(), "{good}");
+        }
+        for bad in ["", "1st", "Caps", "dot.ted", "sp ace", &"x".repeat(65)] {
+            assert!(check_name(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn placeholders_are_filled() {
+        assert_eq!(fill("{{name}} {{tool}} {{crate}}.wasm", "my-tool"), "my-tool my_tool my_tool.wasm");
+    }
+
+    #[test]
+    fn every_language_gets_a_manifest_a_build_script_and_no_placeholder_left() {
+        for lang in [Lang::Rust] {
+            let dir = tempfile::tempdir().unwrap();
+            let project = create(dir.path(), "my-tool", lang).unwrap();
+            assert!(project.join("my-tool.toml").is_file(), "{lang:?}");
+            assert!(project.join("build.sh").is_file(), "{lang:?}");
+            for entry in walk(&project) {
+                let text = std::fs::read_to_string(&entry).unwrap_or_default();
+                assert!(!text.contains("{{"), "{lang:?}: {} keeps a placeholder", entry.display());
+            }
+            assert!(create(dir.path(), "my-tool", lang).unwrap_err().to_string().contains("already exists"));
+        }
+    }
+
+    fn walk(dir: &Path) -> Vec<PathBuf> {
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                files.extend(walk(&path));
+            } else {
+                files.push(path);
+            }
+        }
+        files
+    }
+}
