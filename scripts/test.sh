@@ -5,9 +5,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/build-plugins.sh
-# The Rust SDK and the example plugins' own unit tests, on the host target (no wasm).
+# The Rust SDK and the example plugins' own unit tests, on this machine (no wasm).
 cargo test --locked --manifest-path sdk/rust/Cargo.toml
 cargo test --locked --manifest-path plugins/Cargo.toml
+(cd plugins/slug && npm test)
+(cd plugins/stats && python3 -m unittest)
 cargo test --locked "$@"
 cargo bench --locked --no-run
 # The official MCP conformance suite against `corral serve --http` (installs Node 24 locally).

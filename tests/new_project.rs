@@ -6,7 +6,9 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_json::Value;
+use common::{McpProcess, PROTOCOL_VERSION};
+use serde_json::json;
+use std::time::Duration;
 
 fn corral(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_corral")).args(["--log-level", "error"]).args(args).env("CORRAL_DB", ":memory:").output().expect("running corral")
@@ -35,19 +37,23 @@ fn new_project(name: &str, lang: &str) -> (tempfile::TempDir, PathBuf) {
     (dir, project)
 }
 
-/// Calls the starter tool of the project's `dist/` through `corral call` and checks its greeting.
+/// Serves the project's `dist/` and calls its starter tool: a greeting, and an `isError` result
+/// for an empty name.
 fn assert_serves_greeting(project: &Path, name: &str) {
     let dist = project.join("dist");
     assert!(dist.join(format!("{name}.wasm")).is_file() && dist.join(format!("{name}.toml")).is_file(), "build.sh fills dist/");
     let tool = name.replace('-', "_");
-    let out = corral(&["call", "--plugins", dist.to_str().unwrap(), &tool, r#"{"name": "Ada"}"#]);
-    let result: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-    assert!(out.status.success(), "{result:#}");
+    let mut mcp = McpProcess::spawn(&["serve", "--plugins", dist.to_str().unwrap(), "--log-level", "warn"]);
+    let id = mcp.send_request("initialize", json!({"protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": {"name": "new", "version": "0"}}));
+    let response = mcp.wait_response(id, Duration::from_secs(300));
+    assert!(response.get("result").is_some(), "initialize: {response}");
+    mcp.notify("notifications/initialized", json!({}));
+    let result = mcp.call_tool(&tool, json!({"name": "Ada"}));
     assert_eq!(result["content"][0]["text"], "Hello, Ada!", "{result:#}");
-    let out = corral(&["call", "--plugins", dist.to_str().unwrap(), &tool, r#"{"name": ""}"#]);
-    assert_eq!(out.status.code(), Some(1), "an empty name is a tool error: {}", String::from_utf8_lossy(&out.stdout));
-    let out = corral(&["inspect", dist.join(format!("{name}.wasm")).to_str().unwrap()]);
-    assert!(out.status.success(), "inspect: {}", String::from_utf8_lossy(&out.stdout));
+    assert!(result.get("isError").is_none_or(|e| e == false), "{result:#}");
+    let result = mcp.call_tool(&tool, json!({"name": " "}));
+    assert_eq!(result["isError"], true, "{result:#}");
+    assert!(result["content"][0]["text"].as_str().unwrap().contains("say who to greet"), "{result:#}");
 }
 
 #[test]
@@ -58,4 +64,33 @@ fn a_new_rust_project_tests_builds_and_serves() {
     run(&project, "cargo", &["test"], &[("CARGO_TARGET_DIR", &target)]);
     run(&project, "./build.sh", &[], &[("CARGO_TARGET_DIR", &target)]);
     assert_serves_greeting(&project, "hello-rust");
+    let out = corral(&["inspect", project.join("dist/hello-rust.wasm").to_str().unwrap()]);
+    assert!(out.status.success(), "inspect: {}", String::from_utf8_lossy(&out.stdout));
+}
+
+#[test]
+fn a_new_c_project_builds_and_serves() {
+    // build-plugins.sh installs the C toolchain (clang, wasm-ld, the WASI libc) when it is missing.
+    common::example_dist();
+    let (_dir, project) = new_project("hello-c", "c");
+    run(&project, "./build.sh", &[], &[]);
+    assert_serves_greeting(&project, "hello-c");
+    let out = corral(&["inspect", project.join("dist/hello-c.wasm").to_str().unwrap()]);
+    assert!(out.status.success(), "inspect: {}", String::from_utf8_lossy(&out.stdout));
+}
+
+#[test]
+fn a_new_js_project_tests_builds_and_serves() {
+    let (_dir, project) = new_project("hello-js", "js");
+    run(&project, "./build.sh", &[], &[]);
+    run(&project, "npm", &["test"], &[]);
+    assert_serves_greeting(&project, "hello-js");
+}
+
+#[test]
+fn a_new_python_project_tests_builds_and_serves() {
+    let (_dir, project) = new_project("hello-python", "python");
+    run(&project, "python3", &["-m", "unittest"], &[]);
+    run(&project, "./build.sh", &[], &[]);
+    assert_serves_greeting(&project, "hello-python");
 }

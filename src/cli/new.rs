@@ -56,7 +56,12 @@ pub fn create(dir: &Path, name: &str, lang: Lang) -> anyhow::Result<PathBuf> {
     };
     for file in templates::COMMON.iter().chain(files) {
         let path = project.join(fill(file.path, name));
-        write(&path, &fill(file.text, name), file.executable)?;
+        // Text gets its placeholders filled; binary files (an object file) are copied as they are.
+        let contents = match std::str::from_utf8(file.contents) {
+            Ok(text) => fill(text, name).into_bytes(),
+            Err(_) => file.contents.to_vec(),
+        };
+        write(&path, &contents, file.executable)?;
     }
     Ok(project)
 }
@@ -77,11 +82,11 @@ fn fill(text: &str, name: &str) -> String {
     text.replace("{{name}}", name).replace("{{tool}}", &snake).replace("{{crate}}", &snake)
 }
 
-fn write(path: &Path, text: &str, executable: bool) -> anyhow::Result<()> {
+fn write(path: &Path, contents: &[u8], executable: bool) -> anyhow::Result<()> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", parent.display()))?;
     }
-    std::fs::write(path, text).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    std::fs::write(path, contents).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
     if executable {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).map_err(|e| anyhow::anyhow!("cannot make {} executable: {e}", path.display()))?;
@@ -110,7 +115,7 @@ mod tests {
 
     #[test]
     fn every_language_gets_a_manifest_a_build_script_and_no_placeholder_left() {
-        for lang in [Lang::Rust] {
+        for lang in [Lang::Rust, Lang::Js, Lang::Python, Lang::C] {
             let dir = tempfile::tempdir().unwrap();
             let project = create(dir.path(), "my-tool", lang).unwrap();
             assert!(project.join("my-tool.toml").is_file(), "{lang:?}");

@@ -7,16 +7,16 @@
 /// One file of a template.
 pub struct File {
     pub path: &'static str,
-    pub text: &'static str,
+    pub contents: &'static [u8],
     pub executable: bool,
 }
 
 macro_rules! file {
     ($path:literal, $source:literal) => {
-        File { path: $path, text: include_str!(concat!("../../", $source)), executable: false }
+        File { path: $path, contents: include_bytes!(concat!("../../", $source)), executable: false }
     };
     ($path:literal, $source:literal, executable) => {
-        File { path: $path, text: include_str!(concat!("../../", $source)), executable: true }
+        File { path: $path, contents: include_bytes!(concat!("../../", $source)), executable: true }
     };
 }
 
@@ -41,6 +41,38 @@ pub const RUST: &[File] = &[
     file!("corral-plugin/wit/plugin.wit", "wit/plugin.wit"),
 ];
 
-pub const JS: &[File] = &[];
-pub const PYTHON: &[File] = &[];
-pub const C: &[File] = &[];
+pub const JS: &[File] = &[
+    file!("app.js", "templates/js/app.js"),
+    file!("greet.js", "templates/js/greet.js"),
+    file!("greet.test.js", "templates/js/greet.test.js"),
+    file!("package.json", "templates/js/package.json"),
+    file!("package-lock.json", "templates/js/package-lock.json"),
+    file!("build.sh", "templates/js/build.sh", executable),
+    file!("README.md", "templates/js/README.md"),
+    file!(".gitignore", "templates/js/gitignore"),
+    file!("wit/plugin.wit", "wit/plugin.wit"),
+];
+
+pub const PYTHON: &[File] = &[
+    file!("app.py", "templates/python/app.py"),
+    file!("test_app.py", "templates/python/test_app.py"),
+    file!("requirements.txt", "templates/python/requirements.txt"),
+    file!("build.sh", "templates/python/build.sh", executable),
+    file!("README.md", "templates/python/README.md"),
+    file!(".gitignore", "templates/python/gitignore"),
+    file!("wit/plugin.wit", "wit/plugin.wit"),
+];
+
+pub const C: &[File] = &[
+    file!("greet.c", "templates/c/greet.c"),
+    // The JSON helper and the generated bindings are the `checksum` example's.
+    file!("json.c", "plugins/checksum/json.c"),
+    file!("json.h", "plugins/checksum/json.h"),
+    file!("gen/plugin.c", "plugins/checksum/gen/plugin.c"),
+    file!("gen/plugin.h", "plugins/checksum/gen/plugin.h"),
+    file!("gen/plugin_component_type.o", "plugins/checksum/gen/plugin_component_type.o"),
+    file!("build.sh", "templates/c/build.sh", executable),
+    file!("README.md", "templates/c/README.md"),
+    file!(".gitignore", "templates/c/gitignore"),
+    file!("wit/plugin.wit", "wit/plugin.wit"),
+];
