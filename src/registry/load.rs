@@ -10,6 +10,7 @@ use std::time::Duration;
 use super::checks::{check_name, compile_schema};
 use super::{Catalog, Plugin, Refusal, RefusalKind, ToolEntry};
 use crate::config::{self, Limits};
+
 use crate::runtime::{CallContext, LoadError, Runtime, Silent, Tool};
 
 /// `list-tools` should answer at once; this bounds a plugin that doesn't.
@@ -18,6 +19,8 @@ const LIST_TOOLS_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct LoadSettings {
     pub defaults: Limits,
     pub memory_ceiling: u64,
+    /// Directories no plugin may be granted write access to (the compile cache).
+    pub protected: Vec<PathBuf>,
 }
 
 /// Loads every `*.wasm` in `dir`, in file-name order (which decides who keeps a duplicate name).
@@ -47,7 +50,7 @@ pub async fn load_dir(dir: &Path, runtime: &Runtime, settings: &LoadSettings) ->
     Ok(catalog)
 }
 
-fn plugin_name(file: &Path) -> String {
+pub(super) fn plugin_name(file: &Path) -> String {
     file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
@@ -64,12 +67,16 @@ pub async fn load_plugin(file: &Path, runtime: &Runtime, settings: &LoadSettings
         },
     };
 
-    let limits = config::plugin_limits(file, &settings.defaults, settings.memory_ceiling).map_err(|e| refuse(RefusalKind::InvalidManifest, None, e))?;
+    let manifest = config::plugin_manifest(file, &settings.defaults, settings.memory_ceiling, &settings.protected).map_err(|e| refuse(RefusalKind::InvalidManifest, None, e))?;
+    let limits = manifest.limits;
     let bytes = std::fs::read(file).map_err(|e| refuse(RefusalKind::InvalidComponent, None, format!("cannot read {}: {e}", file.display())))?;
-    let code = runtime.compile(&name, &bytes).map_err(|e| match e {
-        LoadError::InvalidComponent(m) => refuse(RefusalKind::InvalidComponent, None, format!("not a valid component: {m}")),
-        LoadError::MissingImport(m) => refuse(RefusalKind::MissingImport, None, format!("imports something the host does not provide: {m}")),
-    })?;
+    let code = runtime
+        .compile(&name, &bytes)
+        .map_err(|e| match e {
+            LoadError::InvalidComponent(m) => refuse(RefusalKind::InvalidComponent, None, format!("not a valid component: {m}")),
+            LoadError::MissingImport(m) => refuse(RefusalKind::MissingImport, None, format!("imports something the host does not provide: {m}")),
+        })?
+        .with_permissions(manifest.permissions);
 
     let mut list_limits = limits.clone();
     list_limits.timeout = list_limits.timeout.min(LIST_TOOLS_TIMEOUT);

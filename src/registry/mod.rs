@@ -5,6 +5,8 @@
 
 mod checks;
 mod load;
+mod reload;
+mod watch;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -18,6 +20,8 @@ use crate::runtime::{Annotations, PluginCode, TaskSupport};
 
 pub use checks::violations;
 pub use load::{load_dir, load_plugin, LoadSettings};
+pub use reload::reload;
+pub use watch::{watch, Watcher};
 
 /// One loaded plugin.
 pub struct Plugin {
@@ -84,18 +88,32 @@ impl Catalog {
 /// The current catalog, replaceable as a whole.
 pub struct Registry {
     current: RwLock<Arc<Catalog>>,
+    /// Counts replacements, so that the server can tell sessions the tool list changed.
+    generation: tokio::sync::watch::Sender<u64>,
 }
 
 impl Registry {
     pub fn new(catalog: Catalog) -> Registry {
-        Registry { current: RwLock::new(Arc::new(catalog)) }
+        Registry { current: RwLock::new(Arc::new(catalog)), generation: tokio::sync::watch::Sender::new(0) }
     }
 
     pub fn snapshot(&self) -> Arc<Catalog> {
         self.current.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// Swaps in `catalog`. Calls already running keep the plugin version they started with.
     pub fn replace(&self, catalog: Catalog) {
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(catalog);
+        self.generation.send_modify(|g| *g += 1);
+    }
+
+    /// Swaps in `catalog` without waking subscribers: the tools served are the same.
+    pub fn replace_quietly(&self, catalog: Catalog) {
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(catalog);
+    }
+
+    /// Wakes on every [`Registry::replace`].
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.generation.subscribe()
     }
 }

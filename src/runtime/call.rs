@@ -1,14 +1,16 @@
 //! What a call carries down into the runtime, and the per-call store state.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::ResourceTable;
 use wasmtime::ResourceLimiter;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings::{self, LogLevel};
+use super::network::{HttpGuard, NetGuard};
 use crate::config::Limits;
 
 /// Receives what a guest reports while it runs. The server turns these into MCP notifications.
@@ -31,17 +33,43 @@ pub struct CallContext {
     pub limits: Limits,
     pub cancel: CancellationToken,
     pub observer: Arc<dyn CallObserver>,
+    /// Accesses the sandbox refused during the call, for the result to name.
+    pub denials: Arc<Denials>,
 }
 
 impl CallContext {
     pub fn new(limits: Limits, observer: Arc<dyn CallObserver>) -> CallContext {
-        CallContext { limits, cancel: CancellationToken::new(), observer }
+        CallContext { limits, cancel: CancellationToken::new(), observer, denials: Arc::default() }
+    }
+}
+
+/// What the sandbox refused a guest, each in a sentence naming the grant that would allow it.
+#[derive(Default)]
+pub struct Denials(Mutex<Vec<String>>);
+
+/// A guest retrying in a loop must not grow the list without bound.
+const MAX_DENIALS: usize = 16;
+
+impl Denials {
+    pub fn record(&self, what: String) {
+        let mut list = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if list.len() < MAX_DENIALS && !list.contains(&what) {
+            tracing::debug!("{what}");
+            list.push(what);
+        }
+    }
+
+    pub fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }
 
 /// The data of one call's `Store`.
 pub(crate) struct CallState {
     pub wasi: WasiCtx,
+    pub http: WasiHttpCtx,
+    pub http_guard: HttpGuard,
+    pub net: Arc<NetGuard>,
     pub table: ResourceTable,
     pub plugin: Arc<str>,
     pub observer: Arc<dyn CallObserver>,
@@ -73,6 +101,12 @@ impl ResourceLimiter for CallState {
 impl WasiView for CallState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+impl WasiHttpView for CallState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView { ctx: &mut self.http, table: &mut self.table, hooks: &mut self.http_guard }
     }
 }
 

@@ -4,24 +4,32 @@
 //! [`CallContext`], and gives back the guest's result or a [`Failure`].
 
 mod bindings;
+mod cache;
 mod call;
 mod engine;
 mod failure;
+mod network;
 mod output;
 mod ticker;
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Engine, Store, UpdateDeadline};
-use wasmtime_wasi::WasiCtxBuilder;
+use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 pub use bindings::{Annotations, Blob, CallResult, Content, LogLevel, ResourceBody, TaskSupport, Tool};
-pub use call::{CallContext, CallObserver, Silent};
+pub use cache::CacheOutcome;
+pub use call::{CallContext, CallObserver, Denials, Silent};
 pub use engine::EngineSettings;
 pub use failure::Failure;
 use failure::Stopped;
+
+use crate::config::Permissions;
+use cache::CompileCache;
+use network::{GuardedLookup, HttpGuard, NetGuard};
 
 use bindings::{Plugin, PluginPre};
 use call::CallState;
@@ -35,19 +43,36 @@ pub struct RuntimeSettings {
     pub epoch_tick: Duration,
     /// Largest result (sum of its strings and bytes) passed back to a client.
     pub max_output: u64,
+    /// Where precompiled plugins are kept; `None` compiles every plugin at every start.
+    pub cache_dir: Option<PathBuf>,
 }
 
 impl Default for RuntimeSettings {
     fn default() -> RuntimeSettings {
-        RuntimeSettings { engine: EngineSettings::default(), epoch_tick: Duration::from_millis(1), max_output: 16 << 20 }
+        RuntimeSettings { engine: EngineSettings::default(), epoch_tick: Duration::from_millis(1), max_output: 16 << 20, cache_dir: None }
     }
 }
 
-/// A compiled plugin, ready to instantiate.
+/// A compiled plugin and what its instances may reach, ready to instantiate.
 #[derive(Clone)]
 pub struct PluginCode {
     name: Arc<str>,
     pre: PluginPre<CallState>,
+    permissions: Arc<Permissions>,
+    network: Arc<[crate::config::NetPattern]>,
+}
+
+impl PluginCode {
+    /// The same code, granted `permissions` (default: none).
+    pub fn with_permissions(mut self, permissions: Permissions) -> PluginCode {
+        self.network = permissions.network.clone().into();
+        self.permissions = Arc::new(permissions);
+        self
+    }
+
+    pub fn permissions(&self) -> &Permissions {
+        &self.permissions
+    }
 }
 
 /// Why a plugin's bytes could not become a [`PluginCode`].
@@ -62,6 +87,7 @@ pub enum LoadError {
 pub struct Runtime {
     engine: Engine,
     linker: Linker<CallState>,
+    cache: Option<CompileCache>,
     ticker: ticker::Ticker,
     settings: RuntimeSettings,
     instances: tokio::sync::Semaphore,
@@ -82,18 +108,51 @@ impl Runtime {
         let engine = engine::build(&settings.engine)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
+        // Name lookups go through the network allow-list instead of wasmtime-wasi's resolver.
+        linker.allow_shadowing(true);
+        wasmtime_wasi::p2::bindings::sockets::ip_name_lookup::add_to_linker::<CallState, GuardedLookup>(&mut linker, network::lookup_view)?;
+        linker.allow_shadowing(false);
         Plugin::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)?;
+        let cache = match &settings.cache_dir {
+            Some(dir) => Some(CompileCache::open(dir, &engine).map_err(|e| anyhow::anyhow!("compile cache {}: {e} (pass --no-cache to run without one)", dir.display()))?),
+            None => None,
+        };
         let ticker = ticker::Ticker::start(engine.clone(), settings.epoch_tick);
         let instances = tokio::sync::Semaphore::new(settings.engine.max_instances as usize);
-        Ok(Runtime { engine, linker, ticker, settings, instances })
+        Ok(Runtime { engine, linker, cache, ticker, settings, instances })
     }
 
-    /// Compiles a component and resolves its imports against what the host provides.
+    /// The directory this engine's precompiled plugins are kept in, if there is a cache.
+    pub fn cache_dir(&self) -> Option<&std::path::Path> {
+        self.cache.as_ref().map(|c| c.dir())
+    }
+
+    /// Compiles a component (or maps it from the cache) and resolves its imports against what
+    /// the host provides. The code has no permissions until [`PluginCode::with_permissions`].
     pub fn compile(&self, name: &str, bytes: &[u8]) -> Result<PluginCode, LoadError> {
-        let component = Component::new(&self.engine, bytes).map_err(|e| LoadError::InvalidComponent(format!("{e:#}")))?;
+        self.compile_cached(name, bytes).map(|(code, _)| code)
+    }
+
+    /// Like [`Runtime::compile`], also saying how the cache served it (`None`: no cache).
+    pub fn compile_cached(&self, name: &str, bytes: &[u8]) -> Result<(PluginCode, Option<CacheOutcome>), LoadError> {
+        let invalid = |e: wasmtime::Error| LoadError::InvalidComponent(format!("{e:#}"));
+        let (component, outcome) = match &self.cache {
+            Some(cache) => {
+                let (component, outcome) = cache.load(&self.engine, bytes).map_err(invalid)?;
+                match &outcome {
+                    CacheOutcome::Hit => tracing::debug!(plugin = name, "loaded from the compile cache"),
+                    CacheOutcome::Stored => tracing::debug!(plugin = name, "compiled and cached"),
+                    CacheOutcome::Replaced(why) => tracing::warn!(plugin = name, "discarded a cache entry ({why}); compiled again"),
+                    CacheOutcome::NotStored(why) => tracing::warn!(plugin = name, "compiled, but could not cache it: {why}"),
+                }
+                (component, Some(outcome))
+            }
+            None => (Component::new(&self.engine, bytes).map_err(invalid)?, None),
+        };
         let instance_pre = self.linker.instantiate_pre(&component).map_err(|e| LoadError::MissingImport(format!("{e:#}")))?;
-        let pre = PluginPre::new(instance_pre).map_err(|e| LoadError::InvalidComponent(format!("{e:#}")))?;
-        Ok(PluginCode { name: name.into(), pre })
+        let pre = PluginPre::new(instance_pre).map_err(invalid)?;
+        Ok((PluginCode { name: name.into(), pre, permissions: Arc::default(), network: Arc::new([]) }, outcome))
     }
 
     /// Makes the epoch advance now, so a guest that was just cancelled stops without waiting
@@ -133,7 +192,7 @@ impl Runtime {
         let limit = ctx.limits.timeout;
         let deadline = Instant::now() + limit;
         let (stdout, stderr) = PluginOutput::pair(code.name.clone());
-        let mut store = self.new_store(code, &ctx, deadline, &stdout, &stderr);
+        let mut store = self.new_store(code, &ctx, deadline, &stdout, &stderr)?;
         let outcome = {
             let work = async {
                 let _permit = self.instances.acquire().await.expect("the instance semaphore is never closed");
@@ -162,11 +221,31 @@ impl Runtime {
         }
     }
 
-    fn new_store(&self, code: &PluginCode, ctx: &CallContext, deadline: Instant, stdout: &PluginOutput, stderr: &PluginOutput) -> Store<CallState> {
-        // Default-deny: no preopens, no environment, no arguments, no sockets; clocks and random only.
-        let wasi = WasiCtxBuilder::new().stdout(stdout.clone()).stderr(stderr.clone()).allow_tcp(false).allow_udp(false).build();
+    fn new_store(&self, code: &PluginCode, ctx: &CallContext, deadline: Instant, stdout: &PluginOutput, stderr: &PluginOutput) -> Result<Store<CallState>, Failure> {
+        // Default deny: no arguments, and only the directories, variables and destinations the
+        // manifest grants. TCP and name lookups stay switched on so that a refused connect is
+        // seen (and reported) by the network guard rather than failing silently in the guest.
+        let net = Arc::new(NetGuard::new(code.network.clone(), ctx.denials.clone()));
+        let mut wasi = WasiCtxBuilder::new();
+        wasi.stdout(stdout.clone()).stderr(stderr.clone()).allow_udp(false).allow_tcp(true).allow_ip_name_lookup(true);
+        let check = net.clone();
+        wasi.socket_addr_check(move |addr, usage| {
+            let allowed = check.check(addr, usage);
+            Box::pin(async move { allowed })
+        });
+        for var in &code.permissions.env {
+            wasi.env(&var.name, &var.value);
+        }
+        for dir in &code.permissions.dirs {
+            let perms = if dir.writable { FsPerms::ReadWrite } else { FsPerms::ReadOnly };
+            wasi.preopened_dir(&dir.host, &dir.guest, perms)
+                .map_err(|e| Failure::Trap { message: format!("the granted directory {} cannot be opened: {e:#}", dir.host.display()) })?;
+        }
         let state = CallState {
-            wasi,
+            wasi: wasi.build(),
+            http: wasmtime_wasi_http::WasiHttpCtx::new(),
+            http_guard: HttpGuard(net.clone()),
+            net,
             table: ResourceTable::new(),
             plugin: code.name.clone(),
             observer: ctx.observer.clone(),
@@ -194,7 +273,7 @@ impl Runtime {
             }
             Ok(UpdateDeadline::Yield(1))
         });
-        store
+        Ok(store)
     }
 }
 

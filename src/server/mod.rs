@@ -7,6 +7,7 @@ mod metrics;
 mod notify;
 mod results;
 mod session;
+mod sessions;
 mod tasks;
 mod tools;
 
@@ -20,6 +21,7 @@ use crate::tasks::Engine;
 
 pub use metrics::Metrics;
 pub use session::Session;
+pub use sessions::{announce_tool_changes, Sessions};
 pub use tasks::ToolExecutor;
 pub use tools::{call_tool_once, list_entry};
 
@@ -33,11 +35,14 @@ pub trait Outlet: Send + Sync + 'static {
 pub struct ServerOptions {
     /// Tools per `tools/list` page.
     pub page_size: usize,
+    /// Whether the tool list may change while sessions are open (plugins are watched), which
+    /// is announced as the `tools.listChanged` capability.
+    pub list_changed: bool,
 }
 
 impl Default for ServerOptions {
     fn default() -> ServerOptions {
-        ServerOptions { page_size: 100 }
+        ServerOptions { page_size: 100, list_changed: false }
     }
 }
 
@@ -48,4 +53,5 @@ pub struct Host {
     pub engine: Engine,
     pub options: ServerOptions,
     pub metrics: Arc<Metrics>,
+    pub sessions: Sessions,
 }

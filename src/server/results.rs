@@ -56,6 +56,18 @@ fn content_block(content: Content) -> ContentBlock {
     }
 }
 
+/// Names what the sandbox refused during the call: always in `_meta["corral/denied"]`, and in
+/// the content too when the call failed, since a refusal is the likely reason.
+pub fn note_denials(result: &mut CallToolResult, denied: Vec<String>) {
+    if denied.is_empty() {
+        return;
+    }
+    if result.is_error {
+        result.content.extend(denied.iter().map(|what| ContentBlock::Text { text: format!("corral: {what}") }));
+    }
+    result.meta.insert("corral/denied".into(), json!(denied));
+}
+
 /// An `isError` result for a call that failed, with the failure's kind in `_meta`.
 pub fn failure_result(tool: &str, failure: &Failure) -> CallToolResult {
     let mut detail = Map::new();

@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::notify::{CallNotifier, LevelFilter};
+use super::sessions::Listener;
 use super::{tasks, tools, Host, Outlet};
 use crate::mcp::jsonrpc::{self, error_message, result_message, Incoming};
 use crate::mcp::types::{negotiate_version, LogLevel};
@@ -24,6 +25,8 @@ enum Phase {
 
 pub struct Session {
     shared: Arc<Shared>,
+    /// This session's place in the host's [`super::Sessions`].
+    member: u64,
 }
 
 struct Shared {
@@ -54,18 +57,19 @@ impl Session {
     /// A session answering through `outlet`, whose tasks belong to `owner`. Must be created
     /// inside a tokio runtime, which then runs the session's tool calls.
     pub fn new(host: Arc<Host>, outlet: Arc<dyn Outlet>, owner: impl Into<String>) -> Session {
-        Session {
-            shared: Arc::new(Shared {
-                host,
-                owner: owner.into(),
-                outlet,
-                phase: Mutex::new(Phase::New),
-                levels: LevelFilter::new(LogLevel::Info),
-                in_flight: Mutex::new(HashMap::new()),
-                calls: TaskTracker::new(),
-                runtime: tokio::runtime::Handle::current(),
-            }),
-        }
+        let shared = Arc::new(Shared {
+            host,
+            owner: owner.into(),
+            outlet,
+            phase: Mutex::new(Phase::New),
+            levels: LevelFilter::new(LogLevel::Info),
+            in_flight: Mutex::new(HashMap::new()),
+            calls: TaskTracker::new(),
+            runtime: tokio::runtime::Handle::current(),
+        });
+        let listener: Arc<dyn Listener> = shared.clone();
+        let member = shared.host.sessions.join(Arc::downgrade(&listener));
+        Session { shared, member }
     }
 
     /// Handles one framed message, answering on the session's outlet. Quick methods are
@@ -156,7 +160,7 @@ impl Session {
         Ok(json!({
             "protocolVersion": version,
             "capabilities": {
-                "tools": { "listChanged": false },
+                "tools": { "listChanged": self.shared.host.options.list_changed },
                 "logging": {},
                 "tasks": { "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } },
             },
@@ -205,7 +209,7 @@ impl Session {
         let host = shared.host.clone();
         self.spawn_request(id, reply, move |cancel| async move {
             let tool = call.entry.name.clone();
-            let ctx = CallContext { limits, cancel, observer: notifier };
+            let ctx = CallContext { limits, cancel, observer: notifier, denials: Arc::default() };
             match tools::run(&host.runtime, &host.metrics, &call, ctx).await {
                 Ok(result) => Some(Ok(serde_json::to_value(result).expect("results serialize"))),
                 Err(Failure::Cancelled) => None,
@@ -254,6 +258,22 @@ impl Session {
             }
         });
         run_inline_then_spawn(request, &shared.runtime);
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.shared.host.sessions.leave(self.member);
+    }
+}
+
+impl Listener for Shared {
+    fn announce(&self, message: &Value) -> bool {
+        let initialized = *self.phase.lock().unwrap() == Phase::Initialized;
+        if initialized {
+            self.outlet.send(message.clone());
+        }
+        initialized
     }
 }
 

@@ -1,0 +1,98 @@
+//! Reloading some plugins of a running host: the new catalog is built beside the old one and
+//! swapped in whole, so no call ever sees half a reload.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::load::{load_plugin, LoadSettings};
+use super::{Catalog, Plugin, Refusal, RefusalKind, Registry, ToolEntry};
+use crate::runtime::Runtime;
+
+/// Reloads the plugins named in `changed` (their `.wasm` or manifest changed, appeared or
+/// went away) from `dir`, and swaps in the result. A plugin whose new version is refused
+/// keeps serving its old version. Returns whether the served tools changed.
+pub async fn reload(registry: &Registry, dir: &Path, changed: &BTreeSet<String>, runtime: &Runtime, settings: &LoadSettings) -> bool {
+    let old = registry.snapshot();
+    // A plugin refused for a name another plugin held may load now that the other changed.
+    let mut names = changed.clone();
+    names.extend(old.refused.iter().filter(|r| r.kind == RefusalKind::DuplicateTool).map(|r| r.plugin.clone()));
+
+    let mut next = Catalog::default();
+    for plugin in old.plugins.iter().filter(|p| !names.contains(&p.name)) {
+        keep(&mut next, &old, plugin);
+    }
+    next.refused.extend(old.refused.iter().filter(|r| !names.contains(&r.plugin)).cloned());
+
+    let mut served_changed = false;
+    for name in &names {
+        let file = dir.join(format!("{name}.wasm"));
+        let previous = old.plugins.iter().find(|p| &p.name == name);
+        if !file.is_file() {
+            if let Some(p) = previous {
+                tracing::info!(plugin = %name, "removed: its tools are no longer served (running calls finish)");
+                served_changed |= tools_of(&old, p).next().is_some();
+            }
+            continue;
+        }
+        let before = stamp(&file);
+        let loaded = load_plugin(&file, runtime, settings, &next).await;
+        if stamp(&file) != before {
+            // Still being written: the write's own change event brings us back here.
+            tracing::debug!(plugin = %name, "changed while loading; waiting for the next change");
+            if let Some(p) = previous {
+                keep(&mut next, &old, p);
+            }
+            continue;
+        }
+        match loaded {
+            Ok((plugin, tools)) => {
+                tracing::info!(plugin = %name, tools = tools.len(), "reloaded {}", file.display());
+                for tool in tools {
+                    next.tools.insert(tool.name.clone(), Arc::new(tool));
+                }
+                next.plugins.push(plugin);
+                served_changed = true;
+            }
+            Err(refusal) => {
+                match previous {
+                    Some(p) => {
+                        tracing::error!(plugin = %name, kind = ?refusal.kind, "new version refused, the old one keeps serving: {}", refusal.message);
+                        keep(&mut next, &old, p);
+                    }
+                    None => tracing::error!(plugin = %name, kind = ?refusal.kind, "refused: {}", refusal.message),
+                }
+                next.refused.push(refusal);
+            }
+        }
+    }
+    next.plugins.sort_by(|a, b| a.name.cmp(&b.name));
+    if served_changed {
+        registry.replace(next);
+    } else if refusals_differ(&old.refused, &next.refused) {
+        // Only the list of refusals changed: keep it current without telling clients.
+        registry.replace_quietly(next);
+    }
+    served_changed
+}
+
+fn keep(next: &mut Catalog, old: &Catalog, plugin: &Arc<Plugin>) {
+    for tool in tools_of(old, plugin) {
+        next.tools.insert(tool.name.clone(), tool.clone());
+    }
+    next.plugins.push(plugin.clone());
+}
+
+fn tools_of<'a>(catalog: &'a Catalog, plugin: &'a Arc<Plugin>) -> impl Iterator<Item = &'a Arc<ToolEntry>> {
+    catalog.tools.values().filter(move |t| Arc::ptr_eq(&t.plugin, plugin))
+}
+
+fn refusals_differ(a: &[Refusal], b: &[Refusal]) -> bool {
+    a.len() != b.len() || a.iter().zip(b).any(|(x, y)| x.plugin != y.plugin || x.message != y.message)
+}
+
+/// What tells one version of a file from the next without reading it.
+fn stamp(file: &PathBuf) -> Option<(u64, std::time::SystemTime)> {
+    let meta = std::fs::metadata(file).ok()?;
+    Some((meta.len(), meta.modified().ok()?))
+}
