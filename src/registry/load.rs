@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::checks::{check_name, compile_schema};
-use super::{Catalog, Plugin, Refusal, RefusalKind, ToolEntry};
+use super::{stamp, Catalog, Plugin, Refusal, RefusalKind, ToolEntry};
 use crate::config::{self, Limits};
 
 use crate::runtime::{CallContext, LoadError, Runtime, Silent, Tool};
@@ -56,7 +56,9 @@ pub(super) fn plugin_name(file: &Path) -> String {
 
 pub async fn load_plugin(file: &Path, runtime: &Runtime, settings: &LoadSettings, loaded: &Catalog) -> Result<(Arc<Plugin>, Vec<ToolEntry>), Refusal> {
     let name = plugin_name(file);
+    let version = stamp(file);
     let refuse = |kind, tool: Option<&str>, message: String| Refusal {
+        stamp: version,
         plugin: name.clone(),
         file: file.to_owned(),
         tool: tool.map(str::to_owned),
@@ -88,6 +90,7 @@ pub async fn load_plugin(file: &Path, runtime: &Runtime, settings: &LoadSettings
     let plugin = Arc::new(Plugin {
         name: name.clone(),
         file: file.to_owned(),
+        stamp: version,
         code,
         permits: Arc::new(tokio::sync::Semaphore::new(limits.max_concurrency)),
         limits,

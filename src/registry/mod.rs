@@ -27,6 +27,8 @@ pub use watch::{watch, Watcher};
 pub struct Plugin {
     pub name: String,
     pub file: PathBuf,
+    /// The version of its files this was loaded from.
+    pub stamp: Stamp,
     pub code: PluginCode,
     pub limits: Limits,
     /// Bounds the plugin's calls running at once to `limits.max_concurrency`.
@@ -68,6 +70,18 @@ pub struct Refusal {
     pub tool: Option<String>,
     pub kind: RefusalKind,
     pub message: String,
+    /// The version of the plugin's files that was refused.
+    #[serde(skip)]
+    pub stamp: Stamp,
+}
+
+/// Size and modification time of a plugin's `.wasm` and manifest: what tells one version of
+/// its files from the next without reading them (reading would itself wake the watcher).
+pub type Stamp = [Option<(u64, std::time::SystemTime)>; 2];
+
+pub fn stamp(wasm: &std::path::Path) -> Stamp {
+    let of = |p: &std::path::Path| std::fs::metadata(p).ok().and_then(|m| Some((m.len(), m.modified().ok()?)));
+    [of(wasm), of(&crate::config::manifest_path(wasm))]
 }
 
 /// The plugins and tools served at one moment.

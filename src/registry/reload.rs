@@ -2,11 +2,11 @@
 //! swapped in whole, so no call ever sees half a reload.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use super::load::{load_plugin, LoadSettings};
-use super::{Catalog, Plugin, Refusal, RefusalKind, Registry, ToolEntry};
+use super::{stamp, Catalog, Plugin, Refusal, RefusalKind, Registry, ToolEntry};
 use crate::runtime::Runtime;
 
 /// Reloads the plugins named in `changed` (their `.wasm` or manifest changed, appeared or
@@ -36,6 +36,15 @@ pub async fn reload(registry: &Registry, dir: &Path, changed: &BTreeSet<String>,
             continue;
         }
         let before = stamp(&file);
+        let refused_before = old.refused.iter().find(|r| &r.plugin == name);
+        if previous.is_some_and(|p| p.stamp == before) || refused_before.is_some_and(|r| r.stamp == before && r.kind != RefusalKind::DuplicateTool) {
+            // Only read or touched, not changed: nothing to do.
+            if let Some(p) = previous {
+                keep(&mut next, &old, p);
+            }
+            next.refused.extend(refused_before.cloned());
+            continue;
+        }
         let loaded = load_plugin(&file, runtime, settings, &next).await;
         if stamp(&file) != before {
             // Still being written: the write's own change event brings us back here.
@@ -89,10 +98,4 @@ fn tools_of<'a>(catalog: &'a Catalog, plugin: &'a Arc<Plugin>) -> impl Iterator<
 
 fn refusals_differ(a: &[Refusal], b: &[Refusal]) -> bool {
     a.len() != b.len() || a.iter().zip(b).any(|(x, y)| x.plugin != y.plugin || x.message != y.message)
-}
-
-/// What tells one version of a file from the next without reading it.
-fn stamp(file: &PathBuf) -> Option<(u64, std::time::SystemTime)> {
-    let meta = std::fs::metadata(file).ok()?;
-    Some((meta.len(), meta.modified().ok()?))
 }
