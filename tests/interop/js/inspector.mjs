@@ -4,10 +4,11 @@
 //   node inspector.mjs stdio CORRAL PLUGINS_DIR   the Inspector starts `CORRAL serve --plugins PLUGINS_DIR --db :memory:`
 //   node inspector.mjs http URL                   the Inspector talks to a running `corral serve --http` at URL
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { abort, assert, check, errorKind, finish, setSuite, text } from './check.mjs';
 
 const [mode, ...rest] = process.argv.slice(2);
@@ -30,9 +31,14 @@ const home = mkdtempSync(join(tmpdir(), 'corral-inspector-'));
 
 /** Runs the CLI with `args`; returns its exit code and the JSON object it printed. */
 function inspector(...args) {
-    const argv = [launcher, '--cli', '--format', 'json', ...args, ...target];
+    return inspectorOf(target, ...args);
+}
+
+function inspectorOf(server, ...args) {
+    const argv = [launcher, '--cli', '--format', 'json', ...args, ...server];
     return new Promise((resolve) => {
-        execFile(process.execPath, argv, { env: { ...process.env, HOME: home }, timeout: 30_000 }, (error, stdout, stderr) => {
+        const env = { ...process.env, HOME: home, MCP_INSPECTOR_SECRET_STORE: 'memory' };
+        execFile(process.execPath, argv, { env, timeout: 30_000 }, (error, stdout, stderr) => {
             const code = error ? (error.code ?? 'killed') : 0;
             let json;
             try {
@@ -86,6 +92,31 @@ await check('--protocol-era auto: the server/discover probe falls back to initia
     assert.equal(run.code, 0, run.output);
     assert.equal(text(run.json?.result), 'counted down from 1', run.output);
 });
+
+await check("docs/clients.md's `mcpServers` file, as an Inspector --config", async () => {
+    const doc = readFileSync(fileURLToPath(new URL('../../../docs/clients.md', import.meta.url)), 'utf8');
+    const snippet = doc.match(/```json\n(\{\n  "mcpServers"[^]*?)```/)?.[1];
+    assert.ok(snippet, 'no ```json block starting with "mcpServers" in docs/clients.md');
+    const config = snippet
+        .replaceAll('/path/to/corral/target/release/corral', rest[0])
+        .replaceAll('/path/to/corral/plugins/dist', rest[1] ?? '')
+        .replaceAll('http://127.0.0.1:8080/mcp', rest[0]);
+    const file = join(home, 'mcp.json');
+    writeFileSync(file, config);
+    // The stdio entry has no --db: corral keeps its tasks under the Inspector's HOME.
+    const server = mode === 'stdio' ? 'corral' : 'corral-http';
+    const run = await inspectorOf(['--config', file, '--server', server], '--method', 'tools/call', '--tool-name', 'countdown', '--tool-arg', 'from=1', 'interval_ms=10');
+    assert.equal(run.code, 0, run.output);
+    assert.equal(text(run.json?.result), 'counted down from 1', run.output);
+});
+
+if (mode === 'stdio') {
+    await check('tools/list follows nextCursor (corral --page-size 2)', async () => {
+        const run = await inspectorOf([...target, '--page-size', '2'], '--method', 'tools/list');
+        assert.equal(run.code, 0, run.output);
+        assert.equal(run.json?.result?.tools?.length, 5, run.output);
+    });
+}
 
 rmSync(home, { recursive: true, force: true });
 finish();

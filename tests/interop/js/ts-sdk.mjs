@@ -124,6 +124,22 @@ await check('plain call with progress and log messages (tick, no task)', async (
     assert.ok(logs.some((l) => l.logger === 'ticker' && String(l.data).includes('ticked 3 times')), `log: ${JSON.stringify(logs)}`);
 });
 
+await check('plain call cancelled through an AbortSignal (notifications/cancelled): it stops, silently', async () => {
+    const controller = new AbortController();
+    let progress = 0;
+    const before = sideErrors.length;
+    const call = client.callTool({ name: 'tick', arguments: { count: 100, interval_ms: 50 } }, undefined, {
+        signal: controller.signal,
+        onprogress: () => (progress++, controller.abort('enough')),
+    });
+    await assert.rejects(call, /enough/);
+    assert.equal(progress, 1);
+    // The SDK forgets the request when it cancels: a later progress notification or a response
+    // for it would show up here as "unknown token" or "unknown message ID".
+    await sleep(300);
+    assert.deepEqual(sideErrors.slice(before), [], 'corral kept talking about the cancelled call');
+});
+
 await check('task that completes, with progress (tick, callToolStream, ttl asked)', async () => {
     const progress = [];
     const messages = await drain({ name: 'tick', arguments: { count: 3, interval_ms: 50 } }, {
