@@ -3,7 +3,7 @@
 # the TypeScript SDK, the MCP Inspector CLI, the Python SDK 1.30.x and 2.x, and raw JSON-RPC for
 # client behaviours none of them shows (see README.md here).
 #
-#   tests/interop/run.sh [SUITE...]     suites: ts-sdk inspector python-mcp1 python-mcp2 wire (default: all)
+#   tests/interop/run.sh [SUITE...]     suites: ts-sdk inspector python-mcp1 python-mcp2 wire docs (default: all)
 #
 # Environment: CORRAL_BIN (default target/debug/corral under the repo root, or $CARGO_TARGET_DIR/debug/corral),
 #              PYTHON (default python3, must be >= 3.10).
@@ -18,7 +18,7 @@ corral="${CORRAL_BIN:-${CARGO_TARGET_DIR:-$root/target}/debug/corral}"
 case "$corral" in /*) ;; *) corral="$root/$corral" ;; esac
 python="${PYTHON:-python3}"
 suites=("$@")
-(( ${#suites[@]} )) || suites=(ts-sdk inspector python-mcp1 python-mcp2 wire)
+(( ${#suites[@]} )) || suites=(ts-sdk inspector python-mcp1 python-mcp2 wire docs)
 
 log() { printf '[interop] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -26,7 +26,7 @@ die() { log "error: $*"; exit 1; }
 fresh() { [[ -f "$2" && "$(cat "$2")" == "$(sha256sum <"$1")" ]]; }
 
 for suite in "${suites[@]}"; do
-    case "$suite" in ts-sdk | inspector | python-mcp1 | python-mcp2 | wire) ;; *) die "unknown suite $suite" ;; esac
+    case "$suite" in ts-sdk | inspector | python-mcp1 | python-mcp2 | wire | docs) ;; *) die "unknown suite $suite" ;; esac
 done
 [[ -x "$corral" ]] || die "no corral binary at $corral (cargo test --no-run builds it, or set CORRAL_BIN)"
 command -v curl >/dev/null || die "curl is required"
@@ -90,7 +90,7 @@ done
 passed=0 failed=0 broken=()
 for suite in "${suites[@]}"; do
     case "$suite" in
-        ts-sdk | inspector | wire) cmd=(node "$here/js/$suite.mjs") ;;
+        ts-sdk | inspector | wire | docs) cmd=(node "$here/js/$suite.mjs") ;;
         python-*) cmd=("$here/.venv-${suite#python-}/bin/python" "$here/python/${suite#python-}_client.py") ;;
     esac
     for transport in stdio http; do
