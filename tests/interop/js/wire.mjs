@@ -98,7 +98,7 @@ async function stdioChecks() {
     await check('almost no environment: `task: {}` without ttl, the default database under HOME survives a restart', async () => {
         const home = mkdtempSync(join(tmpdir(), 'corral-wire-home-'));
         try {
-            // What a stdio client such as the Inspector passes: no CORRAL_*, no XDG_*, no USER.
+            // Less than the SDKs and the Inspector pass (HOME, LOGNAME, PATH, SHELL, TERM, USER): no CORRAL_*, no XDG_*.
             const env = { HOME: home, PATH: process.env.PATH };
             const first = new Stdio([], env);
             first.send(initialize(1));
