@@ -103,7 +103,7 @@ for suite in "${suites[@]}"; do
         code=${PIPESTATUS[0]}
         set -e
         # The suite's closing line: "SUITE/TRANSPORT: N passed, N failed".
-        if counts="$(tail -n 1 "$out" | grep -oE '[0-9]+ passed, [0-9]+ failed$')"; then
+        if counts="$(grep -oE '^[^ ]+: [0-9]+ passed, [0-9]+ failed$' "$out" | tail -n 1 | grep -oE '[0-9]+ passed, [0-9]+ failed')"; then
             read -r p _ f _ <<<"${counts//,/}"
             passed=$((passed + p)) failed=$((failed + f))
         fi
