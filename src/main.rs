@@ -92,10 +92,20 @@ impl HostArgs {
         }
         match &self.cache_dir {
             Some(dir) => Ok(Some(dir.clone())),
-            None => {
-                let base = dirs::cache_dir().ok_or_else(|| anyhow::anyhow!("no per-user cache directory is known here: pass --cache-dir DIR or --no-cache"))?;
-                Ok(Some(base.join("corral")))
-            }
+            // The default is a convenience: where it cannot be made, corral compiles every time.
+            None => match dirs::cache_dir().map(|base| base.join("corral")) {
+                Some(dir) => match std::fs::create_dir_all(&dir) {
+                    Ok(()) => Ok(Some(dir)),
+                    Err(e) => {
+                        tracing::warn!("no compile cache: cannot create {}: {e} (pass --cache-dir DIR)", dir.display());
+                        Ok(None)
+                    }
+                },
+                None => {
+                    tracing::warn!("no compile cache: no per-user cache directory is known here (pass --cache-dir DIR)");
+                    Ok(None)
+                }
+            },
         }
     }
 }
@@ -379,7 +389,7 @@ async fn build_host(args: &HostArgs, options: ServerOptions, db: &std::path::Pat
     }
     let registry = Arc::new(Registry::new(catalog));
     let runtime = Arc::new(runtime);
-    let store = Arc::new(SqliteStore::open(db, durability)?);
+    let store = Arc::new(SqliteStore::open(db, durability).map_err(|e| anyhow::anyhow!("{e:#} (choose another file with --db PATH, or --db :memory: to keep tasks in memory)"))?);
     let metrics = Arc::new(server::Metrics::default());
     let executor = Arc::new(ToolExecutor { registry: registry.clone(), runtime: runtime.clone(), metrics: metrics.clone() });
     let runners = Runners::register(db).map_err(|e| anyhow::anyhow!("task store {}: cannot register this host: {e}", db.display()))?;

@@ -139,9 +139,11 @@ set = {{ PROBE_MODE = "test" }}
     // nothing outside a grant is visible.
     let (r, _) = probe(&mut host, json!({ "read": "/in/data.txt" }));
     assert_eq!(r["read"], "granted data");
-    let (r, _) = probe(&mut host, json!({ "write": "/in/new.txt", "text": "x" }));
+    let (r, result) = probe(&mut host, json!({ "write": "/in/new.txt", "text": "x" }));
     assert!(r["write"].as_str().unwrap().starts_with("denied"), "{r}");
     assert!(!input.join("new.txt").exists(), "a read-only grant was written to");
+    let expected = "dirs: writing `new.txt` was denied: its directory is granted read-only; grant it with mode = \"rw\"";
+    assert!(denials(&result).iter().any(|d| d.starts_with(expected)), "{result}");
     let (r, _) = probe(&mut host, json!({ "write": "/out/new.txt", "text": "written by the guest" }));
     assert_eq!(r["write"], "wrote");
     assert_eq!(std::fs::read_to_string(output.join("new.txt")).unwrap(), "written by the guest");

@@ -70,6 +70,7 @@ pub(crate) struct CallState {
     pub http: WasiHttpCtx,
     pub http_guard: HttpGuard,
     pub net: Arc<NetGuard>,
+    pub denials: Arc<Denials>,
     pub table: ResourceTable,
     pub plugin: Arc<str>,
     pub observer: Arc<dyn CallObserver>,

@@ -8,6 +8,7 @@ mod cache;
 mod call;
 mod engine;
 mod failure;
+mod files;
 mod network;
 mod output;
 mod ticker;
@@ -112,6 +113,7 @@ impl Runtime {
         // Name lookups go through the network allow-list instead of wasmtime-wasi's resolver.
         linker.allow_shadowing(true);
         wasmtime_wasi::p2::bindings::sockets::ip_name_lookup::add_to_linker::<CallState, GuardedLookup>(&mut linker, network::lookup_view)?;
+        files::guard_writes(&mut linker)?;
         linker.allow_shadowing(false);
         Plugin::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)?;
         let cache = match &settings.cache_dir {
@@ -246,6 +248,7 @@ impl Runtime {
             http: wasmtime_wasi_http::WasiHttpCtx::new(),
             http_guard: HttpGuard(net.clone()),
             net,
+            denials: ctx.denials.clone(),
             table: ResourceTable::new(),
             plugin: code.name.clone(),
             observer: ctx.observer.clone(),
