@@ -94,7 +94,7 @@ impl HostArgs {
             Some(dir) => Ok(Some(dir.clone())),
             // The default is a convenience: where it cannot be made, corral compiles every time.
             None => match dirs::cache_dir().map(|base| base.join("corral")) {
-                Some(dir) => match std::fs::create_dir_all(&dir) {
+                Some(dir) => match std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700).create(&dir) {
                     Ok(()) => Ok(Some(dir)),
                     Err(e) => {
                         tracing::warn!("no compile cache: cannot create {}: {e} (pass --cache-dir DIR)", dir.display());
