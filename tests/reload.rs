@@ -129,4 +129,30 @@ scenarios! {
         std::thread::sleep(Duration::from_millis(500));
         assert_eq!(list_changes(&mut mcp), 0, "no further change was announced: {:?}", mcp.notifications());
     }
+
+    fn a_plugin_refused_for_a_taken_name_loads_once_the_other_is_removed(t: Transport) {
+        let dir = example_plugins(&[]);
+        std::fs::write(dir.path().join("a.wasm"), example_bytes("text")).unwrap();
+        std::fs::write(dir.path().join("b.wasm"), example_bytes("text")).unwrap();
+        let mut mcp = serve_watched(t, dir.path());
+        assert_eq!(tool_names(&mut mcp), ["echo", "word_count"], "b is refused: a took the names first");
+
+        // Another plugin arriving gives b another chance (still refused); reading b for that
+        // retry must not wake the watcher into retrying forever.
+        std::fs::copy(example_dist().join("hash.wasm"), dir.path().join("hash.wasm")).unwrap();
+        mcp.wait_notification(LIST_CHANGED, TIMEOUT);
+        std::thread::sleep(Duration::from_millis(800));
+        let refusals = mcp.stderr_text().matches("plugin `b`: tool `echo`: the name is already taken").count();
+        assert_eq!(refusals, 2, "at start and once on the change:\n{}", mcp.stderr_text());
+
+        std::fs::remove_file(dir.path().join("a.wasm")).unwrap();
+        mcp.wait_notification(LIST_CHANGED, TIMEOUT);
+        let echoed = mcp.call_tool("echo", json!({ "text": "served by b" }));
+        assert_eq!(echoed["content"][0]["text"], "served by b");
+        // Loading b reads it, which the watcher sees; that is not a change.
+        std::thread::sleep(Duration::from_millis(800));
+        assert_eq!(list_changes(&mut mcp), 0, "{:?}", mcp.notifications());
+        let reloads = mcp.stderr_text().matches("reloaded").count();
+        assert_eq!(reloads, 2, "hash, then b, each loaded once:\n{}", mcp.stderr_text());
+    }
 }

@@ -14,6 +14,11 @@ use crate::runtime::Runtime;
 /// keeps serving its old version. Returns whether the served tools changed.
 pub async fn reload(registry: &Registry, dir: &Path, changed: &BTreeSet<String>, runtime: &Runtime, settings: &LoadSettings) -> bool {
     let old = registry.snapshot();
+    // Reading a plugin wakes the watcher too; only files that really changed count.
+    let changed: BTreeSet<String> = changed.iter().filter(|name| !unchanged(&old, &dir.join(format!("{name}.wasm")), name)).cloned().collect();
+    if changed.is_empty() {
+        return false;
+    }
     // A plugin refused for a name another plugin held may load now that the other changed.
     let mut names = changed.clone();
     names.extend(old.refused.iter().filter(|r| r.kind == RefusalKind::DuplicateTool).map(|r| r.plugin.clone()));
@@ -36,15 +41,6 @@ pub async fn reload(registry: &Registry, dir: &Path, changed: &BTreeSet<String>,
             continue;
         }
         let before = stamp(&file);
-        let refused_before = old.refused.iter().find(|r| &r.plugin == name);
-        if previous.is_some_and(|p| p.stamp == before) || refused_before.is_some_and(|r| r.stamp == before && r.kind != RefusalKind::DuplicateTool) {
-            // Only read or touched, not changed: nothing to do.
-            if let Some(p) = previous {
-                keep(&mut next, &old, p);
-            }
-            next.refused.extend(refused_before.cloned());
-            continue;
-        }
         let loaded = load_plugin(&file, runtime, settings, &next).await;
         if stamp(&file) != before {
             // Still being written: the write's own change event brings us back here.
@@ -83,6 +79,12 @@ pub async fn reload(registry: &Registry, dir: &Path, changed: &BTreeSet<String>,
         registry.replace_quietly(next);
     }
     served_changed
+}
+
+/// Whether `name`'s files are still the version that is served or was refused.
+fn unchanged(old: &Catalog, file: &Path, name: &str) -> bool {
+    let now = stamp(file);
+    old.plugins.iter().any(|p| p.name == name && p.stamp == now) || old.refused.iter().any(|r| r.plugin == name && r.stamp == now)
 }
 
 fn keep(next: &mut Catalog, old: &Catalog, plugin: &Arc<Plugin>) {
