@@ -289,9 +289,9 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             let options = ServerOptions { page_size: args.page_size.max(1), list_changed: args.watch };
             let (host, load) = build_host(&args.host, options, &db, durability, args.tasks.settings()).await?;
             tracing::info!("tasks are kept in {}", db.display());
+            server::announce_changes(&host);
             let _watcher: Option<Watcher> = match args.watch {
                 true => {
-                    server::announce_tool_changes(&host);
                     Some(corral::registry::watch(&args.host.plugins, host.registry.clone(), host.runtime.clone(), load)?)
                 }
                 false => None,
