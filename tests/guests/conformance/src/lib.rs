@@ -8,7 +8,9 @@
 //!
 //! Beyond the suite, the host's own tests (tests/surface.rs) use `ask_user` and `ask_model` (the
 //! answer, or the error, as JSON text; optional as tasks), `touch` (reports a resource updated) and the
-//! `fixture://` resources.
+//! `fixture://` resources. Two variables (granted by a manifest) make a second copy load beside the
+//! first for the namespacing tests: `FIXTURE_TOOL_PREFIX` prefixes every tool name, and
+//! `FIXTURE_NO_RESOURCES` (any value) leaves out the resources and templates.
 
 wit_bindgen::generate!({ path: "../../../wit/v0.2", world: "full" });
 
@@ -232,9 +234,14 @@ fn pause() {
 
 struct Conformance;
 
+fn tool_prefix() -> String {
+    std::env::var("FIXTURE_TOOL_PREFIX").unwrap_or_default()
+}
+
 impl Guest for Conformance {
     fn list_tools() -> Vec<Tool> {
-        vec![
+        let prefix = tool_prefix();
+        let tools = vec![
             tool("test_simple_text", "Returns one text block.", NO_ARGS),
             tool("test_image_content", "Returns a 1x1 red PNG image.", NO_ARGS),
             tool("test_audio_content", "Returns a short silent WAV clip.", NO_ARGS),
@@ -251,10 +258,12 @@ impl Guest for Conformance {
             task_tool("ask_user", "Elicits `message` with `schema` (default: one string `answer`); returns the answer or the error as JSON.", ASK_ARGS),
             task_tool("ask_model", "Samples an answer to `message`; returns it or the error as JSON.", ASK_ARGS),
             tool("touch", "Reports resource `uri` updated.", TOUCH_ARGS),
-        ]
+        ];
+        tools.into_iter().map(|t| Tool { name: format!("{prefix}{}", t.name), ..t }).collect()
     }
 
     fn call_tool(name: String, _arguments: String) -> CallResult {
+        let name = name.strip_prefix(&tool_prefix()).map(str::to_owned).unwrap_or(name);
         let png = || Content::Image(Blob { data: RED_PIXEL_PNG.to_vec(), mime_type: "image/png".into() });
         match name.as_str() {
             "test_simple_text" => ok(vec![text("This is a simple text response for testing.")]),
@@ -350,8 +359,15 @@ fn text_contents(uri: &str, mime_type: &str, body: &str) -> Contents {
     Contents { uri: uri.into(), mime_type: Some(mime_type.into()), body: ResourceBody::Text(body.into()) }
 }
 
+fn no_resources() -> bool {
+    std::env::var_os("FIXTURE_NO_RESOURCES").is_some()
+}
+
 impl resources::Guest for Conformance {
     fn list_resources() -> Vec<Resource> {
+        if no_resources() {
+            return Vec::new();
+        }
         vec![
             resource("test://static-text", "static-text", "A static text resource", "text/plain"),
             resource("test://static-binary", "static-binary", "A static binary resource (a 1x1 PNG)", "image/png"),
@@ -360,6 +376,9 @@ impl resources::Guest for Conformance {
     }
 
     fn list_resource_templates() -> Vec<ResourceTemplate> {
+        if no_resources() {
+            return Vec::new();
+        }
         vec![
             ResourceTemplate {
                 uri_template: "test://template/{id}/data".into(),
