@@ -32,6 +32,12 @@ pub use tools::{call_tool_once, list_entry};
 /// Where a session's outbound messages go (a stdout writer, an HTTP stream...).
 pub trait Outlet: Send + Sync + 'static {
     fn send(&self, message: Value);
+
+    /// False once nothing sent here can arrive any more (an HTTP response the client stopped
+    /// reading); requests to the client then take the session's own stream instead.
+    fn is_open(&self) -> bool {
+        true
+    }
 }
 
 /// Session-independent settings.

@@ -8,6 +8,9 @@
 //! if a `tasks/result` for the task arrives while a request is still unanswered, the request is
 //! sent again on that stream (the answer to either copy counts, once).
 //!
+//! A stream that is no longer read (the client dropped an HTTP response) is passed over for the
+//! session's own stream.
+//!
 //! A request whose caller stops waiting (the call was cancelled or ran out of time) is withdrawn
 //! with `notifications/cancelled`.
 
@@ -57,6 +60,8 @@ pub enum PeerError {
 
 /// One client's side of server-to-client requests.
 pub struct Peer {
+    /// The session's own stream.
+    outlet: Arc<dyn Outlet>,
     caps: Mutex<ClientCaps>,
     next_id: AtomicI64,
     next_stream: AtomicU64,
@@ -81,15 +86,10 @@ struct Pending {
     on_result_stream: bool,
 }
 
-impl Default for Peer {
-    fn default() -> Peer {
-        Peer::new()
-    }
-}
-
 impl Peer {
-    pub fn new() -> Peer {
+    pub fn new(outlet: Arc<dyn Outlet>) -> Peer {
         Peer {
+            outlet,
             caps: Mutex::new(ClientCaps::default()),
             next_id: AtomicI64::new(1),
             next_stream: AtomicU64::new(1),
@@ -128,9 +128,13 @@ impl Peer {
         let (answer, answered) = oneshot::channel();
         let outlet = {
             let mut state = self.state.lock().unwrap();
-            let stream = task.and_then(|t| state.result_streams.get(t)).and_then(|streams| streams.last()).map(|(_, o)| o.clone());
+            let stream = task.and_then(|t| state.result_streams.get(t)).and_then(|streams| streams.iter().rev().find(|(_, o)| o.is_open())).map(|(_, o)| o.clone());
             let on_result_stream = stream.is_some();
-            let outlet = stream.unwrap_or_else(|| via.clone());
+            let outlet = match stream {
+                Some(stream) => stream,
+                None if via.is_open() => via.clone(),
+                None => self.outlet.clone(),
+            };
             // Registered before it is sent: a quick client may answer at once.
             state.pending.insert(id.clone(), Pending { answer, task: task.map(str::to_owned), message: message.clone(), outlet: outlet.clone(), on_result_stream });
             outlet
@@ -250,7 +254,7 @@ mod tests {
     #[tokio::test]
     async fn answers_reach_their_request_and_withdrawn_requests_are_cancelled() {
         let session = Arc::new(Collect::default());
-        let peer = Arc::new(Peer::new());
+        let peer = Arc::new(Peer::new(session.clone()));
         let via: Arc<dyn Outlet> = session.clone();
         let asking = {
             let (peer, via) = (peer.clone(), via.clone());
@@ -278,10 +282,36 @@ mod tests {
         assert_eq!(last["method"], "notifications/cancelled", "{last}");
     }
 
+    struct Closed;
+    impl Outlet for Closed {
+        fn send(&self, message: Value) {
+            panic!("sent on a closed outlet: {message}");
+        }
+        fn is_open(&self) -> bool {
+            false
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stream_nobody_reads_is_passed_over_for_the_sessions_own() {
+        let session = Arc::new(Collect::default());
+        let peer = Arc::new(Peer::new(session.clone()));
+        let via: Arc<dyn Outlet> = Arc::new(Closed);
+        let asking = {
+            let peer = peer.clone();
+            tokio::spawn(async move { peer.request("elicitation/create", Map::new(), None, &via).await })
+        };
+        while session.0.lock().unwrap().is_empty() {
+            tokio::task::yield_now().await;
+        }
+        peer.close();
+        assert!(matches!(asking.await.unwrap(), Err(PeerError::Gone)));
+    }
+
     #[tokio::test]
     async fn a_task_request_moves_to_a_tasks_result_stream() {
         let session = Arc::new(Collect::default());
-        let peer = Arc::new(Peer::new());
+        let peer = Arc::new(Peer::new(session.clone()));
         let via: Arc<dyn Outlet> = session.clone();
         let asking = {
             let (peer, via) = (peer.clone(), via.clone());

@@ -73,7 +73,7 @@ impl Session {
         let shared = Arc::new(Shared {
             host,
             owner: owner.into(),
-            peer: Arc::new(Peer::new()),
+            peer: Arc::new(Peer::new(outlet.clone())),
             subscriptions: Mutex::new(HashSet::new()),
             outlet,
             phase: Mutex::new(Phase::New),

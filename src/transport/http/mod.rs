@@ -95,6 +95,10 @@ impl Outlet for ChannelOutlet {
     fn send(&self, message: Value) {
         let _ = self.0.send(message);
     }
+
+    fn is_open(&self) -> bool {
+        !self.0.is_closed()
+    }
 }
 
 /// Serves until the process is told to stop.
