@@ -376,6 +376,21 @@ scenarios! {
         assert_eq!(answer_of(&result), json!({ "text": "Roses", "model": "m", "stopReason": null }));
     }
 
+    fn a_task_request_the_client_saw_is_not_sent_again_on_tasks_result(t: Transport) {
+        let (_dir, mut mcp) = host(t, &BOTH);
+        let created = mcp.result("tools/call", json!({ "name": "ask_user", "arguments": { "message": "Once?" }, "task": {} }));
+        let task = created["task"]["taskId"].as_str().unwrap().to_owned();
+        // Delivered on the session's stream (stdout, the GET stream this client keeps open)...
+        let request = mcp.wait_request("elicitation/create", TIMEOUT);
+        wait_status(&mut mcp, &task, "input_required");
+        // ...so the tasks/result the client sends on seeing `input_required` does not repeat it.
+        let waiting = mcp.send_request("tasks/result", json!({ "taskId": task }));
+        mcp.assert_no_request("elicitation/create", Duration::from_millis(300));
+        mcp.respond(&request, json!({ "action": "cancel" }));
+        let result = mcp.wait_response(waiting, TIMEOUT)["result"].clone();
+        assert_eq!(answer_of(&result), json!({ "action": "cancel", "content": null }));
+    }
+
     fn cancelling_an_input_required_task_withdraws_the_request(t: Transport) {
         let (_dir, mut mcp) = host(t, &BOTH);
         let created = mcp.result("tools/call", json!({ "name": "ask_user", "arguments": { "message": "Stay?" }, "task": {} }));

@@ -4,9 +4,9 @@
 //! Where a request goes: a plain call's request goes where the call's own messages go (over
 //! HTTP, the SSE stream of the POST that made the call). A task's request carries the
 //! related-task `_meta` and goes on the stream of a `tasks/result` for that task when the client
-//! has one open in this session, else on the session's own stream (stdout, the HTTP GET stream);
-//! if a `tasks/result` for the task arrives while a request is still unanswered, the request is
-//! sent again on that stream (the answer to either copy counts, once).
+//! has one open in this session, else on the session's own stream (stdout, the HTTP GET stream).
+//! A request that reached no reader (over HTTP with no GET stream open) is sent again on the next
+//! `tasks/result` for its task; one that reached a reader is never sent twice.
 //!
 //! A stream that is no longer read (the client dropped an HTTP response) is passed over for the
 //! session's own stream.
@@ -82,8 +82,8 @@ struct Pending {
     message: Value,
     /// Where it was last sent; `notifications/cancelled` follows it there.
     outlet: Arc<dyn Outlet>,
-    /// Sent on a `tasks/result` stream already.
-    on_result_stream: bool,
+    /// Sent where a reader was.
+    delivered: bool,
 }
 
 impl Peer {
@@ -129,14 +129,14 @@ impl Peer {
         let outlet = {
             let mut state = self.state.lock().unwrap();
             let stream = task.and_then(|t| state.result_streams.get(t)).and_then(|streams| streams.iter().rev().find(|(_, o)| o.is_open())).map(|(_, o)| o.clone());
-            let on_result_stream = stream.is_some();
             let outlet = match stream {
                 Some(stream) => stream,
                 None if via.is_open() => via.clone(),
                 None => self.outlet.clone(),
             };
+            let delivered = outlet.is_open();
             // Registered before it is sent: a quick client may answer at once.
-            state.pending.insert(id.clone(), Pending { answer, task: task.map(str::to_owned), message: message.clone(), outlet: outlet.clone(), on_result_stream });
+            state.pending.insert(id.clone(), Pending { answer, task: task.map(str::to_owned), message: message.clone(), outlet: outlet.clone(), delivered });
             outlet
         };
         tracing::debug!(request = %id, method, task, "asking the client");
@@ -165,7 +165,8 @@ impl Peer {
     }
 
     /// Registers a `tasks/result` in flight for `task`: the task's requests go on `outlet`
-    /// until the returned guard is dropped. Requests already waiting are sent there too.
+    /// until the returned guard is dropped. Requests of the task that reached no reader are
+    /// sent there now.
     pub fn watch_task(self: &Arc<Self>, task: &str, outlet: Arc<dyn Outlet>) -> ResultStream {
         let token = self.next_stream.fetch_add(1, Ordering::Relaxed);
         let resend: Vec<Value> = {
@@ -174,9 +175,9 @@ impl Peer {
             state
                 .pending
                 .values_mut()
-                .filter(|p| p.task.as_deref() == Some(task) && !p.on_result_stream)
+                .filter(|p| p.task.as_deref() == Some(task) && !p.delivered)
                 .map(|p| {
-                    p.on_result_stream = true;
+                    p.delivered = true;
                     p.outlet = outlet.clone();
                     p.message.clone()
                 })
@@ -308,9 +309,21 @@ mod tests {
         assert!(matches!(asking.await.unwrap(), Err(PeerError::Gone)));
     }
 
+    /// A session stream nobody reads: messages wait in it.
+    #[derive(Default)]
+    struct Unread(Mutex<Vec<Value>>);
+    impl Outlet for Unread {
+        fn send(&self, message: Value) {
+            self.0.lock().unwrap().push(message);
+        }
+        fn is_open(&self) -> bool {
+            false
+        }
+    }
+
     #[tokio::test]
-    async fn a_task_request_moves_to_a_tasks_result_stream() {
-        let session = Arc::new(Collect::default());
+    async fn a_task_request_nobody_read_goes_again_on_a_tasks_result_stream() {
+        let session = Arc::new(Unread::default());
         let peer = Arc::new(Peer::new(session.clone()));
         let via: Arc<dyn Outlet> = session.clone();
         let asking = {
@@ -324,9 +337,12 @@ mod tests {
         let watching = peer.watch_task("t9", stream.clone());
         let resent = stream.0.lock().unwrap()[0].clone();
         assert_eq!(resent["method"], "elicitation/create");
+        let again = Arc::new(Collect::default());
+        let second = peer.watch_task("t9", again.clone());
+        assert!(again.0.lock().unwrap().is_empty(), "a request that reached a reader is not sent twice");
         peer.close();
         assert!(matches!(asking.await.unwrap(), Err(PeerError::Gone)));
-        drop(watching);
+        drop((watching, second));
         assert!(peer.state.lock().unwrap().result_streams.is_empty());
     }
 }
