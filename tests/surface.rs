@@ -401,6 +401,7 @@ scenarios! {
         assert_eq!(cancelled["status"], "cancelled");
         let withdrawn = mcp.wait_notification("notifications/cancelled", TIMEOUT);
         assert_eq!(withdrawn["params"]["requestId"], request["id"]);
+        assert_eq!(withdrawn["params"]["_meta"][RELATED_TASK]["taskId"], task.as_str(), "{withdrawn}");
         let result = mcp.result("tasks/result", json!({ "taskId": task }));
         assert_eq!(result["_meta"]["corral/error"]["kind"], "cancelled", "{result}");
     }

@@ -207,7 +207,11 @@ impl Drop for Withdraw {
         if let Some(pending) = pending {
             if !self.peer.closed.is_cancelled() {
                 let reason = "the call that asked stopped waiting (cancelled or out of time)";
-                pending.outlet.send(notification("notifications/cancelled", json!({ "requestId": self.id, "reason": reason })));
+                let mut params = json!({ "requestId": self.id, "reason": reason });
+                if let Some(task) = &pending.task {
+                    params["_meta"] = json!({ RELATED_TASK: { "taskId": task } });
+                }
+                pending.outlet.send(notification("notifications/cancelled", params));
             }
         }
     }
