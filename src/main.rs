@@ -289,9 +289,9 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             let options = ServerOptions { page_size: args.page_size.max(1), list_changed: args.watch };
             let (host, load) = build_host(&args.host, options, &db, durability, args.tasks.settings()).await?;
             tracing::info!("tasks are kept in {}", db.display());
+            server::announce_changes(&host);
             let _watcher: Option<Watcher> = match args.watch {
                 true => {
-                    server::announce_tool_changes(&host);
                     Some(corral::registry::watch(&args.host.plugins, host.registry.clone(), host.runtime.clone(), load)?)
                 }
                 false => None,
@@ -403,9 +403,16 @@ fn tools_json(catalog: &Catalog) -> serde_json::Value {
         .iter()
         .map(|p| {
             let tools: Vec<_> = catalog.tools.values().filter(|t| t.plugin.name == p.name).map(|t| server::list_entry(t)).collect();
+            let resources: Vec<_> = catalog.resources.values().filter(|r| r.plugin.name == p.name).map(|r| &r.resource.uri).collect();
+            let templates: Vec<_> = catalog.templates.values().filter(|r| r.plugin.name == p.name).map(|r| &r.template.uri_template).collect();
+            let prompts: Vec<_> = catalog.prompts.values().filter(|r| r.plugin.name == p.name).map(|r| &r.prompt.name).collect();
             serde_json::json!({
                 "name": p.name,
                 "file": p.file,
+                "contract": p.code.contract().as_str(),
+                "resources": resources,
+                "resourceTemplates": templates,
+                "prompts": prompts,
                 "limits": {
                     "timeoutMs": p.limits.timeout.as_millis() as u64,
                     "fuel": p.limits.fuel,

@@ -3,15 +3,15 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::sync::Arc;
 
 use super::load::{load_plugin, LoadSettings};
-use super::{stamp, Catalog, Plugin, Refusal, RefusalKind, Registry, ToolEntry};
+use super::{stamp, Catalog, Refusal, Registry};
 use crate::runtime::Runtime;
 
 /// Reloads the plugins named in `changed` (their `.wasm` or manifest changed, appeared or
 /// went away) from `dir`, and swaps in the result. A plugin whose new version is refused
-/// keeps serving its old version. Returns whether the served tools changed.
+/// keeps serving its old version. Returns whether what is served (tools, resources, prompts)
+/// changed.
 pub async fn reload(registry: &Registry, dir: &Path, changed: &BTreeSet<String>, runtime: &Runtime, settings: &LoadSettings) -> bool {
     let old = registry.snapshot();
     // Reading a plugin wakes the watcher too; only files that really changed count.
@@ -21,11 +21,11 @@ pub async fn reload(registry: &Registry, dir: &Path, changed: &BTreeSet<String>,
     }
     // A plugin refused for a name another plugin held may load now that the other changed.
     let mut names = changed.clone();
-    names.extend(old.refused.iter().filter(|r| r.kind == RefusalKind::DuplicateTool).map(|r| r.plugin.clone()));
+    names.extend(old.refused.iter().filter(|r| r.kind.is_conflict()).map(|r| r.plugin.clone()));
 
     let mut next = Catalog::default();
     for plugin in old.plugins.iter().filter(|p| !names.contains(&p.name)) {
-        keep(&mut next, &old, plugin);
+        next.keep(&old, plugin);
     }
     next.refused.extend(old.refused.iter().filter(|r| !names.contains(&r.plugin)).cloned());
 
@@ -35,8 +35,9 @@ pub async fn reload(registry: &Registry, dir: &Path, changed: &BTreeSet<String>,
         let previous = old.plugins.iter().find(|p| &p.name == name);
         if !file.is_file() {
             if let Some(p) = previous {
-                tracing::info!(plugin = %name, "removed: its tools are no longer served (running calls finish)");
-                served_changed |= tools_of(&old, p).next().is_some();
+                tracing::info!(plugin = %name, "removed: its tools, resources and prompts are no longer served (running calls finish)");
+                let kinds = old.kinds_of(p);
+                served_changed |= kinds.tools || kinds.resources || kinds.prompts;
             }
             continue;
         }
@@ -46,24 +47,28 @@ pub async fn reload(registry: &Registry, dir: &Path, changed: &BTreeSet<String>,
             // Still being written: the write's own change event brings us back here.
             tracing::debug!(plugin = %name, "changed while loading; waiting for the next change");
             if let Some(p) = previous {
-                keep(&mut next, &old, p);
+                next.keep(&old, p);
             }
             continue;
         }
         match loaded {
-            Ok((plugin, tools)) => {
-                tracing::info!(plugin = %name, tools = tools.len(), "reloaded {}", file.display());
-                for tool in tools {
-                    next.tools.insert(tool.name.clone(), Arc::new(tool));
-                }
-                next.plugins.push(plugin);
+            Ok(loaded) => {
+                tracing::info!(
+                    plugin = %name,
+                    tools = loaded.tools.len(),
+                    resources = loaded.resources.len() + loaded.templates.len(),
+                    prompts = loaded.prompts.len(),
+                    "reloaded {}",
+                    file.display()
+                );
+                next.add(loaded);
                 served_changed = true;
             }
             Err(refusal) => {
                 match previous {
                     Some(p) => {
                         tracing::error!(plugin = %name, kind = ?refusal.kind, "new version refused, the old one keeps serving: {}", refusal.message);
-                        keep(&mut next, &old, p);
+                        next.keep(&old, p);
                     }
                     None => tracing::error!(plugin = %name, kind = ?refusal.kind, "refused: {}", refusal.message),
                 }
@@ -85,17 +90,6 @@ pub async fn reload(registry: &Registry, dir: &Path, changed: &BTreeSet<String>,
 fn unchanged(old: &Catalog, file: &Path, name: &str) -> bool {
     let now = stamp(file);
     old.plugins.iter().any(|p| p.name == name && p.stamp == now) || old.refused.iter().any(|r| r.plugin == name && r.stamp == now)
-}
-
-fn keep(next: &mut Catalog, old: &Catalog, plugin: &Arc<Plugin>) {
-    for tool in tools_of(old, plugin) {
-        next.tools.insert(tool.name.clone(), tool.clone());
-    }
-    next.plugins.push(plugin.clone());
-}
-
-fn tools_of<'a>(catalog: &'a Catalog, plugin: &'a Arc<Plugin>) -> impl Iterator<Item = &'a Arc<ToolEntry>> {
-    catalog.tools.values().filter(move |t| Arc::ptr_eq(&t.plugin, plugin))
 }
 
 fn refusals_differ(a: &[Refusal], b: &[Refusal]) -> bool {

@@ -7,6 +7,7 @@ mod bindings;
 mod cache;
 mod call;
 mod engine;
+mod exports;
 mod failure;
 mod files;
 mod network;
@@ -17,14 +18,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::component::{Component, InstancePre, Linker, ResourceTable};
 use wasmtime::{Engine, Store, UpdateDeadline};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
-pub use bindings::{Annotations, Blob, CallResult, Content, LogLevel, ResourceBody, TaskSupport, Tool};
+pub use bindings::*;
 pub use cache::CacheOutcome;
-pub use call::{CallContext, CallObserver, Denials, Silent};
+pub use call::{Answer as ClientAnswer, CallContext, CallObserver, Denials, ResourceUpdate, Silent};
 pub use engine::EngineSettings;
+pub use exports::Contract;
 pub use failure::Failure;
 use failure::Stopped;
 
@@ -32,8 +34,8 @@ use crate::config::Permissions;
 use cache::CompileCache;
 use network::{GuardedLookup, HttpGuard, NetGuard};
 
-use bindings::{Plugin, PluginPre};
 use call::CallState;
+use exports::{invoke, Answer, Exports, Op};
 use output::PluginOutput;
 
 /// Runtime settings the host exposes as flags.
@@ -58,7 +60,8 @@ impl Default for RuntimeSettings {
 #[derive(Clone)]
 pub struct PluginCode {
     name: Arc<str>,
-    pre: PluginPre<CallState>,
+    pre: InstancePre<CallState>,
+    exports: Arc<Exports>,
     permissions: Arc<Permissions>,
     network: Arc<[crate::config::NetPattern]>,
 }
@@ -73,6 +76,26 @@ impl PluginCode {
 
     pub fn permissions(&self) -> &Permissions {
         &self.permissions
+    }
+
+    /// The contract version the plugin was built against.
+    pub fn contract(&self) -> Contract {
+        self.exports.contract()
+    }
+
+    /// Whether it exports `resources` (0.2.0).
+    pub fn has_resources(&self) -> bool {
+        self.exports.has_resources()
+    }
+
+    /// Whether it exports `prompts` (0.2.0).
+    pub fn has_prompts(&self) -> bool {
+        self.exports.has_prompts()
+    }
+
+    /// Whether it exports `completions` (0.2.0).
+    pub fn has_completions(&self) -> bool {
+        self.exports.has_completions()
     }
 }
 
@@ -92,16 +115,8 @@ pub struct Runtime {
     ticker: ticker::Ticker,
     settings: RuntimeSettings,
     instances: tokio::sync::Semaphore,
-}
-
-enum Op<'a> {
-    ListTools,
-    CallTool { name: &'a str, arguments: &'a str },
-}
-
-enum Answer {
-    Tools(Vec<Tool>),
-    Result(CallResult),
+    /// Plugins' `resource-updated` calls.
+    updates: tokio::sync::broadcast::Sender<ResourceUpdate>,
 }
 
 impl Runtime {
@@ -115,14 +130,19 @@ impl Runtime {
         wasmtime_wasi::p2::bindings::sockets::ip_name_lookup::add_to_linker::<CallState, GuardedLookup>(&mut linker, network::lookup_view)?;
         files::guard_writes(&mut linker)?;
         linker.allow_shadowing(false);
-        Plugin::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)?;
+        // Both contract versions: a component imports one or the other.
+        bindings::v1::Plugin::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)?;
+        bindings::v2::Full::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)?;
+        // 0.2.0's `types` is bound to 0.1.0's Rust types; its instance (types only) still needs a name.
+        linker.instance("corral:plugin/types@0.2.0")?;
         let cache = match &settings.cache_dir {
             Some(dir) => Some(CompileCache::open(dir, &engine).map_err(|e| anyhow::anyhow!("compile cache {}: {e} (pass --no-cache to run without one)", dir.display()))?),
             None => None,
         };
         let ticker = ticker::Ticker::start(engine.clone(), settings.epoch_tick);
         let instances = tokio::sync::Semaphore::new(settings.engine.max_instances as usize);
-        Ok(Runtime { engine, linker, cache, ticker, settings, instances })
+        let updates = tokio::sync::broadcast::channel(1024).0;
+        Ok(Runtime { engine, linker, cache, ticker, settings, instances, updates })
     }
 
     /// The directory this engine's precompiled plugins are kept in, if there is a cache.
@@ -153,8 +173,8 @@ impl Runtime {
             None => (Component::new(&self.engine, bytes).map_err(invalid)?, None),
         };
         let instance_pre = self.linker.instantiate_pre(&component).map_err(|e| LoadError::MissingImport(format!("{e:#}")))?;
-        let pre = PluginPre::new(instance_pre).map_err(invalid)?;
-        Ok((PluginCode { name: name.into(), pre, permissions: Arc::default(), network: Arc::new([]) }, outcome))
+        let exports = Exports::find(&instance_pre).map_err(LoadError::InvalidComponent)?;
+        Ok((PluginCode { name: name.into(), pre: instance_pre, exports: Arc::new(exports), permissions: Arc::default(), network: Arc::new([]) }, outcome))
     }
 
     /// Makes the epoch advance now, so a guest that was just cancelled stops without waiting
@@ -167,7 +187,7 @@ impl Runtime {
     pub async fn list_tools(&self, code: &PluginCode, ctx: CallContext) -> Result<Vec<Tool>, Failure> {
         match self.run(code, ctx, Op::ListTools).await? {
             Answer::Tools(tools) => Ok(tools),
-            Answer::Result(_) => unreachable!("list-tools answers with tools"),
+            _ => unreachable!("list-tools answers with tools"),
         }
     }
 
@@ -175,13 +195,91 @@ impl Runtime {
     pub async fn call_tool(&self, code: &PluginCode, name: &str, arguments: &str, ctx: CallContext) -> Result<CallResult, Failure> {
         let result = match self.run(code, ctx, Op::CallTool { name, arguments }).await? {
             Answer::Result(result) => result,
-            Answer::Tools(_) => unreachable!("call-tool answers with a result"),
+            _ => unreachable!("call-tool answers with a result"),
         };
-        let size = result_size(&result);
+        self.check_size(result_size(&result))?;
+        Ok(result)
+    }
+
+    /// Calls `list-resources` in a fresh instance (nothing when the plugin has no `resources`).
+    pub async fn list_resources(&self, code: &PluginCode, ctx: CallContext) -> Result<Vec<Resource>, Failure> {
+        match self.run(code, ctx, Op::ListResources).await? {
+            Answer::Resources(list) => Ok(list),
+            _ => unreachable!("list-resources answers with resources"),
+        }
+    }
+
+    /// Calls `list-resource-templates` in a fresh instance.
+    pub async fn list_resource_templates(&self, code: &PluginCode, ctx: CallContext) -> Result<Vec<ResourceTemplate>, Failure> {
+        match self.run(code, ctx, Op::ListResourceTemplates).await? {
+            Answer::Templates(list) => Ok(list),
+            _ => unreachable!("list-resource-templates answers with templates"),
+        }
+    }
+
+    /// Calls `read-resource` in a fresh instance under the context's limits.
+    pub async fn read_resource(&self, code: &PluginCode, uri: &str, ctx: CallContext) -> Result<Result<Vec<Contents>, ReadError>, Failure> {
+        let read = match self.run(code, ctx, Op::ReadResource { uri }).await? {
+            Answer::Read(read) => read,
+            _ => unreachable!("read-resource answers with contents"),
+        };
+        if let Ok(contents) = &read {
+            let size: usize = contents
+                .iter()
+                .map(|c| {
+                    c.uri.len() + c.mime_type.as_ref().map_or(0, |m| m.len()) + match &c.body {
+                        ResourceBody::Text(t) => t.len(),
+                        ResourceBody::Bytes(b) => b.len(),
+                    }
+                })
+                .sum();
+            self.check_size(size as u64)?;
+        }
+        Ok(read)
+    }
+
+    /// Calls `list-prompts` in a fresh instance (nothing when the plugin has no `prompts`).
+    pub async fn list_prompts(&self, code: &PluginCode, ctx: CallContext) -> Result<Vec<Prompt>, Failure> {
+        match self.run(code, ctx, Op::ListPrompts).await? {
+            Answer::Prompts(list) => Ok(list),
+            _ => unreachable!("list-prompts answers with prompts"),
+        }
+    }
+
+    /// Calls `get-prompt` in a fresh instance under the context's limits.
+    pub async fn get_prompt(&self, code: &PluginCode, name: &str, arguments: &[(String, String)], ctx: CallContext) -> Result<Result<PromptResult, PromptError>, Failure> {
+        let got = match self.run(code, ctx, Op::GetPrompt { name, arguments }).await? {
+            Answer::Prompt(got) => got,
+            _ => unreachable!("get-prompt answers with a prompt"),
+        };
+        if let Ok(prompt) = &got {
+            let size = prompt.description.as_ref().map_or(0, |d| d.len() as u64) + prompt.messages.iter().map(|m| content_size(&m.content) as u64).sum::<u64>();
+            self.check_size(size)?;
+        }
+        Ok(got)
+    }
+
+    /// Calls `complete` in a fresh instance under the context's limits (no values when the
+    /// plugin has no `completions`).
+    pub async fn complete(&self, code: &PluginCode, reference: &Reference, argument: &str, value: &str, context: &[(String, String)], ctx: CallContext) -> Result<Completion, Failure> {
+        let completion = match self.run(code, ctx, Op::Complete { reference, argument, value, context }).await? {
+            Answer::Completion(completion) => completion,
+            _ => unreachable!("complete answers with a completion"),
+        };
+        self.check_size(completion.values.iter().map(|v| v.len() as u64).sum())?;
+        Ok(completion)
+    }
+
+    /// Plugins' `resource-updated` calls, from now on.
+    pub fn resource_updates(&self) -> tokio::sync::broadcast::Receiver<ResourceUpdate> {
+        self.updates.subscribe()
+    }
+
+    fn check_size(&self, size: u64) -> Result<(), Failure> {
         if size > self.settings.max_output {
             return Err(Failure::OutputTooLarge { size: Some(size), limit: self.settings.max_output });
         }
-        Ok(result)
+        Ok(())
     }
 
     /// Number of calls running now.
@@ -198,7 +296,7 @@ impl Runtime {
         let outcome = {
             let work = async {
                 let _permit = self.instances.acquire().await.expect("the instance semaphore is never closed");
-                invoke(&mut store, &code.pre, op).await
+                invoke(&mut store, &code.pre, &code.exports, op).await
             };
             tokio::select! {
                 biased;
@@ -252,6 +350,7 @@ impl Runtime {
             table: ResourceTable::new(),
             plugin: code.name.clone(),
             observer: ctx.observer.clone(),
+            updates: self.updates.clone(),
             cancel: ctx.cancel.clone(),
             deadline,
             memory_cap: ctx.limits.memory,
@@ -280,32 +379,24 @@ impl Runtime {
     }
 }
 
-async fn invoke(store: &mut Store<CallState>, pre: &PluginPre<CallState>, op: Op<'_>) -> wasmtime::Result<Answer> {
-    let plugin = pre.instantiate_async(&mut *store).await?;
-    let tools = plugin.corral_plugin_tools();
-    Ok(match op {
-        Op::ListTools => Answer::Tools(tools.call_list_tools(&mut *store).await?),
-        Op::CallTool { name, arguments } => Answer::Result(tools.call_call_tool(&mut *store, name, arguments).await?),
-    })
-}
-
 /// Bytes of text and data in a result: what a client would receive, before encoding.
 fn result_size(result: &CallResult) -> u64 {
     let opt = |s: &Option<String>| s.as_ref().map_or(0, |s| s.len());
-    let content: usize = result
-        .content
-        .iter()
-        .map(|c| match c {
-            Content::Text(t) => t.len(),
-            Content::Image(b) | Content::Audio(b) => b.data.len() + b.mime_type.len(),
-            Content::Link(l) => l.uri.len() + l.name.len() + opt(&l.description) + opt(&l.mime_type),
-            Content::Embedded(r) => {
-                r.uri.len() + opt(&r.mime_type) + match &r.body {
-                    ResourceBody::Text(t) => t.len(),
-                    ResourceBody::Bytes(b) => b.len(),
-                }
+    (result.content.iter().map(content_size).sum::<usize>() + opt(&result.structured)) as u64
+}
+
+/// Bytes of text and data in one content block.
+fn content_size(c: &Content) -> usize {
+    let opt = |s: &Option<String>| s.as_ref().map_or(0, |s| s.len());
+    match c {
+        Content::Text(t) => t.len(),
+        Content::Image(b) | Content::Audio(b) => b.data.len() + b.mime_type.len(),
+        Content::Link(l) => l.uri.len() + l.name.len() + opt(&l.description) + opt(&l.mime_type),
+        Content::Embedded(r) => {
+            r.uri.len() + opt(&r.mime_type) + match &r.body {
+                ResourceBody::Text(t) => t.len(),
+                ResourceBody::Bytes(b) => b.len(),
             }
-        })
-        .sum();
-    (content + opt(&result.structured)) as u64
+        }
+    }
 }

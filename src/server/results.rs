@@ -40,7 +40,7 @@ pub fn tool_result(entry: &ToolEntry, result: CallResult) -> Result<CallToolResu
     Ok(CallToolResult { content, structured_content: structured, is_error: result.is_error, meta: Map::new() })
 }
 
-fn content_block(content: Content) -> ContentBlock {
+pub fn content_block(content: Content) -> ContentBlock {
     match content {
         Content::Text(text) => ContentBlock::Text { text },
         Content::Image(b) => ContentBlock::Image { data: BASE64.encode(&b.data), mime_type: b.mime_type },

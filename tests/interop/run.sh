@@ -3,7 +3,7 @@
 # the TypeScript SDK, the MCP Inspector CLI, the Python SDK 1.30.x and 2.x, and raw JSON-RPC for
 # client behaviours none of them shows (see README.md here).
 #
-#   tests/interop/run.sh [SUITE...]     suites: ts-sdk inspector python-mcp1 python-mcp2 wire docs (default: all)
+#   tests/interop/run.sh [SUITE...]     suites: ts-sdk inspector python-mcp1 python-mcp2 wire docs surface (default: all)
 #
 # Environment: CORRAL_BIN (default target/debug/corral under the repo root, or $CARGO_TARGET_DIR/debug/corral),
 #              PYTHON (default python3, must be >= 3.10).
@@ -18,7 +18,7 @@ corral="${CORRAL_BIN:-${CARGO_TARGET_DIR:-$root/target}/debug/corral}"
 case "$corral" in /*) ;; *) corral="$root/$corral" ;; esac
 python="${PYTHON:-python3}"
 suites=("$@")
-(( ${#suites[@]} )) || suites=(ts-sdk inspector python-mcp1 python-mcp2 wire docs)
+(( ${#suites[@]} )) || suites=(ts-sdk inspector python-mcp1 python-mcp2 wire docs surface)
 
 log() { printf '[interop] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -26,7 +26,7 @@ die() { log "error: $*"; exit 1; }
 fresh() { [[ -f "$2" && "$(cat "$2")" == "$(sha256sum <"$1")" ]]; }
 
 for suite in "${suites[@]}"; do
-    case "$suite" in ts-sdk | inspector | python-mcp1 | python-mcp2 | wire | docs) ;; *) die "unknown suite $suite" ;; esac
+    case "$suite" in ts-sdk | inspector | python-mcp1 | python-mcp2 | wire | docs | surface) ;; *) die "unknown suite $suite" ;; esac
 done
 [[ -x "$corral" ]] || die "no corral binary at $corral (cargo test --no-run builds it, or set CORRAL_BIN)"
 command -v curl >/dev/null || die "curl is required"
@@ -57,18 +57,22 @@ for sdk in mcp1 mcp2; do
 done
 log "clients installed ($((SECONDS - started)) s)"
 
-# 3. The example plugins (a no-op when scripts/test.sh built them already).
+# 3. The example plugins (a no-op when scripts/test.sh built them already), and for the surface
+#    suite the contract 0.2.0 fixture (tests/guests/conformance).
 "$root/scripts/build-plugins.sh" >/dev/null || die "scripts/build-plugins.sh failed"
 plugins="$root/plugins/dist"
 
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/corral-interop.XXXXXX")"
 server_pid=""
+surface_pid=""
 status=1
 cleanup() {
-    if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
-        kill "$server_pid" 2>/dev/null || true
-        wait "$server_pid" 2>/dev/null || true
-    fi
+    for pid in "$server_pid" "$surface_pid"; do
+        if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
+            kill "$pid" 2>/dev/null || true
+            wait "$pid" 2>/dev/null || true
+        fi
+    done
     if [[ "$status" -eq 0 ]]; then rm -rf "$tmp"; else log "kept $tmp (HTTP server log: $tmp/corral-http.log)"; fi
 }
 trap cleanup EXIT
@@ -87,16 +91,41 @@ until curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$port/healthz" 2>/de
     sleep 0.2
 done
 
+# The surface suite's own host, serving the fixture.
+surface_plugins="$tmp/surface-plugins"
+surface_url=""
+if [[ " ${suites[*]} " == *" surface "* ]]; then
+    cargo build --locked --release --target wasm32-wasip2 --manifest-path "$root/tests/guests/Cargo.toml" \
+        --target-dir "$root/tests/guests/target" -p conformance >/dev/null 2>&1 || die "building tests/guests/conformance failed"
+    mkdir -p "$surface_plugins"
+    cp "$root/tests/guests/target/wasm32-wasip2/release/conformance.wasm" "$surface_plugins/fixture.wasm"
+    surface_port="$(node -e 'const s = require("net").createServer(); s.listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')"
+    surface_url="http://127.0.0.1:$surface_port/mcp"
+    "$corral" serve --plugins "$surface_plugins" --http "127.0.0.1:$surface_port" --db :memory: --task-poll-interval 100ms \
+        >"$tmp/corral-surface-http.log" 2>&1 &
+    surface_pid=$!
+    deadline=$((SECONDS + 30))
+    until curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$surface_port/healthz" 2>/dev/null; do
+        kill -0 "$surface_pid" 2>/dev/null || { tail -n 30 "$tmp/corral-surface-http.log" >&2; die "corral (surface) exited before /healthz answered"; }
+        (( SECONDS < deadline )) || die "/healthz (surface) did not answer within 30 s"
+        sleep 0.2
+    done
+fi
+
 # 5. Each suite over stdio (the client starts corral itself), then over HTTP.
 passed=0 failed=0 broken=()
 for suite in "${suites[@]}"; do
     case "$suite" in
-        ts-sdk | inspector | wire | docs) cmd=(node "$here/js/$suite.mjs") ;;
+        ts-sdk | inspector | wire | docs | surface) cmd=(node "$here/js/$suite.mjs") ;;
         python-*) cmd=("$here/.venv-${suite#python-}/bin/python" "$here/python/${suite#python-}_client.py") ;;
     esac
     for transport in stdio http; do
         args=("$corral" "$plugins")
         [[ "$transport" == http ]] && args=("$url")
+        if [[ "$suite" == surface ]]; then
+            args=("$corral" "$surface_plugins")
+            [[ "$transport" == http ]] && args=("$surface_url")
+        fi
         out="$tmp/$suite-$transport.out"
         set +e
         timeout 300 "${cmd[@]}" "$transport" "${args[@]}" 2>&1 | tee "$out"
