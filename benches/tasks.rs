@@ -54,7 +54,7 @@ async fn setup(settings: EngineSettings) -> Setup {
     let spin = fixture::Fixture::new().tool(fixture::ToolDef::new("spin").task_support(fixture::TaskSupport::Optional).body("(loop $l (br $l)) unreachable"));
     std::fs::write(plugins.path().join("spin.wasm"), spin.build()).unwrap();
     let runtime = Arc::new(Runtime::new(RuntimeSettings::default()).unwrap());
-    let load = LoadSettings { defaults: Limits::default(), memory_ceiling: 1 << 30 };
+    let load = LoadSettings { defaults: Limits::default(), memory_ceiling: 1 << 30, protected: Vec::new() };
     let catalog = load_dir(plugins.path(), &runtime, &load).await.unwrap();
     let registry = Arc::new(Registry::new(catalog));
     let db = tempfile::tempdir().unwrap();

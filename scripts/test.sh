@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one command that runs every test: builds the example plugins, then the host's tests
 # (unit, hostile WAT fixtures, end-to-end over stdio against the real binary), then checks
-# that the benchmarks still compile.
+# that the benchmarks still compile, then runs the conformance and interop suites.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/build-plugins.sh
@@ -14,3 +14,6 @@ cargo test --locked "$@"
 cargo bench --locked --no-run
 # The official MCP conformance suite against `corral serve --http` (installs Node 24 locally).
 ./tests/conformance/run.sh
+# Real MCP clients (TypeScript SDK, Inspector CLI, Python SDK 1.x and 2.x) over stdio and HTTP;
+# installs them from tests/interop's lock files.
+./tests/interop/run.sh

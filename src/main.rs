@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use corral::config::{self, Limits};
-use corral::registry::{load_dir, Catalog, LoadSettings, Registry};
-use corral::runtime::{CallContext, EngineSettings, Runtime, RuntimeSettings, Silent};
+use corral::registry::{load_dir, Catalog, LoadSettings, Registry, Watcher};
+use corral::runtime::{CacheOutcome, CallContext, EngineSettings, Runtime, RuntimeSettings, Silent};
 use corral::server::{self, Host, ServerOptions, ToolExecutor};
 use corral::tasks::{Durability, Engine, EngineSettings as TaskSettings, Runners, SqliteStore};
 use corral::transport;
@@ -18,8 +18,9 @@ use corral::transport;
 #[command(name = "corral", version, about = "Serve WebAssembly component plugins as MCP tools, sandboxed and time-limited.")]
 #[command(long_about = "Serve WebAssembly component plugins as MCP tools, sandboxed and time-limited.\n\n\
 Each *.wasm file in the plugin directory is a component implementing the corral:plugin WIT world\n\
-(wit/plugin.wit). A NAME.toml beside NAME.wasm may set [limits]: timeout, fuel, memory and\n\
-max-concurrency. Every call runs in a fresh instance under those limits.\n\n\
+(wit/plugin.wit). A NAME.toml beside NAME.wasm may set [limits] (timeout, task-timeout, fuel,\n\
+memory, max-concurrency) and [permissions] (dirs, env, network). Every call runs in a fresh\n\
+instance under those limits, with nothing but what the manifest grants.\n\n\
 Every flag can also be set through the environment variable named in its help.")]
 struct Cli {
     /// Host log verbosity on stderr: error, warn, info, debug or trace (RUST_LOG overrides it).
@@ -38,6 +39,8 @@ enum Command {
     Tools(ToolsArgs),
     /// Call one tool locally and print its result; exits 1 when the tool reports an error.
     Call(CallArgs),
+    /// Precompile every plugin into the compile cache, so the next start maps instead of compiling.
+    Compile(CompileArgs),
     /// Show a plugin's contract version, imports, tools and whether the host would serve it;
     /// exits 1 when it would refuse it.
     Inspect(corral::cli::inspect::InspectArgs),
@@ -77,6 +80,39 @@ struct HostArgs {
     /// Largest tool result passed to a client, e.g. 16MiB.
     #[arg(long, env = "CORRAL_MAX_OUTPUT", default_value = "16MiB", value_parser = config::parse_size)]
     max_output: u64,
+    /// Where precompiled plugins are kept, keyed by content and engine configuration.
+    /// No plugin may be granted write access to it.
+    /// [default: a per-user cache directory, e.g. ~/.cache/corral]
+    #[arg(long, env = "CORRAL_CACHE_DIR", value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Compile every plugin at every start instead of using the compile cache.
+    #[arg(long, env = "CORRAL_NO_CACHE", conflicts_with = "cache_dir")]
+    no_cache: bool,
+}
+
+impl HostArgs {
+    fn cache_dir(&self) -> anyhow::Result<Option<PathBuf>> {
+        if self.no_cache {
+            return Ok(None);
+        }
+        match &self.cache_dir {
+            Some(dir) => Ok(Some(dir.clone())),
+            // The default is a convenience: where it cannot be made, corral compiles every time.
+            None => match dirs::cache_dir().map(|base| base.join("corral")) {
+                Some(dir) => match std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700).create(&dir) {
+                    Ok(()) => Ok(Some(dir)),
+                    Err(e) => {
+                        tracing::warn!("no compile cache: cannot create {}: {e} (pass --cache-dir DIR)", dir.display());
+                        Ok(None)
+                    }
+                },
+                None => {
+                    tracing::warn!("no compile cache: no per-user cache directory is known here (pass --cache-dir DIR)");
+                    Ok(None)
+                }
+            },
+        }
+    }
 }
 
 #[derive(Args)]
@@ -200,6 +236,10 @@ struct ServeArgs {
     /// Tools per tools/list page.
     #[arg(long, env = "CORRAL_PAGE_SIZE", default_value_t = ServerOptions::default().page_size, value_parser = clap::value_parser!(usize))]
     page_size: usize,
+    /// Reload a plugin when its .wasm or manifest changes, and tell clients the tool list
+    /// changed. Calls already running finish on the version they started on.
+    #[arg(long, env = "CORRAL_WATCH")]
+    watch: bool,
 }
 
 #[derive(Args)]
@@ -209,6 +249,12 @@ struct ToolsArgs {
     /// Print JSON (tools, limits and refused plugins) instead of a table.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Args)]
+struct CompileArgs {
+    #[command(flatten)]
+    host: HostArgs,
 }
 
 #[derive(Args)]
@@ -247,8 +293,16 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => {
             let durability = if args.tasks.db_sync == "power" { Durability::Power } else { Durability::Process };
             let db = args.tasks.db_path()?;
-            let host = build_host(&args.host, ServerOptions { page_size: args.page_size.max(1) }, &db, durability, args.tasks.settings()).await?;
+            let options = ServerOptions { page_size: args.page_size.max(1), list_changed: args.watch };
+            let (host, load) = build_host(&args.host, options, &db, durability, args.tasks.settings()).await?;
             tracing::info!("tasks are kept in {}", db.display());
+            server::announce_changes(&host);
+            let _watcher: Option<Watcher> = match args.watch {
+                true => {
+                    Some(corral::registry::watch(&args.host.plugins, host.registry.clone(), host.runtime.clone(), load)?)
+                }
+                false => None,
+            };
             match args.http.http {
                 Some(addr) => transport::http::serve(host, args.http.settings(addr)?).await?,
                 None => transport::stdio::serve(host).await?,
@@ -274,38 +328,80 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             println!("{}", serde_json::to_string_pretty(&result)?);
             Ok(if result.is_error { ExitCode::from(1) } else { ExitCode::SUCCESS })
         }
+        Command::Compile(args) => compile_all(&args.host),
     }
+}
+
+/// `corral compile`: fills the compile cache; exits 1 if any plugin is not a valid component.
+fn compile_all(args: &HostArgs) -> anyhow::Result<ExitCode> {
+    let Some(cache_dir) = args.cache_dir()? else { anyhow::bail!("corral compile fills the compile cache: it cannot run with --no-cache") };
+    let runtime = Runtime::new(runtime_settings(args, Some(cache_dir)))?;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&args.plugins)
+        .map_err(|e| anyhow::anyhow!("cannot read plugin directory {}: {e}", args.plugins.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
+        .collect();
+    files.sort();
+    let mut failed = 0;
+    for file in &files {
+        let started = std::time::Instant::now();
+        let bytes = std::fs::read(file).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
+        let name = file.file_stem().unwrap_or_default().to_string_lossy();
+        let status = match runtime.compile_cached(&name, &bytes) {
+            Ok((_, Some(CacheOutcome::Hit))) => "already cached".to_owned(),
+            Ok((_, Some(CacheOutcome::Stored))) => "compiled and cached".to_owned(),
+            Ok((_, Some(CacheOutcome::Replaced(why)))) => format!("compiled and cached (replaced an entry: {why})"),
+            Ok((_, Some(CacheOutcome::NotStored(why)))) => format!("compiled, NOT cached: {why}"),
+            Ok((_, None)) => unreachable!("the runtime has a cache"),
+            Err(e) => {
+                failed += 1;
+                format!("refused: {e:?}")
+            }
+        };
+        println!("{}: {status} in {:.1?}", file.display(), started.elapsed());
+    }
+    if let Some(dir) = runtime.cache_dir() {
+        println!("cache: {}", dir.display());
+    }
+    Ok(if failed > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
 /// A host for one local command: its tasks, if any, live in memory.
 async fn build_local_host(args: &HostArgs) -> anyhow::Result<Arc<Host>> {
-    build_host(args, ServerOptions::default(), std::path::Path::new(":memory:"), Durability::Process, TaskSettings::default()).await
+    Ok(build_host(args, ServerOptions::default(), std::path::Path::new(":memory:"), Durability::Process, TaskSettings::default()).await?.0)
 }
 
-async fn build_host(args: &HostArgs, options: ServerOptions, db: &std::path::Path, durability: Durability, tasks: TaskSettings) -> anyhow::Result<Arc<Host>> {
+fn runtime_settings(args: &HostArgs, cache_dir: Option<PathBuf>) -> RuntimeSettings {
+    RuntimeSettings {
+        engine: EngineSettings { memory_ceiling: args.memory_ceiling, max_instances: args.max_instances.max(1) },
+        epoch_tick: args.epoch_tick,
+        max_output: args.max_output,
+        cache_dir,
+    }
+}
+
+async fn build_host(args: &HostArgs, options: ServerOptions, db: &std::path::Path, durability: Durability, tasks: TaskSettings) -> anyhow::Result<(Arc<Host>, Arc<LoadSettings>)> {
     let defaults = Limits { timeout: args.timeout, task_timeout: args.task_timeout, fuel: args.fuel.max(1), memory: args.memory, max_concurrency: args.max_concurrency.max(1) };
     if defaults.memory > args.memory_ceiling {
         anyhow::bail!("--memory {} is above --memory-ceiling {}", config::display_size(defaults.memory), config::display_size(args.memory_ceiling));
     }
-    let settings = RuntimeSettings {
-        engine: EngineSettings { memory_ceiling: args.memory_ceiling, max_instances: args.max_instances.max(1) },
-        epoch_tick: args.epoch_tick,
-        max_output: args.max_output,
-    };
-    let runtime = Runtime::new(settings)?;
-    let load = LoadSettings { defaults, memory_ceiling: args.memory_ceiling };
+    let cache_dir = args.cache_dir()?;
+    let runtime = Runtime::new(runtime_settings(args, cache_dir.clone()))?;
+    // The cache exists now (the runtime created it), so it can be canonicalized.
+    let protected = cache_dir.iter().filter_map(|d| d.canonicalize().ok()).collect();
+    let load = Arc::new(LoadSettings { defaults, memory_ceiling: args.memory_ceiling, protected });
     let catalog = load_dir(&args.plugins, &runtime, &load).await?;
     if catalog.plugins.is_empty() {
         tracing::warn!("no plugin loaded from {}", args.plugins.display());
     }
     let registry = Arc::new(Registry::new(catalog));
     let runtime = Arc::new(runtime);
-    let store = Arc::new(SqliteStore::open(db, durability)?);
+    let store = Arc::new(SqliteStore::open(db, durability).map_err(|e| anyhow::anyhow!("{e:#} (choose another file with --db PATH, or --db :memory: to keep tasks in memory)"))?);
     let metrics = Arc::new(server::Metrics::default());
     let executor = Arc::new(ToolExecutor { registry: registry.clone(), runtime: runtime.clone(), metrics: metrics.clone() });
     let runners = Runners::register(db).map_err(|e| anyhow::anyhow!("task store {}: cannot register this host: {e}", db.display()))?;
     let engine = Engine::start(store, runners, tasks, executor)?;
-    Ok(Arc::new(Host { registry, runtime, engine, options, metrics }))
+    Ok((Arc::new(Host { registry, runtime, engine, options, metrics, sessions: Default::default() }), load))
 }
 
 fn tools_json(catalog: &Catalog) -> serde_json::Value {
@@ -314,15 +410,23 @@ fn tools_json(catalog: &Catalog) -> serde_json::Value {
         .iter()
         .map(|p| {
             let tools: Vec<_> = catalog.tools.values().filter(|t| t.plugin.name == p.name).map(|t| server::list_entry(t)).collect();
+            let resources: Vec<_> = catalog.resources.values().filter(|r| r.plugin.name == p.name).map(|r| &r.resource.uri).collect();
+            let templates: Vec<_> = catalog.templates.values().filter(|r| r.plugin.name == p.name).map(|r| &r.template.uri_template).collect();
+            let prompts: Vec<_> = catalog.prompts.values().filter(|r| r.plugin.name == p.name).map(|r| &r.prompt.name).collect();
             serde_json::json!({
                 "name": p.name,
                 "file": p.file,
+                "contract": p.code.contract().as_str(),
+                "resources": resources,
+                "resourceTemplates": templates,
+                "prompts": prompts,
                 "limits": {
                     "timeoutMs": p.limits.timeout.as_millis() as u64,
                     "fuel": p.limits.fuel,
                     "memoryBytes": p.limits.memory,
                     "maxConcurrency": p.limits.max_concurrency,
                 },
+                "permissions": p.code.permissions().to_json(),
                 "tools": tools,
             })
         })
@@ -358,6 +462,9 @@ fn print_tools_table(catalog: &Catalog) -> std::io::Result<()> {
     for row in std::iter::once(&header).chain(&rows) {
         let cells: Vec<String> = row.iter().zip(widths).map(|(c, w)| format!("{c:<w$}")).collect();
         writeln!(out, "{}", cells.join("  ").trim_end())?;
+    }
+    for p in &catalog.plugins {
+        writeln!(out, "plugin {}: {}", p.name, p.code.permissions().summary())?;
     }
     for r in &catalog.refused {
         writeln!(out, "refused {}: {} ({})", r.file.display(), r.message, serde_json::to_value(r.kind).unwrap().as_str().unwrap_or(""))?;

@@ -545,6 +545,43 @@ mod cli {
     }
 
     #[test]
+    fn compile_command_fills_the_cache_that_serving_then_uses() {
+        let dir = plugins(&["text", "hash"]);
+        let cache = tempfile::tempdir().unwrap();
+        let with_cache = |args: &[&str]| {
+            let mut all = args.to_vec();
+            all.extend(["--plugins", path_str(dir.path()), "--cache-dir", path_str(cache.path())]);
+            cli(&all, &[])
+        };
+        let first = with_cache(&["compile"]);
+        assert!(first.status.success(), "{first:?}");
+        assert_eq!(first.stdout.matches("compiled and cached").count(), 2, "{first:?}");
+        let second = with_cache(&["compile"]);
+        assert_eq!(second.stdout.matches("already cached").count(), 2, "{second:?}");
+
+        // A damaged entry is found, discarded and rebuilt; the plugin loads regardless.
+        let entries = std::fs::read_dir(cache.path()).unwrap().next().unwrap().unwrap().path();
+        for entry in std::fs::read_dir(&entries).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "cwasm") {
+                let bytes = std::fs::read(&path).unwrap();
+                std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+            }
+        }
+        let tools = with_cache(&["tools", "--log-level", "warn"]);
+        assert!(tools.status.success(), "{tools:?}");
+        assert_eq!(tools.stderr.matches("discarded a cache entry").count(), 2, "{tools:?}");
+        assert!(tools.stdout.lines().any(|l| l.starts_with("echo ")), "{tools:?}");
+        assert_eq!(with_cache(&["compile"]).stdout.matches("already cached").count(), 2);
+
+        // Something that is not a component fails `compile` with a non-zero exit.
+        std::fs::write(dir.path().join("broken.wasm"), b"not wasm").unwrap();
+        let broken = with_cache(&["compile"]);
+        assert_eq!(broken.status.code(), Some(1), "{broken:?}");
+        assert!(broken.stdout.contains("broken.wasm: refused"), "{broken:?}");
+    }
+
+    #[test]
     fn flags_are_read_from_the_environment() {
         let dir = plugins(&["text"]);
         let out = cli(&["tools"], &[("CORRAL_PLUGINS", path_str(dir.path()))]);

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::example_plugins;
+use common::{example_dist, example_plugins};
 use serde_json::{json, Value};
 
 // ---------------------------------------------------------------------------------------------
@@ -246,6 +246,22 @@ fn progress_of_one_session_never_reaches_another_sessions_stream() {
             assert_eq!(*token, json!("b-marker"), "{event:?}");
         }
     }
+}
+
+#[test]
+fn every_session_hears_that_the_tool_list_changed() {
+    let plugins = example_plugins(&["text"]);
+    let server = Server::start(plugins.path(), &["--watch"]);
+    let a = server.initialize(None);
+    let b = server.initialize(None);
+    let a_stream = a.open_stream(None);
+    let b_stream = b.open_stream(None);
+    std::fs::copy(example_dist().join("hash.wasm"), plugins.path().join("hash.wasm")).unwrap();
+    for (stream, who) in [(&a_stream, "session A"), (&b_stream, "session B")] {
+        stream.until(|e| e.json()["method"] == "notifications/tools/list_changed", &format!("list_changed on {who}'s stream"));
+    }
+    let listed = b.result("tools/list", json!({}));
+    assert!(listed["tools"].as_array().unwrap().iter().any(|t| t["name"] == "hash_chain"), "{listed}");
 }
 
 // ---------------------------------------------------------------------------------------------

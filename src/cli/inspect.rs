@@ -46,8 +46,19 @@ pub struct Report {
     pub load_ms: f64,
     pub limits: Option<LimitsReport>,
     pub tools: Vec<Tool>,
+    /// What a 0.2.0 plugin offers besides tools.
+    #[serde(flatten)]
+    pub others: Others,
     /// Why the host would refuse it; `None` when it would serve it.
     pub refusal: Option<Refusal>,
+}
+
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Others {
+    pub resources: usize,
+    pub resource_templates: usize,
+    pub prompts: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -82,18 +93,19 @@ pub async fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
 pub async fn inspect(file: &std::path::Path) -> anyhow::Result<Report> {
     let bytes = std::fs::read(file).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
     let runtime = Runtime::new(RuntimeSettings::default())?;
-    let settings = LoadSettings { defaults: Limits::default(), memory_ceiling: EngineSettings::default().memory_ceiling };
+    let settings = LoadSettings { defaults: Limits::default(), memory_ceiling: EngineSettings::default().memory_ceiling, protected: Vec::new() };
     let started = Instant::now();
     let loaded = load_plugin(file, &runtime, &settings, &Catalog::default()).await;
     let load_ms = started.elapsed().as_secs_f64() * 1000.0;
 
-    let (interfaces, limits, tools, refusal) = match loaded {
-        Ok((plugin, entries)) => {
-            let tools = entries.iter().map(server::list_entry).collect();
-            (runtime.interfaces_of_plugin(&plugin.code), Some(limits_report(&plugin.limits)), tools, None)
+    let (interfaces, limits, tools, others, refusal) = match loaded {
+        Ok(loaded) => {
+            let tools = loaded.tools.iter().map(server::list_entry).collect();
+            let others = Others { resources: loaded.resources.len(), resource_templates: loaded.templates.len(), prompts: loaded.prompts.len() };
+            (runtime.interfaces_of_plugin(&loaded.plugin.code), Some(limits_report(&loaded.plugin.limits)), tools, others, None)
         }
         // Refused plugins are compiled again to read their imports, which is often the reason.
-        Err(refusal) => (runtime.interfaces_of(&bytes).unwrap_or_default(), None, Vec::new(), Some(refusal)),
+        Err(refusal) => (runtime.interfaces_of(&bytes).unwrap_or_default(), None, Vec::new(), Others::default(), Some(refusal)),
     };
     let imports: Vec<Import> = interfaces.imports.iter().map(|name| Import { name: name.clone(), permission: permission_for(name) }).collect();
     let mut permissions: Vec<&'static str> = imports.iter().filter_map(|i| i.permission).collect();
@@ -109,6 +121,7 @@ pub async fn inspect(file: &std::path::Path) -> anyhow::Result<Report> {
         load_ms,
         limits,
         tools,
+        others,
         refusal,
     })
 }
@@ -159,7 +172,7 @@ pub fn render(r: &Report) -> String {
     }
     let permissions = match r.permissions.is_empty() {
         true => "none needed".to_string(),
-        false => format!("{} (the host grants none by default; the plugin loads and runs without them)", r.permissions.join(", ")),
+        false => format!("{} (granted only by the manifest's [permissions]; the plugin loads and runs without them)", r.permissions.join(", ")),
     };
     let _ = writeln!(out, "permissions  {permissions}");
     if let Some(l) = &r.limits {
@@ -176,6 +189,10 @@ pub fn render(r: &Report) -> String {
     let _ = writeln!(out, "tools        {}", r.tools.len());
     for tool in &r.tools {
         render_tool(&mut out, tool);
+    }
+    let o = &r.others;
+    if o.resources + o.resource_templates + o.prompts > 0 {
+        let _ = writeln!(out, "also         {} resources, {} resource templates, {} prompts (corral tools --json lists them)", o.resources, o.resource_templates, o.prompts);
     }
     match &r.refusal {
         None => _ = writeln!(out, "verdict      corral would serve it"),

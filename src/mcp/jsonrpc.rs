@@ -72,8 +72,9 @@ impl RpcError {
 pub enum Incoming {
     Request { id: RequestId, method: String, params: Map<String, Value> },
     Notification { method: String, params: Map<String, Value> },
-    /// A response to a request the server sent. Corral sends none yet, so these are dropped.
-    Response,
+    /// A response to a request the server sent (`elicitation/create`, `sampling/createMessage`):
+    /// its id (absent when the client could not read ours) and the result or the error.
+    Response { id: Option<RequestId>, outcome: Result<Value, RpcError> },
 }
 
 /// A message that could not be accepted, and the id to answer it under when one was readable.
@@ -112,7 +113,18 @@ fn classify(value: Value) -> Result<Incoming, Rejected> {
     let method = match object.remove("method") {
         Some(Value::String(m)) => m,
         Some(_) => return Err(reject(id, "`method` must be a string")),
-        None if object.contains_key("result") || object.contains_key("error") => return Ok(Incoming::Response),
+        None if object.contains_key("result") || object.contains_key("error") => {
+            let outcome = match (object.remove("result"), object.remove("error")) {
+                (Some(result), None) => Ok(result),
+                (None, Some(error)) => Err(RpcError {
+                    code: error.get("code").and_then(Value::as_i64).and_then(|c| i32::try_from(c).ok()).unwrap_or(INTERNAL_ERROR),
+                    message: error.get("message").and_then(Value::as_str).unwrap_or("(the client gave no message)").to_owned(),
+                    data: error.get("data").cloned(),
+                }),
+                _ => return Err(reject(id, "a response carries `result` or `error`, not both")),
+            };
+            return Ok(Incoming::Response { id, outcome });
+        }
         None => return Err(reject(id, "missing `method`")),
     };
     let params = match object.remove("params") {
@@ -169,6 +181,8 @@ mod tests {
     #[test]
     fn notifications_and_responses_are_told_apart() {
         assert!(matches!(parse(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#), Ok(Incoming::Notification { .. })));
-        assert!(matches!(parse(r#"{"jsonrpc":"2.0","id":9,"result":{}}"#), Ok(Incoming::Response)));
+        assert!(matches!(parse(r#"{"jsonrpc":"2.0","id":9,"result":{}}"#), Ok(Incoming::Response { id: Some(RequestId::Int(9)), outcome: Ok(_) })));
+        let Ok(Incoming::Response { outcome: Err(e), .. }) = parse(r#"{"jsonrpc":"2.0","id":"a","error":{"code":-1,"message":"no"}}"#) else { panic!() };
+        assert_eq!((e.code, e.message.as_str()), (-1, "no"));
     }
 }

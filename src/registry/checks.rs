@@ -13,6 +13,21 @@ pub fn check_name(name: &str) -> Result<(), String> {
     }
 }
 
+/// A prompt's name follows the tool-name rules; its arguments have distinct, non-empty names.
+pub fn check_prompt(prompt: &crate::runtime::Prompt) -> Result<(), String> {
+    check_name(&prompt.name).map_err(|e| e.replacen("tool name", "prompt name", 1))?;
+    let mut seen = std::collections::BTreeSet::new();
+    for argument in &prompt.arguments {
+        if argument.name.is_empty() {
+            return Err("an argument has an empty name".into());
+        }
+        if !seen.insert(argument.name.as_str()) {
+            return Err(format!("argument `{}` is listed twice", argument.name));
+        }
+    }
+    Ok(())
+}
+
 /// Parses a schema the plugin sent as text and compiles it. `which` says "input" or "output".
 pub fn compile_schema(text: &str, which: &str) -> Result<(Value, jsonschema::Validator), String> {
     let schema: Value = serde_json::from_str(text).map_err(|e| format!("{which} schema is not JSON: {e}"))?;

@@ -1,4 +1,5 @@
-//! Loading a directory of plugins: manifest, compile, `list-tools`, checks.
+//! Loading a directory of plugins: manifest, compile, `list-tools` (and, for 0.2.0 plugins,
+//! `list-resources`, `list-resource-templates`, `list-prompts`), checks.
 //!
 //! A plugin either passes every step or is refused whole, with a [`Refusal`] saying why; the
 //! other plugins load regardless.
@@ -7,10 +8,21 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::checks::{check_name, compile_schema};
-use super::{Catalog, Plugin, Refusal, RefusalKind, ToolEntry};
+use super::checks::{check_name, check_prompt, compile_schema};
+use super::uri::{check_uri, UriTemplate};
+use super::{stamp, Catalog, Plugin, PromptEntry, Refusal, RefusalKind, ResourceEntry, TemplateEntry, ToolEntry};
 use crate::config::{self, Limits};
+
 use crate::runtime::{CallContext, LoadError, Runtime, Silent, Tool};
+
+/// What one plugin brings to a catalog, checked against the catalog it was loaded beside.
+pub struct Loaded {
+    pub plugin: Arc<Plugin>,
+    pub tools: Vec<ToolEntry>,
+    pub resources: Vec<ResourceEntry>,
+    pub templates: Vec<TemplateEntry>,
+    pub prompts: Vec<PromptEntry>,
+}
 
 /// `list-tools` should answer at once; this bounds a plugin that doesn't.
 const LIST_TOOLS_TIMEOUT: Duration = Duration::from_secs(10);
@@ -18,6 +30,8 @@ const LIST_TOOLS_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct LoadSettings {
     pub defaults: Limits,
     pub memory_ceiling: u64,
+    /// Directories no plugin may be granted write access to (the compile cache).
+    pub protected: Vec<PathBuf>,
 }
 
 /// Loads every `*.wasm` in `dir`, in file-name order (which decides who keeps a duplicate name).
@@ -31,12 +45,19 @@ pub async fn load_dir(dir: &Path, runtime: &Runtime, settings: &LoadSettings) ->
     let mut catalog = Catalog::default();
     for file in files {
         match load_plugin(&file, runtime, settings, &catalog).await {
-            Ok((plugin, tools)) => {
-                tracing::info!(plugin = %plugin.name, tools = tools.len(), "loaded {}", file.display());
-                for tool in tools {
-                    catalog.tools.insert(tool.name.clone(), Arc::new(tool));
-                }
-                catalog.plugins.push(plugin);
+            Ok(loaded) => {
+                let p = &loaded.plugin;
+                tracing::info!(
+                    plugin = %p.name,
+                    contract = p.code.contract().as_str(),
+                    tools = loaded.tools.len(),
+                    resources = loaded.resources.len(),
+                    templates = loaded.templates.len(),
+                    prompts = loaded.prompts.len(),
+                    "loaded {}",
+                    file.display()
+                );
+                catalog.add(loaded);
             }
             Err(refusal) => {
                 tracing::error!(plugin = %refusal.plugin, kind = ?refusal.kind, "refused: {}", refusal.message);
@@ -47,40 +68,62 @@ pub async fn load_dir(dir: &Path, runtime: &Runtime, settings: &LoadSettings) ->
     Ok(catalog)
 }
 
-fn plugin_name(file: &Path) -> String {
+pub(super) fn plugin_name(file: &Path) -> String {
     file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
-pub async fn load_plugin(file: &Path, runtime: &Runtime, settings: &LoadSettings, loaded: &Catalog) -> Result<(Arc<Plugin>, Vec<ToolEntry>), Refusal> {
+pub async fn load_plugin(file: &Path, runtime: &Runtime, settings: &LoadSettings, loaded: &Catalog) -> Result<Loaded, Refusal> {
     let name = plugin_name(file);
-    let refuse = |kind, tool: Option<&str>, message: String| Refusal {
+    let version = stamp(file);
+    let refuse_about = |kind, subject: Option<String>, tool: Option<&str>, message: String| Refusal {
+        stamp: version,
         plugin: name.clone(),
         file: file.to_owned(),
         tool: tool.map(str::to_owned),
         kind,
-        message: match tool {
-            Some(t) => format!("plugin `{name}`: tool `{t}`: {message}"),
+        message: match subject {
+            Some(s) => format!("plugin `{name}`: {s}: {message}"),
             None => format!("plugin `{name}`: {message}"),
         },
     };
+    let refuse = |kind, tool: Option<&str>, message: String| refuse_about(kind, tool.map(|t| format!("tool `{t}`")), tool, message);
 
-    let limits = config::plugin_limits(file, &settings.defaults, settings.memory_ceiling).map_err(|e| refuse(RefusalKind::InvalidManifest, None, e))?;
+    let manifest = config::plugin_manifest(file, &settings.defaults, settings.memory_ceiling, &settings.protected).map_err(|e| refuse(RefusalKind::InvalidManifest, None, e))?;
+    let limits = manifest.limits;
     let bytes = std::fs::read(file).map_err(|e| refuse(RefusalKind::InvalidComponent, None, format!("cannot read {}: {e}", file.display())))?;
-    let code = runtime.compile(&name, &bytes).map_err(|e| match e {
-        LoadError::InvalidComponent(m) => refuse(RefusalKind::InvalidComponent, None, format!("not a valid component: {m}")),
-        LoadError::MissingImport(m) => refuse(RefusalKind::MissingImport, None, format!("imports something the host does not provide: {m}")),
-    })?;
+    let code = runtime
+        .compile(&name, &bytes)
+        .map_err(|e| match e {
+            LoadError::InvalidComponent(m) => refuse(RefusalKind::InvalidComponent, None, format!("not a valid component: {m}")),
+            LoadError::MissingImport(m) => refuse(RefusalKind::MissingImport, None, format!("imports something the host does not provide: {m}")),
+        })?
+        .with_permissions(manifest.permissions);
 
     let mut list_limits = limits.clone();
     list_limits.timeout = list_limits.timeout.min(LIST_TOOLS_TIMEOUT);
+    let list_ctx = || CallContext::new(list_limits.clone(), Arc::new(Silent));
     let declared = runtime
-        .list_tools(&code, CallContext::new(list_limits, Arc::new(Silent)))
+        .list_tools(&code, list_ctx())
         .await
-        .map_err(|f| refuse(RefusalKind::ListToolsFailed, None, f.describe("list-tools").replacen("tool `list-tools`", "list-tools", 1)))?;
+        .map_err(|f| refuse(RefusalKind::ListToolsFailed, None, f.describe_as("list-tools")))?;
+    let (declared_resources, declared_templates) = match code.has_resources() {
+        false => (Vec::new(), Vec::new()),
+        true => {
+            let failed = |export: &'static str| move |f: crate::runtime::Failure| refuse(RefusalKind::ListResourcesFailed, None, f.describe_as(export));
+            let resources = runtime.list_resources(&code, list_ctx()).await.map_err(failed("list-resources"))?;
+            let templates = runtime.list_resource_templates(&code, list_ctx()).await.map_err(failed("list-resource-templates"))?;
+            (resources, templates)
+        }
+    };
+    let declared_prompts = match code.has_prompts() {
+        false => Vec::new(),
+        true => runtime.list_prompts(&code, list_ctx()).await.map_err(|f| refuse(RefusalKind::ListPromptsFailed, None, f.describe_as("list-prompts")))?,
+    };
 
     let plugin = Arc::new(Plugin {
         name: name.clone(),
         file: file.to_owned(),
+        stamp: version,
         code,
         permits: Arc::new(tokio::sync::Semaphore::new(limits.max_concurrency)),
         limits,
@@ -98,7 +141,55 @@ pub async fn load_plugin(file: &Path, runtime: &Runtime, settings: &LoadSettings
         }
         tools.push(check_tool(tool, &plugin).map_err(|e| refuse(RefusalKind::InvalidSchema, Some(&tool_name), e))?);
     }
-    Ok((plugin, tools))
+
+    let resource_refusal = |kind, uri: &str, message: String| refuse_about(kind, Some(format!("resource `{uri}`")), None, message);
+    let mut templates: Vec<TemplateEntry> = Vec::with_capacity(declared_templates.len());
+    for template in declared_templates {
+        let text = template.uri_template.clone();
+        let matcher = UriTemplate::parse(&text).map_err(|e| resource_refusal(RefusalKind::InvalidResource, &text, e))?;
+        if templates.iter().any(|t| t.template.uri_template == text) {
+            return Err(resource_refusal(RefusalKind::DuplicateResource, &text, "the plugin lists this template twice".into()));
+        }
+        if let Some(other) = loaded.templates.values().find(|t| t.matcher.overlaps(&matcher)) {
+            let message = format!("URIs it matches could also match template `{}` of plugin `{}`: give each plugin a URI prefix of its own", other.template.uri_template, other.plugin.name);
+            return Err(resource_refusal(RefusalKind::DuplicateResource, &text, message));
+        }
+        if let Some(other) = loaded.resources.values().find(|r| matcher.matches(&r.resource.uri)) {
+            let message = format!("it matches `{}`, a resource of plugin `{}`", other.resource.uri, other.plugin.name);
+            return Err(resource_refusal(RefusalKind::DuplicateResource, &text, message));
+        }
+        templates.push(TemplateEntry { plugin: plugin.clone(), template, matcher });
+    }
+    let mut resources: Vec<ResourceEntry> = Vec::with_capacity(declared_resources.len());
+    for resource in declared_resources {
+        let uri = resource.uri.clone();
+        check_uri(&uri).map_err(|e| resource_refusal(RefusalKind::InvalidResource, &uri, e))?;
+        if resource.name.is_empty() {
+            return Err(resource_refusal(RefusalKind::InvalidResource, &uri, "its name is empty".into()));
+        }
+        if resources.iter().any(|r| r.resource.uri == uri) {
+            return Err(resource_refusal(RefusalKind::DuplicateResource, &uri, "the plugin lists this URI twice".into()));
+        }
+        if let Some(owner) = loaded.resource_owner(&uri) {
+            return Err(resource_refusal(RefusalKind::DuplicateResource, &uri, format!("the URI belongs to plugin `{}`", owner.name)));
+        }
+        resources.push(ResourceEntry { plugin: plugin.clone(), resource });
+    }
+
+    let mut prompts: Vec<PromptEntry> = Vec::with_capacity(declared_prompts.len());
+    for prompt in declared_prompts {
+        let prompt_name = prompt.name.clone();
+        let prompt_refusal = |kind, message: String| refuse_about(kind, Some(format!("prompt `{prompt_name}`")), None, message);
+        check_prompt(&prompt).map_err(|e| prompt_refusal(RefusalKind::InvalidPrompt, e))?;
+        if prompts.iter().any(|p| p.prompt.name == prompt.name) {
+            return Err(prompt_refusal(RefusalKind::DuplicatePrompt, "the plugin lists this name twice".into()));
+        }
+        if let Some(owner) = loaded.prompts.get(&prompt.name) {
+            return Err(prompt_refusal(RefusalKind::DuplicatePrompt, format!("the name is already taken by plugin `{}`", owner.plugin.name)));
+        }
+        prompts.push(PromptEntry { plugin: plugin.clone(), prompt });
+    }
+    Ok(Loaded { plugin, tools, resources, templates, prompts })
 }
 
 fn check_tool(tool: Tool, plugin: &Arc<Plugin>) -> Result<ToolEntry, String> {

@@ -1,10 +1,17 @@
-//! The loaded plugins and the index from tool name to plugin.
+//! The loaded plugins and the indexes from tool name, resource URI, resource template and
+//! prompt name to plugin.
 //!
 //! A [`Catalog`] is immutable; the [`Registry`] hands out the current one, so a call keeps
 //! the plugin version it started with even if the catalog is replaced meanwhile.
+//!
+//! Namespacing: tool names and prompt names are unique across the host, and every resource URI
+//! belongs to one plugin (see [`uri`]); a plugin that would break this is refused whole.
 
 mod checks;
 mod load;
+mod reload;
+pub mod uri;
+mod watch;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -14,15 +21,20 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::config::Limits;
-use crate::runtime::{Annotations, PluginCode, TaskSupport};
+use crate::runtime::{Annotations, PluginCode, Prompt, Resource, ResourceTemplate, TaskSupport};
 
 pub use checks::violations;
-pub use load::{load_dir, load_plugin, LoadSettings};
+pub use load::{load_dir, load_plugin, Loaded, LoadSettings};
+use uri::UriTemplate;
+pub use reload::reload;
+pub use watch::{watch, Watcher};
 
 /// One loaded plugin.
 pub struct Plugin {
     pub name: String,
     pub file: PathBuf,
+    /// The version of its files this was loaded from.
+    pub stamp: Stamp,
     pub code: PluginCode,
     pub limits: Limits,
     /// Bounds the plugin's calls running at once to `limits.max_concurrency`.
@@ -43,6 +55,25 @@ pub struct ToolEntry {
     pub output_validator: Option<jsonschema::Validator>,
 }
 
+/// A resource with a fixed URI (contract 0.2.0).
+pub struct ResourceEntry {
+    pub plugin: Arc<Plugin>,
+    pub resource: Resource,
+}
+
+/// A resource template (contract 0.2.0).
+pub struct TemplateEntry {
+    pub plugin: Arc<Plugin>,
+    pub template: ResourceTemplate,
+    pub matcher: UriTemplate,
+}
+
+/// A prompt (contract 0.2.0).
+pub struct PromptEntry {
+    pub plugin: Arc<Plugin>,
+    pub prompt: Prompt,
+}
+
 /// Why a plugin was not loaded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -54,6 +85,23 @@ pub enum RefusalKind {
     InvalidToolName,
     InvalidSchema,
     DuplicateTool,
+    /// `list-resources` or `list-resource-templates` failed.
+    ListResourcesFailed,
+    /// A resource URI or template that is not well formed.
+    InvalidResource,
+    /// A resource URI or template another plugin already claims (or the plugin lists twice).
+    DuplicateResource,
+    ListPromptsFailed,
+    /// A prompt name or argument list that breaks the rules.
+    InvalidPrompt,
+    DuplicatePrompt,
+}
+
+impl RefusalKind {
+    /// Refusals that may go away when another plugin changes (it held the name or URI).
+    pub fn is_conflict(self) -> bool {
+        matches!(self, RefusalKind::DuplicateTool | RefusalKind::DuplicateResource | RefusalKind::DuplicatePrompt)
+    }
 }
 
 /// A plugin the host refused, with the reason in words that name plugin, tool and cause.
@@ -64,38 +112,141 @@ pub struct Refusal {
     pub tool: Option<String>,
     pub kind: RefusalKind,
     pub message: String,
+    /// The version of the plugin's files that was refused.
+    #[serde(skip)]
+    pub stamp: Stamp,
 }
 
-/// The plugins and tools served at one moment.
+/// Size and modification time of a plugin's `.wasm` and manifest: what tells one version of
+/// its files from the next without reading them (reading would itself wake the watcher).
+pub type Stamp = [Option<(u64, std::time::SystemTime)>; 2];
+
+pub fn stamp(wasm: &std::path::Path) -> Stamp {
+    let of = |p: &std::path::Path| std::fs::metadata(p).ok().and_then(|m| Some((m.len(), m.modified().ok()?)));
+    [of(wasm), of(&crate::config::manifest_path(wasm))]
+}
+
+/// The plugins, tools, resources and prompts served at one moment.
 #[derive(Default)]
 pub struct Catalog {
     pub plugins: Vec<Arc<Plugin>>,
     /// Tools by name; the map's order is the order `tools/list` pages through.
     pub tools: BTreeMap<String, Arc<ToolEntry>>,
+    /// Resources by URI.
+    pub resources: BTreeMap<String, Arc<ResourceEntry>>,
+    /// Resource templates by URI template.
+    pub templates: BTreeMap<String, Arc<TemplateEntry>>,
+    /// Prompts by name.
+    pub prompts: BTreeMap<String, Arc<PromptEntry>>,
     pub refused: Vec<Refusal>,
+}
+
+/// Which kinds of served things differ between two catalogs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Changes {
+    pub tools: bool,
+    pub resources: bool,
+    pub prompts: bool,
 }
 
 impl Catalog {
     pub fn tool(&self, name: &str) -> Option<&Arc<ToolEntry>> {
         self.tools.get(name)
     }
+
+    pub fn prompt(&self, name: &str) -> Option<&Arc<PromptEntry>> {
+        self.prompts.get(name)
+    }
+
+    /// The plugin a resource URI belongs to: the one that lists it, else the one with a
+    /// template that matches it.
+    pub fn resource_owner(&self, uri: &str) -> Option<&Arc<Plugin>> {
+        if let Some(entry) = self.resources.get(uri) {
+            return Some(&entry.plugin);
+        }
+        self.templates.values().find(|t| t.matcher.matches(uri)).map(|t| &t.plugin)
+    }
+
+    /// Adds what a plugin brought; its names were checked against this catalog when it loaded.
+    pub fn add(&mut self, loaded: Loaded) {
+        for tool in loaded.tools {
+            self.tools.insert(tool.name.clone(), Arc::new(tool));
+        }
+        for resource in loaded.resources {
+            self.resources.insert(resource.resource.uri.clone(), Arc::new(resource));
+        }
+        for template in loaded.templates {
+            self.templates.insert(template.template.uri_template.clone(), Arc::new(template));
+        }
+        for prompt in loaded.prompts {
+            self.prompts.insert(prompt.prompt.name.clone(), Arc::new(prompt));
+        }
+        self.plugins.push(loaded.plugin);
+    }
+
+    /// Carries `plugin` over from `old` unchanged: the same entries, shared.
+    pub fn keep(&mut self, old: &Catalog, plugin: &Arc<Plugin>) {
+        let mine = |p: &Arc<Plugin>| Arc::ptr_eq(p, plugin);
+        self.tools.extend(old.tools.iter().filter(|(_, e)| mine(&e.plugin)).map(|(k, e)| (k.clone(), e.clone())));
+        self.resources.extend(old.resources.iter().filter(|(_, e)| mine(&e.plugin)).map(|(k, e)| (k.clone(), e.clone())));
+        self.templates.extend(old.templates.iter().filter(|(_, e)| mine(&e.plugin)).map(|(k, e)| (k.clone(), e.clone())));
+        self.prompts.extend(old.prompts.iter().filter(|(_, e)| mine(&e.plugin)).map(|(k, e)| (k.clone(), e.clone())));
+        self.plugins.push(plugin.clone());
+    }
+
+    /// Whether `plugin` serves anything of each kind here.
+    pub fn kinds_of(&self, plugin: &Arc<Plugin>) -> Changes {
+        let mine = |p: &Arc<Plugin>| Arc::ptr_eq(p, plugin);
+        Changes {
+            tools: self.tools.values().any(|e| mine(&e.plugin)),
+            resources: self.resources.values().any(|e| mine(&e.plugin)) || self.templates.values().any(|e| mine(&e.plugin)),
+            prompts: self.prompts.values().any(|e| mine(&e.plugin)),
+        }
+    }
+
+    /// What a client listing each kind would see differently in `self` than in `old`: an
+    /// entry added, removed, or served by another version of its plugin.
+    pub fn changes_from(&self, old: &Catalog) -> Changes {
+        fn differ<K: Ord, V>(a: &BTreeMap<K, Arc<V>>, b: &BTreeMap<K, Arc<V>>) -> bool {
+            a.len() != b.len() || a.iter().zip(b).any(|((ka, va), (kb, vb))| ka != kb || !Arc::ptr_eq(va, vb))
+        }
+        Changes {
+            tools: differ(&self.tools, &old.tools),
+            resources: differ(&self.resources, &old.resources) || differ(&self.templates, &old.templates),
+            prompts: differ(&self.prompts, &old.prompts),
+        }
+    }
 }
 
 /// The current catalog, replaceable as a whole.
 pub struct Registry {
     current: RwLock<Arc<Catalog>>,
+    /// Counts replacements, so that the server can tell sessions the tool list changed.
+    generation: tokio::sync::watch::Sender<u64>,
 }
 
 impl Registry {
     pub fn new(catalog: Catalog) -> Registry {
-        Registry { current: RwLock::new(Arc::new(catalog)) }
+        Registry { current: RwLock::new(Arc::new(catalog)), generation: tokio::sync::watch::Sender::new(0) }
     }
 
     pub fn snapshot(&self) -> Arc<Catalog> {
         self.current.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// Swaps in `catalog`. Calls already running keep the plugin version they started with.
     pub fn replace(&self, catalog: Catalog) {
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(catalog);
+        self.generation.send_modify(|g| *g += 1);
+    }
+
+    /// Swaps in `catalog` without waking subscribers: the tools served are the same.
+    pub fn replace_quietly(&self, catalog: Catalog) {
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(catalog);
+    }
+
+    /// Wakes on every [`Registry::replace`].
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.generation.subscribe()
     }
 }

@@ -1,28 +1,62 @@
 //! What a call carries down into the runtime, and the per-call store state.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 use wasmtime::component::ResourceTable;
 use wasmtime::ResourceLimiter;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-use super::bindings::{self, LogLevel};
+use super::bindings::{self, ElicitResponse, LogLevel, RequestError, SamplingRequest, SamplingResponse};
+use super::network::{HttpGuard, NetGuard};
 use crate::config::Limits;
 
-/// Receives what a guest reports while it runs. The server turns these into MCP notifications.
+/// What a guest's request to the client (`elicit`, `sample`) comes back with, once the client
+/// answered. The guest waits in the host meanwhile.
+pub type Answer<T> = BoxFuture<'static, Result<T, RequestError>>;
+
+/// Receives what a guest reports while it runs and carries its requests to the client. The
+/// server turns these into MCP notifications and requests.
+///
+/// `task` is the id of the task the call runs for, when it runs for one: requests made for a
+/// task carry it to the client.
 pub trait CallObserver: Send + Sync {
     fn log(&self, level: LogLevel, message: &str);
     fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>);
+
+    /// Asks the user to fill in a form. By default there is nobody to ask.
+    fn elicit(&self, task: Option<&str>, message: String, requested_schema: String) -> Answer<ElicitResponse> {
+        let _ = (task, message, requested_schema);
+        nobody_to_ask()
+    }
+
+    /// Asks the client's model for a message. By default there is nobody to ask.
+    fn sample(&self, task: Option<&str>, request: SamplingRequest) -> Answer<SamplingResponse> {
+        let _ = (task, request);
+        nobody_to_ask()
+    }
 }
 
-/// An observer that drops everything (loading, benchmarks).
+fn nobody_to_ask<T: Send + 'static>() -> Answer<T> {
+    Box::pin(std::future::ready(Err(RequestError::Unavailable("no MCP client is connected to this call".into()))))
+}
+
+/// An observer that drops everything (loading, benchmarks, `corral call`).
 pub struct Silent;
 
 impl CallObserver for Silent {
     fn log(&self, _: LogLevel, _: &str) {}
     fn progress(&self, _: f64, _: Option<f64>, _: Option<String>) {}
+}
+
+/// A plugin said one of its resources changed (`resource-updated`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResourceUpdate {
+    pub plugin: Arc<str>,
+    pub uri: String,
 }
 
 /// Everything one call needs besides the plugin and its arguments.
@@ -31,20 +65,49 @@ pub struct CallContext {
     pub limits: Limits,
     pub cancel: CancellationToken,
     pub observer: Arc<dyn CallObserver>,
+    /// Accesses the sandbox refused during the call, for the result to name.
+    pub denials: Arc<Denials>,
 }
 
 impl CallContext {
     pub fn new(limits: Limits, observer: Arc<dyn CallObserver>) -> CallContext {
-        CallContext { limits, cancel: CancellationToken::new(), observer }
+        CallContext { limits, cancel: CancellationToken::new(), observer, denials: Arc::default() }
+    }
+}
+
+/// What the sandbox refused a guest, each in a sentence naming the grant that would allow it.
+#[derive(Default)]
+pub struct Denials(Mutex<Vec<String>>);
+
+/// A guest retrying in a loop must not grow the list without bound.
+const MAX_DENIALS: usize = 16;
+
+impl Denials {
+    pub fn record(&self, what: String) {
+        let mut list = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if list.len() < MAX_DENIALS && !list.contains(&what) {
+            tracing::debug!("{what}");
+            list.push(what);
+        }
+    }
+
+    pub fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }
 
 /// The data of one call's `Store`.
 pub(crate) struct CallState {
     pub wasi: WasiCtx,
+    pub http: WasiHttpCtx,
+    pub http_guard: HttpGuard,
+    pub net: Arc<NetGuard>,
+    pub denials: Arc<Denials>,
     pub table: ResourceTable,
     pub plugin: Arc<str>,
     pub observer: Arc<dyn CallObserver>,
+    /// Where `resource-updated` goes: the runtime's channel of updates.
+    pub updates: tokio::sync::broadcast::Sender<ResourceUpdate>,
     pub cancel: CancellationToken,
     pub deadline: Instant,
     pub memory_cap: u64,
@@ -76,17 +139,17 @@ impl WasiView for CallState {
     }
 }
 
-impl bindings::corral::plugin::types::Host for CallState {}
+impl WasiHttpView for CallState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView { ctx: &mut self.http, table: &mut self.table, hooks: &mut self.http_guard }
+    }
+}
 
-impl bindings::corral::plugin::host::Host for CallState {
+impl bindings::v1::corral::plugin::types::Host for CallState {}
+
+impl bindings::v1::corral::plugin::host::Host for CallState {
     fn log(&mut self, level: LogLevel, message: String) {
-        match level {
-            LogLevel::Debug => tracing::debug!(plugin = %self.plugin, "{message}"),
-            LogLevel::Info | LogLevel::Notice => tracing::info!(plugin = %self.plugin, "{message}"),
-            LogLevel::Warning => tracing::warn!(plugin = %self.plugin, "{message}"),
-            LogLevel::Error => tracing::error!(plugin = %self.plugin, "{message}"),
-        }
-        self.observer.log(level, &message);
+        self.log_line(level, message);
     }
 
     fn progress(&mut self, progress: f64, total: Option<f64>, message: Option<String>) {
@@ -94,6 +157,61 @@ impl bindings::corral::plugin::host::Host for CallState {
     }
 
     fn cancelled(&mut self) -> bool {
+        self.is_stopping()
+    }
+}
+
+impl bindings::v2::corral::plugin::messages::Host for CallState {}
+
+impl bindings::v2::corral::plugin::host::Host for CallState {
+    fn log(&mut self, level: bindings::v2::corral::plugin::host::LogLevel, message: String) {
+        use bindings::v2::corral::plugin::host::LogLevel as V2;
+        let level = match level {
+            V2::Debug => LogLevel::Debug,
+            V2::Info => LogLevel::Info,
+            V2::Notice => LogLevel::Notice,
+            V2::Warning => LogLevel::Warning,
+            V2::Error => LogLevel::Error,
+        };
+        self.log_line(level, message);
+    }
+
+    fn progress(&mut self, progress: f64, total: Option<f64>, message: Option<String>) {
+        self.observer.progress(progress, total, message);
+    }
+
+    fn cancelled(&mut self) -> bool {
+        self.is_stopping()
+    }
+
+    fn elicit(&mut self, message: String, requested_schema: String) -> impl std::future::Future<Output = Result<ElicitResponse, RequestError>> + Send {
+        tracing::debug!(plugin = %self.plugin, "asks the client to elicit: {message}");
+        self.observer.elicit(None, message, requested_schema)
+    }
+
+    fn sample(&mut self, request: SamplingRequest) -> impl std::future::Future<Output = Result<SamplingResponse, RequestError>> + Send {
+        tracing::debug!(plugin = %self.plugin, "asks the client to sample");
+        self.observer.sample(None, request)
+    }
+
+    fn resource_updated(&mut self, uri: String) {
+        // Nobody listening (no server) is not an error.
+        let _ = self.updates.send(ResourceUpdate { plugin: self.plugin.clone(), uri });
+    }
+}
+
+impl CallState {
+    fn is_stopping(&self) -> bool {
         self.cancel.is_cancelled() || Instant::now() >= self.deadline
+    }
+
+    fn log_line(&mut self, level: LogLevel, message: String) {
+        match level {
+            LogLevel::Debug => tracing::debug!(plugin = %self.plugin, "{message}"),
+            LogLevel::Info | LogLevel::Notice => tracing::info!(plugin = %self.plugin, "{message}"),
+            LogLevel::Warning => tracing::warn!(plugin = %self.plugin, "{message}"),
+            LogLevel::Error => tracing::error!(plugin = %self.plugin, "{message}"),
+        }
+        self.observer.log(level, &message);
     }
 }

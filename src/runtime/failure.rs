@@ -50,17 +50,22 @@ impl Failure {
 
     /// A sentence about tool `tool`, for people and models.
     pub fn describe(&self, tool: &str) -> String {
+        self.describe_as(&format!("tool `{tool}`"))
+    }
+
+    /// A sentence about `subject` ("tool `x`", "list-tools", "reading resource `notes://a`").
+    pub fn describe_as(&self, subject: &str) -> String {
         match self {
-            Failure::Timeout { limit } => format!("tool `{tool}` exceeded its {} time limit", humantime::format_duration(*limit)),
-            Failure::FuelExhausted { budget } => format!("tool `{tool}` ran out of fuel: it used its whole compute budget of {budget} units"),
-            Failure::MemoryLimit { limit } => format!("tool `{tool}` tried to use more than its {} memory limit", display_size(*limit)),
-            Failure::Trap { message } => format!("tool `{tool}` crashed: {message}"),
-            Failure::Cancelled => format!("tool `{tool}` was cancelled"),
-            Failure::InvalidOutput { reason } => format!("tool `{tool}` returned an invalid result: {reason}"),
+            Failure::Timeout { limit } => format!("{subject} exceeded its {} time limit", humantime::format_duration(*limit)),
+            Failure::FuelExhausted { budget } => format!("{subject} ran out of fuel: it used its whole compute budget of {budget} units"),
+            Failure::MemoryLimit { limit } => format!("{subject} tried to use more than its {} memory limit", display_size(*limit)),
+            Failure::Trap { message } => format!("{subject} crashed: {message}"),
+            Failure::Cancelled => format!("{subject} was cancelled"),
+            Failure::InvalidOutput { reason } => format!("{subject} returned an invalid result: {reason}"),
             Failure::OutputTooLarge { size: Some(size), limit } => {
-                format!("tool `{tool}` returned {}, more than the host's {} output limit", display_size(*size), display_size(*limit))
+                format!("{subject} returned {}, more than the host's {} output limit", display_size(*size), display_size(*limit))
             }
-            Failure::OutputTooLarge { size: None, limit } => format!("tool `{tool}` returned more than the host's {} output limit", display_size(*limit)),
+            Failure::OutputTooLarge { size: None, limit } => format!("{subject} returned more than the host's {} output limit", display_size(*limit)),
         }
     }
 

@@ -22,7 +22,7 @@ impl Runtime {
 
     /// The imports and exports of a plugin that is already compiled.
     pub fn interfaces_of_plugin(&self, code: &PluginCode) -> Interfaces {
-        self.interfaces(code.pre.instance_pre().component())
+        self.interfaces(code.pre.component())
     }
 
     fn interfaces(&self, component: &Component) -> Interfaces {

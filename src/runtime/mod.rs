@@ -4,29 +4,40 @@
 //! [`CallContext`], and gives back the guest's result or a [`Failure`].
 
 mod bindings;
+mod cache;
 mod call;
 mod engine;
+mod exports;
 mod failure;
+mod files;
 mod inspect;
+mod network;
 mod output;
 mod ticker;
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::component::{Component, InstancePre, Linker, ResourceTable};
 use wasmtime::{Engine, Store, UpdateDeadline};
-use wasmtime_wasi::WasiCtxBuilder;
+use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
-pub use bindings::{Annotations, Blob, CallResult, Content, LogLevel, ResourceBody, TaskSupport, Tool};
-pub use call::{CallContext, CallObserver, Silent};
+pub use bindings::*;
+pub use cache::CacheOutcome;
+pub use call::{Answer as ClientAnswer, CallContext, CallObserver, Denials, ResourceUpdate, Silent};
 pub use engine::EngineSettings;
+pub use exports::Contract;
 pub use failure::Failure;
 pub use inspect::Interfaces;
 use failure::Stopped;
 
-use bindings::{Plugin, PluginPre};
+use crate::config::Permissions;
+use cache::CompileCache;
+use network::{GuardedLookup, HttpGuard, NetGuard};
+
 use call::CallState;
+use exports::{invoke, Answer, Exports, Op};
 use output::PluginOutput;
 
 /// Runtime settings the host exposes as flags.
@@ -37,19 +48,57 @@ pub struct RuntimeSettings {
     pub epoch_tick: Duration,
     /// Largest result (sum of its strings and bytes) passed back to a client.
     pub max_output: u64,
+    /// Where precompiled plugins are kept; `None` compiles every plugin at every start.
+    pub cache_dir: Option<PathBuf>,
 }
 
 impl Default for RuntimeSettings {
     fn default() -> RuntimeSettings {
-        RuntimeSettings { engine: EngineSettings::default(), epoch_tick: Duration::from_millis(1), max_output: 16 << 20 }
+        RuntimeSettings { engine: EngineSettings::default(), epoch_tick: Duration::from_millis(1), max_output: 16 << 20, cache_dir: None }
     }
 }
 
-/// A compiled plugin, ready to instantiate.
+/// A compiled plugin and what its instances may reach, ready to instantiate.
 #[derive(Clone)]
 pub struct PluginCode {
     name: Arc<str>,
-    pre: PluginPre<CallState>,
+    pre: InstancePre<CallState>,
+    exports: Arc<Exports>,
+    permissions: Arc<Permissions>,
+    network: Arc<[crate::config::NetPattern]>,
+}
+
+impl PluginCode {
+    /// The same code, granted `permissions` (default: none).
+    pub fn with_permissions(mut self, permissions: Permissions) -> PluginCode {
+        self.network = permissions.network.clone().into();
+        self.permissions = Arc::new(permissions);
+        self
+    }
+
+    pub fn permissions(&self) -> &Permissions {
+        &self.permissions
+    }
+
+    /// The contract version the plugin was built against.
+    pub fn contract(&self) -> Contract {
+        self.exports.contract()
+    }
+
+    /// Whether it exports `resources` (0.2.0).
+    pub fn has_resources(&self) -> bool {
+        self.exports.has_resources()
+    }
+
+    /// Whether it exports `prompts` (0.2.0).
+    pub fn has_prompts(&self) -> bool {
+        self.exports.has_prompts()
+    }
+
+    /// Whether it exports `completions` (0.2.0).
+    pub fn has_completions(&self) -> bool {
+        self.exports.has_completions()
+    }
 }
 
 /// Why a plugin's bytes could not become a [`PluginCode`].
@@ -64,19 +113,12 @@ pub enum LoadError {
 pub struct Runtime {
     engine: Engine,
     linker: Linker<CallState>,
+    cache: Option<CompileCache>,
     ticker: ticker::Ticker,
     settings: RuntimeSettings,
     instances: tokio::sync::Semaphore,
-}
-
-enum Op<'a> {
-    ListTools,
-    CallTool { name: &'a str, arguments: &'a str },
-}
-
-enum Answer {
-    Tools(Vec<Tool>),
-    Result(CallResult),
+    /// Plugins' `resource-updated` calls.
+    updates: tokio::sync::broadcast::Sender<ResourceUpdate>,
 }
 
 impl Runtime {
@@ -84,18 +126,57 @@ impl Runtime {
         let engine = engine::build(&settings.engine)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-        Plugin::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
+        // Name lookups go through the network allow-list instead of wasmtime-wasi's resolver.
+        linker.allow_shadowing(true);
+        wasmtime_wasi::p2::bindings::sockets::ip_name_lookup::add_to_linker::<CallState, GuardedLookup>(&mut linker, network::lookup_view)?;
+        files::guard_writes(&mut linker)?;
+        linker.allow_shadowing(false);
+        // Both contract versions: a component imports one or the other.
+        bindings::v1::Plugin::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)?;
+        bindings::v2::Full::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)?;
+        // 0.2.0's `types` is bound to 0.1.0's Rust types; its instance (types only) still needs a name.
+        linker.instance("corral:plugin/types@0.2.0")?;
+        let cache = match &settings.cache_dir {
+            Some(dir) => Some(CompileCache::open(dir, &engine).map_err(|e| anyhow::anyhow!("compile cache {}: {e} (pass --no-cache to run without one)", dir.display()))?),
+            None => None,
+        };
         let ticker = ticker::Ticker::start(engine.clone(), settings.epoch_tick);
         let instances = tokio::sync::Semaphore::new(settings.engine.max_instances as usize);
-        Ok(Runtime { engine, linker, ticker, settings, instances })
+        let updates = tokio::sync::broadcast::channel(1024).0;
+        Ok(Runtime { engine, linker, cache, ticker, settings, instances, updates })
     }
 
-    /// Compiles a component and resolves its imports against what the host provides.
+    /// The directory this engine's precompiled plugins are kept in, if there is a cache.
+    pub fn cache_dir(&self) -> Option<&std::path::Path> {
+        self.cache.as_ref().map(|c| c.dir())
+    }
+
+    /// Compiles a component (or maps it from the cache) and resolves its imports against what
+    /// the host provides. The code has no permissions until [`PluginCode::with_permissions`].
     pub fn compile(&self, name: &str, bytes: &[u8]) -> Result<PluginCode, LoadError> {
-        let component = Component::new(&self.engine, bytes).map_err(|e| LoadError::InvalidComponent(format!("{e:#}")))?;
+        self.compile_cached(name, bytes).map(|(code, _)| code)
+    }
+
+    /// Like [`Runtime::compile`], also saying how the cache served it (`None`: no cache).
+    pub fn compile_cached(&self, name: &str, bytes: &[u8]) -> Result<(PluginCode, Option<CacheOutcome>), LoadError> {
+        let invalid = |e: wasmtime::Error| LoadError::InvalidComponent(format!("{e:#}"));
+        let (component, outcome) = match &self.cache {
+            Some(cache) => {
+                let (component, outcome) = cache.load(&self.engine, bytes).map_err(invalid)?;
+                match &outcome {
+                    CacheOutcome::Hit => tracing::debug!(plugin = name, "loaded from the compile cache"),
+                    CacheOutcome::Stored => tracing::debug!(plugin = name, "compiled and cached"),
+                    CacheOutcome::Replaced(why) => tracing::warn!(plugin = name, "discarded a cache entry ({why}); compiled again"),
+                    CacheOutcome::NotStored(why) => tracing::warn!(plugin = name, "compiled, but could not cache it: {why}"),
+                }
+                (component, Some(outcome))
+            }
+            None => (Component::new(&self.engine, bytes).map_err(invalid)?, None),
+        };
         let instance_pre = self.linker.instantiate_pre(&component).map_err(|e| LoadError::MissingImport(format!("{e:#}")))?;
-        let pre = PluginPre::new(instance_pre).map_err(|e| LoadError::InvalidComponent(format!("{e:#}")))?;
-        Ok(PluginCode { name: name.into(), pre })
+        let exports = Exports::find(&instance_pre).map_err(LoadError::InvalidComponent)?;
+        Ok((PluginCode { name: name.into(), pre: instance_pre, exports: Arc::new(exports), permissions: Arc::default(), network: Arc::new([]) }, outcome))
     }
 
     /// Makes the epoch advance now, so a guest that was just cancelled stops without waiting
@@ -108,7 +189,7 @@ impl Runtime {
     pub async fn list_tools(&self, code: &PluginCode, ctx: CallContext) -> Result<Vec<Tool>, Failure> {
         match self.run(code, ctx, Op::ListTools).await? {
             Answer::Tools(tools) => Ok(tools),
-            Answer::Result(_) => unreachable!("list-tools answers with tools"),
+            _ => unreachable!("list-tools answers with tools"),
         }
     }
 
@@ -116,13 +197,91 @@ impl Runtime {
     pub async fn call_tool(&self, code: &PluginCode, name: &str, arguments: &str, ctx: CallContext) -> Result<CallResult, Failure> {
         let result = match self.run(code, ctx, Op::CallTool { name, arguments }).await? {
             Answer::Result(result) => result,
-            Answer::Tools(_) => unreachable!("call-tool answers with a result"),
+            _ => unreachable!("call-tool answers with a result"),
         };
-        let size = result_size(&result);
+        self.check_size(result_size(&result))?;
+        Ok(result)
+    }
+
+    /// Calls `list-resources` in a fresh instance (nothing when the plugin has no `resources`).
+    pub async fn list_resources(&self, code: &PluginCode, ctx: CallContext) -> Result<Vec<Resource>, Failure> {
+        match self.run(code, ctx, Op::ListResources).await? {
+            Answer::Resources(list) => Ok(list),
+            _ => unreachable!("list-resources answers with resources"),
+        }
+    }
+
+    /// Calls `list-resource-templates` in a fresh instance.
+    pub async fn list_resource_templates(&self, code: &PluginCode, ctx: CallContext) -> Result<Vec<ResourceTemplate>, Failure> {
+        match self.run(code, ctx, Op::ListResourceTemplates).await? {
+            Answer::Templates(list) => Ok(list),
+            _ => unreachable!("list-resource-templates answers with templates"),
+        }
+    }
+
+    /// Calls `read-resource` in a fresh instance under the context's limits.
+    pub async fn read_resource(&self, code: &PluginCode, uri: &str, ctx: CallContext) -> Result<Result<Vec<Contents>, ReadError>, Failure> {
+        let read = match self.run(code, ctx, Op::ReadResource { uri }).await? {
+            Answer::Read(read) => read,
+            _ => unreachable!("read-resource answers with contents"),
+        };
+        if let Ok(contents) = &read {
+            let size: usize = contents
+                .iter()
+                .map(|c| {
+                    c.uri.len() + c.mime_type.as_ref().map_or(0, |m| m.len()) + match &c.body {
+                        ResourceBody::Text(t) => t.len(),
+                        ResourceBody::Bytes(b) => b.len(),
+                    }
+                })
+                .sum();
+            self.check_size(size as u64)?;
+        }
+        Ok(read)
+    }
+
+    /// Calls `list-prompts` in a fresh instance (nothing when the plugin has no `prompts`).
+    pub async fn list_prompts(&self, code: &PluginCode, ctx: CallContext) -> Result<Vec<Prompt>, Failure> {
+        match self.run(code, ctx, Op::ListPrompts).await? {
+            Answer::Prompts(list) => Ok(list),
+            _ => unreachable!("list-prompts answers with prompts"),
+        }
+    }
+
+    /// Calls `get-prompt` in a fresh instance under the context's limits.
+    pub async fn get_prompt(&self, code: &PluginCode, name: &str, arguments: &[(String, String)], ctx: CallContext) -> Result<Result<PromptResult, PromptError>, Failure> {
+        let got = match self.run(code, ctx, Op::GetPrompt { name, arguments }).await? {
+            Answer::Prompt(got) => got,
+            _ => unreachable!("get-prompt answers with a prompt"),
+        };
+        if let Ok(prompt) = &got {
+            let size = prompt.description.as_ref().map_or(0, |d| d.len() as u64) + prompt.messages.iter().map(|m| content_size(&m.content) as u64).sum::<u64>();
+            self.check_size(size)?;
+        }
+        Ok(got)
+    }
+
+    /// Calls `complete` in a fresh instance under the context's limits (no values when the
+    /// plugin has no `completions`).
+    pub async fn complete(&self, code: &PluginCode, reference: &Reference, argument: &str, value: &str, context: &[(String, String)], ctx: CallContext) -> Result<Completion, Failure> {
+        let completion = match self.run(code, ctx, Op::Complete { reference, argument, value, context }).await? {
+            Answer::Completion(completion) => completion,
+            _ => unreachable!("complete answers with a completion"),
+        };
+        self.check_size(completion.values.iter().map(|v| v.len() as u64).sum())?;
+        Ok(completion)
+    }
+
+    /// Plugins' `resource-updated` calls, from now on.
+    pub fn resource_updates(&self) -> tokio::sync::broadcast::Receiver<ResourceUpdate> {
+        self.updates.subscribe()
+    }
+
+    fn check_size(&self, size: u64) -> Result<(), Failure> {
         if size > self.settings.max_output {
             return Err(Failure::OutputTooLarge { size: Some(size), limit: self.settings.max_output });
         }
-        Ok(result)
+        Ok(())
     }
 
     /// Number of calls running now.
@@ -135,11 +294,11 @@ impl Runtime {
         let limit = ctx.limits.timeout;
         let deadline = Instant::now() + limit;
         let (stdout, stderr) = PluginOutput::pair(code.name.clone());
-        let mut store = self.new_store(code, &ctx, deadline, &stdout, &stderr);
+        let mut store = self.new_store(code, &ctx, deadline, &stdout, &stderr)?;
         let outcome = {
             let work = async {
                 let _permit = self.instances.acquire().await.expect("the instance semaphore is never closed");
-                invoke(&mut store, &code.pre, op).await
+                invoke(&mut store, &code.pre, &code.exports, op).await
             };
             tokio::select! {
                 biased;
@@ -164,14 +323,36 @@ impl Runtime {
         }
     }
 
-    fn new_store(&self, code: &PluginCode, ctx: &CallContext, deadline: Instant, stdout: &PluginOutput, stderr: &PluginOutput) -> Store<CallState> {
-        // Default-deny: no preopens, no environment, no arguments, no sockets; clocks and random only.
-        let wasi = WasiCtxBuilder::new().stdout(stdout.clone()).stderr(stderr.clone()).allow_tcp(false).allow_udp(false).build();
+    fn new_store(&self, code: &PluginCode, ctx: &CallContext, deadline: Instant, stdout: &PluginOutput, stderr: &PluginOutput) -> Result<Store<CallState>, Failure> {
+        // Default deny: no arguments, and only the directories, variables and destinations the
+        // manifest grants. TCP and name lookups stay switched on so that a refused connect is
+        // seen (and reported) by the network guard rather than failing silently in the guest.
+        let net = Arc::new(NetGuard::new(code.network.clone(), ctx.denials.clone()));
+        let mut wasi = WasiCtxBuilder::new();
+        wasi.stdout(stdout.clone()).stderr(stderr.clone()).allow_udp(false).allow_tcp(true).allow_ip_name_lookup(true);
+        let check = net.clone();
+        wasi.socket_addr_check(move |addr, usage| {
+            let allowed = check.check(addr, usage);
+            Box::pin(async move { allowed })
+        });
+        for var in &code.permissions.env {
+            wasi.env(&var.name, &var.value);
+        }
+        for dir in &code.permissions.dirs {
+            let perms = if dir.writable { FsPerms::ReadWrite } else { FsPerms::ReadOnly };
+            wasi.preopened_dir(&dir.host, &dir.guest, perms)
+                .map_err(|e| Failure::Trap { message: format!("the granted directory {} cannot be opened: {e:#}", dir.host.display()) })?;
+        }
         let state = CallState {
-            wasi,
+            wasi: wasi.build(),
+            http: wasmtime_wasi_http::WasiHttpCtx::new(),
+            http_guard: HttpGuard(net.clone()),
+            net,
+            denials: ctx.denials.clone(),
             table: ResourceTable::new(),
             plugin: code.name.clone(),
             observer: ctx.observer.clone(),
+            updates: self.updates.clone(),
             cancel: ctx.cancel.clone(),
             deadline,
             memory_cap: ctx.limits.memory,
@@ -196,36 +377,28 @@ impl Runtime {
             }
             Ok(UpdateDeadline::Yield(1))
         });
-        store
+        Ok(store)
     }
-}
-
-async fn invoke(store: &mut Store<CallState>, pre: &PluginPre<CallState>, op: Op<'_>) -> wasmtime::Result<Answer> {
-    let plugin = pre.instantiate_async(&mut *store).await?;
-    let tools = plugin.corral_plugin_tools();
-    Ok(match op {
-        Op::ListTools => Answer::Tools(tools.call_list_tools(&mut *store).await?),
-        Op::CallTool { name, arguments } => Answer::Result(tools.call_call_tool(&mut *store, name, arguments).await?),
-    })
 }
 
 /// Bytes of text and data in a result: what a client would receive, before encoding.
 fn result_size(result: &CallResult) -> u64 {
     let opt = |s: &Option<String>| s.as_ref().map_or(0, |s| s.len());
-    let content: usize = result
-        .content
-        .iter()
-        .map(|c| match c {
-            Content::Text(t) => t.len(),
-            Content::Image(b) | Content::Audio(b) => b.data.len() + b.mime_type.len(),
-            Content::Link(l) => l.uri.len() + l.name.len() + opt(&l.description) + opt(&l.mime_type),
-            Content::Embedded(r) => {
-                r.uri.len() + opt(&r.mime_type) + match &r.body {
-                    ResourceBody::Text(t) => t.len(),
-                    ResourceBody::Bytes(b) => b.len(),
-                }
+    (result.content.iter().map(content_size).sum::<usize>() + opt(&result.structured)) as u64
+}
+
+/// Bytes of text and data in one content block.
+fn content_size(c: &Content) -> usize {
+    let opt = |s: &Option<String>| s.as_ref().map_or(0, |s| s.len());
+    match c {
+        Content::Text(t) => t.len(),
+        Content::Image(b) | Content::Audio(b) => b.data.len() + b.mime_type.len(),
+        Content::Link(l) => l.uri.len() + l.name.len() + opt(&l.description) + opt(&l.mime_type),
+        Content::Embedded(r) => {
+            r.uri.len() + opt(&r.mime_type) + match &r.body {
+                ResourceBody::Text(t) => t.len(),
+                ResourceBody::Bytes(b) => b.len(),
             }
-        })
-        .sum();
-    (content + opt(&result.structured)) as u64
+        }
+    }
 }

@@ -3,10 +3,15 @@
 //! A [`Session`] knows MCP but not bytes: a transport hands it one message at a time and it
 //! answers through the session's [`Outlet`], which is the only way anything reaches a client.
 
+mod ask;
 mod metrics;
 mod notify;
+mod peer;
+mod prompts;
+mod resources;
 mod results;
 mod session;
+mod sessions;
 mod tasks;
 mod tools;
 
@@ -20,12 +25,19 @@ use crate::tasks::Engine;
 
 pub use metrics::Metrics;
 pub use session::Session;
+pub use sessions::{announce_changes, Sessions};
 pub use tasks::ToolExecutor;
 pub use tools::{call_tool_once, list_entry};
 
 /// Where a session's outbound messages go (a stdout writer, an HTTP stream...).
 pub trait Outlet: Send + Sync + 'static {
     fn send(&self, message: Value);
+
+    /// False once nothing sent here can arrive any more (an HTTP response the client stopped
+    /// reading); requests to the client then take the session's own stream instead.
+    fn is_open(&self) -> bool {
+        true
+    }
 }
 
 /// Session-independent settings.
@@ -33,11 +45,14 @@ pub trait Outlet: Send + Sync + 'static {
 pub struct ServerOptions {
     /// Tools per `tools/list` page.
     pub page_size: usize,
+    /// Whether the lists of tools, resources and prompts may change while sessions are open
+    /// (plugins are watched), which is announced as their `listChanged` capabilities.
+    pub list_changed: bool,
 }
 
 impl Default for ServerOptions {
     fn default() -> ServerOptions {
-        ServerOptions { page_size: 100 }
+        ServerOptions { page_size: 100, list_changed: false }
     }
 }
 
@@ -48,4 +63,16 @@ pub struct Host {
     pub engine: Engine,
     pub options: ServerOptions,
     pub metrics: Arc<Metrics>,
+    pub sessions: Sessions,
+}
+
+/// Runs one call of a plugin under its concurrency limit (`max-concurrency`), waiting for a
+/// turn unless `cancel` fires first.
+pub(crate) async fn with_permit<T>(plugin: &crate::registry::Plugin, cancel: &tokio_util::sync::CancellationToken, work: impl std::future::Future<Output = Result<T, crate::runtime::Failure>>) -> Result<T, crate::runtime::Failure> {
+    let _permit = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => return Err(crate::runtime::Failure::Cancelled),
+        permit = plugin.permits.acquire() => permit.expect("plugin semaphores are never closed"),
+    };
+    work.await
 }

@@ -6,10 +6,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
+use super::peer::Peer;
 use super::Outlet;
 use crate::mcp::jsonrpc::notification;
 use crate::mcp::types::LogLevel;
-use crate::runtime::{self, CallObserver};
+use crate::runtime::{self, CallObserver, ClientAnswer, ElicitResponse, SamplingRequest, SamplingResponse};
 
 /// Progress reports closer together than this are dropped, unless they are the last one.
 const MIN_PROGRESS_INTERVAL: Duration = Duration::from_millis(20);
@@ -30,17 +31,35 @@ impl LevelFilter {
     }
 }
 
-/// Sends one call's log lines and progress to the client that made the call.
+/// Sends one call's log lines and progress to the client that made the call, and carries the
+/// call's requests (elicitation, sampling) to it.
 pub struct CallNotifier {
     outlet: Arc<dyn Outlet>,
     levels: LevelFilter,
     plugin: String,
     progress: Option<Mutex<ProgressGate>>,
+    peer: Option<Arc<Peer>>,
 }
 
 impl CallNotifier {
     pub fn new(outlet: Arc<dyn Outlet>, levels: LevelFilter, plugin: &str, progress_token: Option<Value>) -> CallNotifier {
-        CallNotifier { outlet, levels, plugin: plugin.to_owned(), progress: progress_token.map(|t| Mutex::new(ProgressGate::new(t))) }
+        CallNotifier { outlet, levels, plugin: plugin.to_owned(), progress: progress_token.map(|t| Mutex::new(ProgressGate::new(t))), peer: None }
+    }
+
+    /// Lets the call ask the client through `peer`.
+    pub fn asking(mut self, peer: Arc<Peer>) -> CallNotifier {
+        self.peer = Some(peer);
+        self
+    }
+
+    fn ask<T: Send + 'static, F>(&self, ask: impl FnOnce(Arc<Peer>, Arc<dyn Outlet>) -> F) -> ClientAnswer<T>
+    where
+        F: std::future::Future<Output = Result<T, runtime::RequestError>> + Send + 'static,
+    {
+        match &self.peer {
+            Some(peer) => Box::pin(ask(peer.clone(), self.outlet.clone())),
+            None => Box::pin(std::future::ready(Err(runtime::RequestError::Unavailable("no MCP client is connected to this call".into())))),
+        }
     }
 }
 
@@ -65,6 +84,16 @@ impl CallObserver for CallNotifier {
         if let Some(params) = gate.admit(progress, total, message, Instant::now()) {
             self.outlet.send(notification("notifications/progress", params));
         }
+    }
+
+    fn elicit(&self, task: Option<&str>, message: String, requested_schema: String) -> ClientAnswer<ElicitResponse> {
+        let task = task.map(str::to_owned);
+        self.ask(move |peer, via| async move { super::ask::elicit(&peer, &via, task.as_deref(), message, requested_schema).await })
+    }
+
+    fn sample(&self, task: Option<&str>, request: SamplingRequest) -> ClientAnswer<SamplingResponse> {
+        let task = task.map(str::to_owned);
+        self.ask(move |peer, via| async move { super::ask::sample(&peer, &via, task.as_deref(), request).await })
     }
 }
 

@@ -40,7 +40,7 @@ pub fn tool_result(entry: &ToolEntry, result: CallResult) -> Result<CallToolResu
     Ok(CallToolResult { content, structured_content: structured, is_error: result.is_error, meta: Map::new() })
 }
 
-fn content_block(content: Content) -> ContentBlock {
+pub fn content_block(content: Content) -> ContentBlock {
     match content {
         Content::Text(text) => ContentBlock::Text { text },
         Content::Image(b) => ContentBlock::Image { data: BASE64.encode(&b.data), mime_type: b.mime_type },
@@ -54,6 +54,18 @@ fn content_block(content: Content) -> ContentBlock {
             ContentBlock::Resource { resource: ResourceContents { uri: r.uri, mime_type: r.mime_type, text, blob } }
         }
     }
+}
+
+/// Names what the sandbox refused during the call: always in `_meta["corral/denied"]`, and in
+/// the content too when the call failed, since a refusal is the likely reason.
+pub fn note_denials(result: &mut CallToolResult, denied: Vec<String>) {
+    if denied.is_empty() {
+        return;
+    }
+    if result.is_error {
+        result.content.extend(denied.iter().map(|what| ContentBlock::Text { text: format!("corral: {what}") }));
+    }
+    result.meta.insert("corral/denied".into(), json!(denied));
 }
 
 /// An `isError` result for a call that failed, with the failure's kind in `_meta`.

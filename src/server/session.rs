@@ -1,6 +1,6 @@
 //! One client's session: lifecycle, dispatch, and the calls it has in flight.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Map, Value};
@@ -8,7 +8,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::notify::{CallNotifier, LevelFilter};
-use super::{tasks, tools, Host, Outlet};
+use super::peer::{ClientCaps, Peer};
+use super::sessions::Listener;
+use super::{prompts, resources, tasks, tools, Host, Outlet};
 use crate::mcp::jsonrpc::{self, error_message, result_message, Incoming};
 use crate::mcp::types::{negotiate_version, LogLevel};
 use crate::mcp::{RequestId, RpcError};
@@ -24,6 +26,8 @@ enum Phase {
 
 pub struct Session {
     shared: Arc<Shared>,
+    /// This session's place in the host's [`super::Sessions`].
+    member: u64,
 }
 
 struct Shared {
@@ -36,9 +40,13 @@ struct Shared {
     in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
     calls: TaskTracker,
     runtime: tokio::runtime::Handle,
+    /// Requests to the client (elicitation, sampling) and the answers coming back.
+    peer: Arc<Peer>,
+    /// Resource URIs the client subscribed to.
+    subscriptions: Mutex<HashSet<String>>,
 }
 
-const METHODS: [&str; 9] = [
+const METHODS: [&str; 17] = [
     "initialize",
     "ping",
     "tools/list",
@@ -48,24 +56,35 @@ const METHODS: [&str; 9] = [
     "tasks/result",
     "tasks/list",
     "tasks/cancel",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "prompts/list",
+    "prompts/get",
+    "completion/complete",
 ];
 
 impl Session {
     /// A session answering through `outlet`, whose tasks belong to `owner`. Must be created
     /// inside a tokio runtime, which then runs the session's tool calls.
     pub fn new(host: Arc<Host>, outlet: Arc<dyn Outlet>, owner: impl Into<String>) -> Session {
-        Session {
-            shared: Arc::new(Shared {
-                host,
-                owner: owner.into(),
-                outlet,
-                phase: Mutex::new(Phase::New),
-                levels: LevelFilter::new(LogLevel::Info),
-                in_flight: Mutex::new(HashMap::new()),
-                calls: TaskTracker::new(),
-                runtime: tokio::runtime::Handle::current(),
-            }),
-        }
+        let shared = Arc::new(Shared {
+            host,
+            owner: owner.into(),
+            peer: Arc::new(Peer::new(outlet.clone())),
+            subscriptions: Mutex::new(HashSet::new()),
+            outlet,
+            phase: Mutex::new(Phase::New),
+            levels: LevelFilter::new(LogLevel::Info),
+            in_flight: Mutex::new(HashMap::new()),
+            calls: TaskTracker::new(),
+            runtime: tokio::runtime::Handle::current(),
+        });
+        let listener: Arc<dyn Listener> = shared.clone();
+        let member = shared.host.sessions.join(Arc::downgrade(&listener));
+        Session { shared, member }
     }
 
     /// Handles one framed message, answering on the session's outlet. Quick methods are
@@ -86,7 +105,7 @@ impl Session {
             }
             Ok(Incoming::Request { id, method, params }) => self.request(id, &method, params, reply),
             Ok(Incoming::Notification { method, params }) => self.notification(&method, &params),
-            Ok(Incoming::Response) => tracing::debug!("ignored a response: corral sends no requests"),
+            Ok(Incoming::Response { id, outcome }) => self.shared.peer.answer(id, outcome),
         }
     }
 
@@ -95,6 +114,8 @@ impl Session {
         for token in self.shared.in_flight.lock().unwrap().values() {
             token.cancel();
         }
+        // Tasks outlive the session; what they ask of this client now gets "unavailable".
+        self.shared.peer.close();
         self.shared.host.runtime.interrupt();
     }
 
@@ -122,6 +143,14 @@ impl Session {
             ("tasks/list", _) => tasks::list(&shared.host, &shared.owner, &params),
             ("tasks/cancel", _) => tasks::cancel(&shared.host, &shared.owner, &params),
             ("tasks/result", _) => return self.start_task_result(id, params, reply),
+            ("resources/list", _) => resources::list(&shared.host, &params),
+            ("resources/templates/list", _) => resources::list_templates(&shared.host, &params),
+            ("resources/read", _) => return self.start_read(id, params, reply),
+            ("resources/subscribe", _) => self.subscribe(&params, true),
+            ("resources/unsubscribe", _) => self.subscribe(&params, false),
+            ("prompts/list", _) => prompts::list(&shared.host, &params),
+            ("prompts/get", _) => return self.start_prompt(id, params, reply),
+            ("completion/complete", _) => return self.start_completion(id, params, reply),
             _ => unreachable!("every method in METHODS is dispatched"),
         };
         self.reply(reply, &id, answer);
@@ -151,12 +180,18 @@ impl Session {
         };
         let version = negotiate_version(requested);
         let client = params.get("clientInfo").and_then(|c| c.get("name")).and_then(Value::as_str).unwrap_or("unknown");
-        tracing::info!(client, requested = %requested, version, "session initialized");
+        let caps = ClientCaps::from_initialize(params.get("capabilities"));
+        tracing::info!(client, requested = %requested, version, elicitation = caps.elicitation, sampling = caps.sampling, "session initialized");
+        self.shared.peer.set_capabilities(caps);
         *self.shared.phase.lock().unwrap() = Phase::Initialized;
+        let list_changed = self.shared.host.options.list_changed;
         Ok(json!({
             "protocolVersion": version,
             "capabilities": {
-                "tools": { "listChanged": false },
+                "tools": { "listChanged": list_changed },
+                "resources": { "subscribe": true, "listChanged": list_changed },
+                "prompts": { "listChanged": list_changed },
+                "completions": {},
                 "logging": {},
                 "tasks": { "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } },
             },
@@ -196,16 +231,16 @@ impl Session {
         };
         if let Some(task) = params.get("task").filter(|t| !t.is_null()) {
             // A task outlives this request: its notifications go to the session's outlet.
-            let notifier = Arc::new(CallNotifier::new(shared.outlet.clone(), shared.levels.clone(), &call.entry.plugin.name, call.progress_token.clone()));
-            let answer = tasks::create(&shared.host, &shared.owner, call, task, &params, shared.outlet.clone(), notifier);
+            let notifier = CallNotifier::new(shared.outlet.clone(), shared.levels.clone(), &call.entry.plugin.name, call.progress_token.clone()).asking(shared.peer.clone());
+            let answer = tasks::create(&shared.host, &shared.owner, call, task, &params, shared.outlet.clone(), Arc::new(notifier));
             return self.reply(reply, &id, answer);
         }
-        let notifier = Arc::new(CallNotifier::new(reply.clone(), shared.levels.clone(), &call.entry.plugin.name, call.progress_token.clone()));
+        let notifier = Arc::new(self.notifier(reply, &call.entry.plugin.name, call.progress_token.clone()));
         let limits = call.entry.plugin.limits.clone();
         let host = shared.host.clone();
         self.spawn_request(id, reply, move |cancel| async move {
             let tool = call.entry.name.clone();
-            let ctx = CallContext { limits, cancel, observer: notifier };
+            let ctx = CallContext { limits, cancel, observer: notifier, denials: Arc::default() };
             match tools::run(&host.runtime, &host.metrics, &call, ctx).await {
                 Ok(result) => Some(Ok(serde_json::to_value(result).expect("results serialize"))),
                 Err(Failure::Cancelled) => None,
@@ -216,12 +251,85 @@ impl Session {
 
     fn start_task_result(&self, id: RequestId, params: Map<String, Value>, reply: &Arc<dyn Outlet>) {
         let shared = self.shared.clone();
+        // While this waits, what the task asks of the client goes on this request's stream.
+        let watching = match params.get("taskId") {
+            Some(Value::String(task)) if shared.host.engine.get(&shared.owner, task).is_ok() => Some(shared.peer.watch_task(task, reply.clone())),
+            _ => None,
+        };
         self.spawn_request(id, reply, move |cancel| async move {
+            let _watching = watching;
             tokio::select! {
                 _ = cancel.cancelled() => None,
                 answer = tasks::result(&shared.host, &shared.owner, &params) => Some(answer),
             }
         });
+    }
+
+    /// A call's observer: its notifications go to `reply`, and it may ask the client.
+    fn notifier(&self, reply: &Arc<dyn Outlet>, plugin: &str, progress_token: Option<Value>) -> CallNotifier {
+        CallNotifier::new(reply.clone(), self.shared.levels.clone(), plugin, progress_token).asking(self.shared.peer.clone())
+    }
+
+    fn start_read(&self, id: RequestId, params: Map<String, Value>, reply: &Arc<dyn Outlet>) {
+        let host = self.shared.host.clone();
+        let owner = resources::uri_param(&params).and_then(|uri| resources::owner(&host, uri));
+        let plugin = match owner {
+            Ok(plugin) => plugin,
+            Err(e) => return self.reply(reply, &id, Err(e)),
+        };
+        let this = self.clone_handle();
+        let reply_to = reply.clone();
+        self.spawn_request(id, reply, move |cancel| async move {
+            let uri = resources::uri_param(&params).expect("checked above");
+            let ctx = this.context(&plugin, &params, &reply_to, cancel);
+            resources::read(&host, &plugin, uri, ctx).await.ok()
+        });
+    }
+
+    fn start_prompt(&self, id: RequestId, params: Map<String, Value>, reply: &Arc<dyn Outlet>) {
+        let host = self.shared.host.clone();
+        let admitted = match prompts::admit(&host, &params) {
+            Ok(admitted) => admitted,
+            Err(e) => return self.reply(reply, &id, Err(e)),
+        };
+        let this = self.clone_handle();
+        let reply_to = reply.clone();
+        self.spawn_request(id, reply, move |cancel| async move {
+            let ctx = this.context(&admitted.entry.plugin, &params, &reply_to, cancel);
+            prompts::get(&host, &admitted, ctx).await.ok()
+        });
+    }
+
+    fn start_completion(&self, id: RequestId, params: Map<String, Value>, reply: &Arc<dyn Outlet>) {
+        let host = self.shared.host.clone();
+        let admitted = match prompts::admit_completion(&host, &params) {
+            Ok(admitted) => admitted,
+            Err(e) => return self.reply(reply, &id, Err(e)),
+        };
+        let this = self.clone_handle();
+        let reply_to = reply.clone();
+        self.spawn_request(id, reply, move |cancel| async move {
+            let ctx = this.context(&admitted.plugin, &params, &reply_to, cancel);
+            prompts::complete(&host, &admitted, ctx).await.ok()
+        });
+    }
+
+    /// `resources/subscribe` (`on`) and `resources/unsubscribe`.
+    fn subscribe(&self, params: &Map<String, Value>, on: bool) -> Result<Value, RpcError> {
+        let uri = resources::uri_param(params)?;
+        let mut subscriptions = self.shared.subscriptions.lock().unwrap();
+        if on {
+            resources::owner(&self.shared.host, uri)?;
+            subscriptions.insert(uri.to_owned());
+        } else {
+            subscriptions.remove(uri);
+        }
+        Ok(json!({}))
+    }
+
+    /// A handle on this session for work that outlives the current call.
+    fn clone_handle(&self) -> SessionHandle {
+        SessionHandle { shared: self.shared.clone() }
     }
 
     /// Runs a request that may take a while on the runtime, cancellable by
@@ -254,6 +362,44 @@ impl Session {
             }
         });
         run_inline_then_spawn(request, &shared.runtime);
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.shared.peer.close();
+        self.shared.host.sessions.leave(self.member);
+    }
+}
+
+/// What a request's work needs of its session once it runs on its own.
+struct SessionHandle {
+    shared: Arc<Shared>,
+}
+
+impl SessionHandle {
+    fn context(&self, plugin: &crate::registry::Plugin, params: &Map<String, Value>, reply: &Arc<dyn Outlet>, cancel: CancellationToken) -> CallContext {
+        let progress_token = params.get("_meta").and_then(|m| m.get("progressToken")).filter(|t| t.is_string() || t.is_i64()).cloned();
+        let notifier = CallNotifier::new(reply.clone(), self.shared.levels.clone(), &plugin.name, progress_token).asking(self.shared.peer.clone());
+        CallContext { limits: plugin.limits.clone(), cancel, observer: Arc::new(notifier), denials: Arc::default() }
+    }
+}
+
+impl Listener for Shared {
+    fn announce(&self, message: &Value) -> bool {
+        let initialized = *self.phase.lock().unwrap() == Phase::Initialized;
+        if initialized {
+            self.outlet.send(message.clone());
+        }
+        initialized
+    }
+
+    fn resource_updated(&self, uri: &str) -> bool {
+        let subscribed = self.subscriptions.lock().unwrap().contains(uri);
+        if subscribed {
+            self.outlet.send(crate::mcp::jsonrpc::notification("notifications/resources/updated", json!({ "uri": uri })));
+        }
+        subscribed
     }
 }
 

@@ -190,7 +190,7 @@ impl Executor for ToolExecutor {
             };
             let mut limits = entry.plugin.limits.clone();
             limits.timeout = limits.task_timeout;
-            let ctx = CallContext { limits, cancel, observer };
+            let ctx = CallContext { limits, cancel, observer, denials: Arc::default() };
             let call = AdmittedCall { entry, arguments: task.arguments.clone(), progress_token: None };
             match tools::run(&runtime, &metrics, &call, ctx).await {
                 Ok(result) => {

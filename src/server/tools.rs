@@ -6,7 +6,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD as CURSOR;
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
-use super::results::{failure_result, invalid_arguments_result, tool_result};
+use super::results::{failure_result, invalid_arguments_result, note_denials, tool_result};
 use super::{Host, Metrics};
 use crate::mcp::types::{CallToolResult, TaskSupport as McpTaskSupport, Tool, ToolAnnotations, ToolExecution};
 use crate::mcp::RpcError;
@@ -129,15 +129,22 @@ async fn run_checked(runtime: &Runtime, call: &AdmittedCall, ctx: CallContext) -
         permit = entry.plugin.permits.acquire() => permit.expect("plugin semaphores are never closed"),
     };
     let arguments = call.arguments.to_string();
+    let denials = ctx.denials.clone();
     let outcome = runtime.call_tool(&entry.plugin.code, &entry.name, &arguments, ctx).await;
-    match outcome.and_then(|result| tool_result(entry, result)) {
-        Ok(result) => Ok(result),
-        Err(Failure::Cancelled) => Err(Failure::Cancelled),
+    let mut result = match outcome.and_then(|result| tool_result(entry, result)) {
+        Ok(result) => result,
+        Err(Failure::Cancelled) => return Err(Failure::Cancelled),
         Err(failure) => {
             tracing::warn!(tool = %entry.name, plugin = %entry.plugin.name, kind = failure.kind(), "{}", failure.describe(&entry.name));
-            Ok(failure_result(&entry.name, &failure))
+            failure_result(&entry.name, &failure)
         }
+    };
+    let denied = denials.take();
+    for what in &denied {
+        tracing::warn!(tool = %entry.name, plugin = %entry.plugin.name, "{what}");
     }
+    note_denials(&mut result, denied);
+    Ok(result)
 }
 
 /// One call outside any session (`corral call`): a local test, so the task policy is not applied.

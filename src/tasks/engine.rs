@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::model::{now_ms, Outcome, Task, TaskStatus};
 use super::runners::Runners;
 use super::store::{StoreError, TaskStore};
-use crate::runtime::{CallObserver, LogLevel};
+use crate::runtime::{CallObserver, ClientAnswer, ElicitResponse, LogLevel, RequestError, SamplingRequest, SamplingResponse};
 
 /// Engine limits and defaults.
 #[derive(Clone, Debug)]
@@ -435,12 +435,62 @@ async fn run_one(inner: &Arc<Inner>, queued: &Queued) {
 }
 
 /// A task's observer: records progress messages as the status message and forwards progress
-/// and logs to the requestor, until the task ends.
+/// and logs to the requestor, until the task ends. A request to the requestor (elicitation,
+/// sampling) turns the task `input_required` until the answer is in.
 struct TaskReporter {
     inner: std::sync::Weak<Inner>,
     id: String,
     cancel: CancellationToken,
     forward: Option<Arc<dyn CallObserver>>,
+}
+
+impl TaskReporter {
+    /// Moves the task to `status` (stored, announced, shown with `message`); false when the
+    /// task has ended meanwhile.
+    fn set_status(&self, status: TaskStatus, message: Option<String>) -> bool {
+        let Some(inner) = self.inner.upgrade() else { return false };
+        let owner = match inner.live.lock().unwrap().get_mut(&self.id) {
+            Some(live) => {
+                live.message = message.clone();
+                live.owner.clone()
+            }
+            None => return false,
+        };
+        let stored = tokio::task::block_in_place(|| inner.store.set_status(&self.id, status, message.as_deref()));
+        match stored {
+            Ok(true) => {
+                if let Some(task) = tokio::task::block_in_place(|| inner.store.get(&owner, &self.id).ok().flatten()) {
+                    inner.announce(&task);
+                }
+                true
+            }
+            Ok(false) => false,
+            Err(e) => {
+                tracing::error!(task = %self.id, "storing the task's status failed: {e}");
+                false
+            }
+        }
+    }
+
+    /// Runs a request to the requestor with the task `input_required` meanwhile.
+    fn ask<T: Send + 'static>(&self, waiting_for: String, ask: impl FnOnce(&dyn CallObserver, &str) -> ClientAnswer<T>) -> ClientAnswer<T> {
+        let Some(forward) = &self.forward else {
+            let why = "the client that started this task is not connected (the host restarted since), so nobody can be asked";
+            return Box::pin(std::future::ready(Err(RequestError::Unavailable(why.into()))));
+        };
+        if self.cancel.is_cancelled() {
+            return Box::pin(std::future::ready(Err(RequestError::Unavailable("the task was cancelled".into()))));
+        }
+        self.set_status(TaskStatus::InputRequired, Some(waiting_for));
+        let asked = ask(forward.as_ref(), &self.id);
+        let back = TaskReporter { inner: self.inner.clone(), id: self.id.clone(), cancel: self.cancel.clone(), forward: None };
+        Box::pin(async move {
+            let answer = asked.await;
+            // Cancelled or out of time, the task ends from `input_required`; this is not reached.
+            back.set_status(TaskStatus::Working, None);
+            answer
+        })
+    }
 }
 
 impl CallObserver for TaskReporter {
@@ -462,6 +512,15 @@ impl CallObserver for TaskReporter {
         if let Some(forward) = &self.forward {
             forward.progress(progress, total, message);
         }
+    }
+
+    fn elicit(&self, _task: Option<&str>, message: String, requested_schema: String) -> ClientAnswer<ElicitResponse> {
+        let waiting = format!("waiting for the user: {message}");
+        self.ask(waiting, move |forward, id| forward.elicit(Some(id), message, requested_schema))
+    }
+
+    fn sample(&self, _task: Option<&str>, request: SamplingRequest) -> ClientAnswer<SamplingResponse> {
+        self.ask("waiting for the client's model to answer".into(), move |forward, id| forward.sample(Some(id), request))
     }
 }
 

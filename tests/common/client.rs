@@ -306,6 +306,57 @@ impl McpProcess {
         result
     }
 
+    /// `initialize` declaring `capabilities` (e.g. `{"elicitation": {}, "sampling": {}}`), then
+    /// `notifications/initialized`; returns the initialize result.
+    pub fn initialize_with(&mut self, capabilities: Value) -> Value {
+        let result = self.result(
+            "initialize",
+            json!({
+                "protocolVersion": PROTOCOL_VERSION,
+                "capabilities": capabilities,
+                "clientInfo": {"name": "corral-tests", "version": "0.0.0"},
+            }),
+        );
+        self.notify("notifications/initialized", json!({}));
+        result
+    }
+
+    /// Waits for a request from the server (`elicitation/create`, ...) with this method and
+    /// takes it out of the buffer.
+    pub fn wait_request(&mut self, method: &str, timeout: Duration) -> Value {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(pos) = self.inbox.iter().position(|m| m["method"] == method && m.get("id").is_some()) {
+                return self.inbox.remove(pos).unwrap();
+            }
+            match self.next_message(deadline) {
+                Some(m) => self.stash(m),
+                None => self.fail(format!("no {method} request from the server within {timeout:?}")),
+            }
+        }
+    }
+
+    /// Receives for `duration` and panics if a request with this method arrives; buffers the rest.
+    pub fn assert_no_request(&mut self, method: &str, duration: Duration) {
+        let deadline = Instant::now() + duration;
+        while let Some(m) = self.next_message(deadline) {
+            self.stash(m);
+        }
+        if let Some(m) = self.inbox.iter().find(|m| m["method"] == method && m.get("id").is_some()).cloned() {
+            self.fail(format!("unexpected {method} request: {m}"));
+        }
+    }
+
+    /// Answers the server's request `request` with `result`.
+    pub fn respond(&mut self, request: &Value, result: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "id": request["id"], "result": result}));
+    }
+
+    /// Answers the server's request `request` with a JSON-RPC error.
+    pub fn respond_error(&mut self, request: &Value, code: i64, message: &str) {
+        self.send(&json!({"jsonrpc": "2.0", "id": request["id"], "error": {"code": code, "message": message}}));
+    }
+
     /// Waits for the response to request `id`, buffering everything else it sees.
     pub fn wait_response(&mut self, id: u64, timeout: Duration) -> Value {
         if let Some(pos) = self.inbox.iter().position(|m| is_response_to(m, id)) {

@@ -2,6 +2,7 @@
 //! client that reconnects with `Last-Event-ID` gets what it missed.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use serde_json::Value;
@@ -32,6 +33,8 @@ pub struct EventLog {
     state: Mutex<State>,
     live: broadcast::Sender<Event>,
     capacity: usize,
+    /// GET streams being served now.
+    listeners: AtomicUsize,
 }
 
 struct State {
@@ -43,7 +46,22 @@ struct State {
 
 impl EventLog {
     pub fn new(capacity: usize) -> EventLog {
-        EventLog { state: Mutex::new(State { next_id: 1, buffer: VecDeque::new(), current: None }), live: broadcast::channel(capacity.max(16)).0, capacity }
+        EventLog {
+            state: Mutex::new(State { next_id: 1, buffer: VecDeque::new(), current: None }),
+            live: broadcast::channel(capacity.max(16)).0,
+            capacity,
+            listeners: AtomicUsize::new(0),
+        }
+    }
+
+    /// A GET stream started reading.
+    pub fn attach(&self) {
+        self.listeners.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// A GET stream ended.
+    pub fn detach(&self) {
+        self.listeners.fetch_sub(1, Ordering::AcqRel);
     }
 
     /// Subscribes to new events, after replaying the buffered ones that follow `last_seen`.
@@ -84,6 +102,12 @@ impl EventLog {
 impl Outlet for EventLog {
     fn send(&self, message: Value) {
         self.push(message);
+    }
+
+    /// Whether a GET stream is reading now: without one, a message waits in the buffer for a
+    /// client that may never come back for it.
+    fn is_open(&self) -> bool {
+        self.listeners.load(Ordering::Acquire) > 0
     }
 }
 

@@ -77,6 +77,7 @@ struct OpenStream(Arc<HttpSession>);
 impl OpenStream {
     fn new(session: Arc<HttpSession>) -> OpenStream {
         session.open_streams.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        session.events.attach();
         OpenStream(session)
     }
 }
@@ -84,6 +85,7 @@ impl OpenStream {
 impl Drop for OpenStream {
     fn drop(&mut self) {
         self.0.open_streams.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+        self.0.events.detach();
         *self.0.last_seen.lock().unwrap() = Instant::now();
     }
 }
@@ -94,6 +96,10 @@ struct ChannelOutlet(mpsc::UnboundedSender<Value>);
 impl Outlet for ChannelOutlet {
     fn send(&self, message: Value) {
         let _ = self.0.send(message);
+    }
+
+    fn is_open(&self) -> bool {
+        !self.0.is_closed()
     }
 }
 

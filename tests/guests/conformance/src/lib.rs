@@ -1,16 +1,27 @@
-//! The tools the MCP conformance suite (`@modelcontextprotocol/conformance` 0.1.16, server mode) calls,
-//! with the names, arguments and results its scenarios assert (see tests/conformance/README.md).
+//! The tools, resources, prompts and completions the MCP conformance suite
+//! (`@modelcontextprotocol/conformance` 0.1.16, server mode) asks for, with the names, arguments and
+//! results its scenarios assert (see tests/conformance/README.md). A `corral:plugin@0.2.0` plugin
+//! (world `full`).
 //!
-//! Not here: `test_sampling`, `test_elicitation`, `test_elicitation_sep1034_defaults`,
-//! `test_elicitation_sep1330_enums` (the host cannot ask the client yet) and `test_reconnection`
-//! (closing the SSE stream mid-call is the transport's business, not a plugin's).
+//! Not here: `test_reconnection` (closing the SSE stream mid-call is the transport's business, not a
+//! plugin's).
+//!
+//! Beyond the suite, the host's own tests (tests/surface.rs) use `ask_user` and `ask_model` (the
+//! answer, or the error, as JSON text; optional as tasks), `touch` (reports a resource updated) and the
+//! `fixture://` resources. Two variables (granted by a manifest) make a second copy load beside the
+//! first for the namespacing tests: `FIXTURE_TOOL_PREFIX` prefixes every tool name, and
+//! `FIXTURE_NO_RESOURCES` (any value) leaves out the resources and templates.
 
-wit_bindgen::generate!({ path: "../../../wit", world: "plugin" });
+wit_bindgen::generate!({ path: "../../../wit/v0.2", world: "full" });
 
 use std::time::Duration;
 
-use corral::plugin::host::{self, LogLevel};
+use corral::plugin::host::{self, ElicitAction, LogLevel, ModelPreferences, RequestError, SamplingRequest};
+use corral::plugin::messages::{Message, Role};
 use corral::plugin::types::{Annotations, Blob, Content, EmbeddedResource, ResourceBody, TaskSupport};
+use exports::corral::plugin::completions::{self, Completion, Reference};
+use exports::corral::plugin::prompts::{self, Prompt, PromptArgument, PromptError, PromptResult};
+use exports::corral::plugin::resources::{self, Contents, ReadError, Resource, ResourceTemplate};
 use exports::corral::plugin::tools::{CallResult, Guest, Tool};
 
 /// Arguments of the tools that take none.
@@ -76,6 +87,139 @@ fn tool(name: &str, description: &str, input_schema: &str) -> Tool {
     }
 }
 
+fn task_tool(name: &str, description: &str, input_schema: &str) -> Tool {
+    Tool { task_support: TaskSupport::Optional, ..tool(name, description, input_schema) }
+}
+
+const SAMPLING_ARGS: &str = r#"{"type":"object","properties":{"prompt":{"type":"string"}},"required":["prompt"]}"#;
+const ELICITATION_ARGS: &str = r#"{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}"#;
+const ASK_ARGS: &str = r#"{"type":"object","properties":{"message":{"type":"string"},"schema":{"type":"object"}},"required":["message"]}"#;
+const TOUCH_ARGS: &str = r#"{"type":"object","properties":{"uri":{"type":"string"}},"required":["uri"]}"#;
+
+/// `test_elicitation`'s form.
+const USER_SCHEMA: &str = r#"{"type":"object","properties":{"username":{"type":"string","description":"User's response"},"email":{"type":"string","description":"User's email address"}},"required":["username","email"]}"#;
+
+/// SEP-1034: a default for every primitive type.
+const DEFAULTS_SCHEMA: &str = r#"{"type":"object","properties":{
+  "name":{"type":"string","default":"John Doe"},
+  "age":{"type":"integer","default":30},
+  "score":{"type":"number","default":95.5},
+  "status":{"type":"string","enum":["active","inactive","pending"],"default":"active"},
+  "verified":{"type":"boolean","default":true}}}"#;
+
+/// SEP-1330: the five enum shapes.
+const ENUMS_SCHEMA: &str = r#"{"type":"object","properties":{
+  "untitledSingle":{"type":"string","enum":["option1","option2","option3"]},
+  "titledSingle":{"type":"string","oneOf":[{"const":"value1","title":"First Option"},{"const":"value2","title":"Second Option"},{"const":"value3","title":"Third Option"}]},
+  "legacyEnum":{"type":"string","enum":["opt1","opt2","opt3"],"enumNames":["Option One","Option Two","Option Three"]},
+  "untitledMulti":{"type":"array","items":{"type":"string","enum":["option1","option2","option3"]}},
+  "titledMulti":{"type":"array","items":{"anyOf":[{"const":"value1","title":"First Choice"},{"const":"value2","title":"Second Choice"},{"const":"value3","title":"Third Choice"}]}}}}"#;
+
+/// A string field of a JSON object, found by hand (the fixture has no JSON parser).
+fn string_field(json: &str, key: &str) -> Option<String> {
+    let at = json.find(&format!("\"{key}\""))? + key.len() + 2;
+    let rest = json[at..].trim_start().strip_prefix(':')?.trim_start().strip_prefix('"')?;
+    let mut out = String::new();
+    let mut chars = rest.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => return Some(out),
+            '\\' => match chars.next()? {
+                'n' => out.push('\n'),
+                't' => out.push('\t'),
+                other => out.push(other),
+            },
+            c => out.push(c),
+        }
+    }
+    None
+}
+
+/// The object under `key` of a JSON object, as text (balanced braces, strings skipped).
+fn object_field(json: &str, key: &str) -> Option<String> {
+    let at = json.find(&format!("\"{key}\""))? + key.len() + 2;
+    let rest = json[at..].trim_start().strip_prefix(':')?.trim_start();
+    if !rest.starts_with('{') {
+        return None;
+    }
+    let (mut depth, mut in_string, mut escaped) = (0, false, false);
+    for (i, c) in rest.char_indices() {
+        match (in_string, escaped, c) {
+            (true, true, _) => escaped = false,
+            (true, false, '\\') => escaped = true,
+            (true, false, '"') => in_string = false,
+            (false, _, '"') => in_string = true,
+            (false, _, '{') => depth += 1,
+            (false, _, '}') => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(rest[..=i].to_owned());
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+fn quote(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn action_name(action: ElicitAction) -> &'static str {
+    match action {
+        ElicitAction::Accept => "accept",
+        ElicitAction::Decline => "decline",
+        ElicitAction::Cancel => "cancel",
+    }
+}
+
+fn error_json(e: &RequestError) -> String {
+    let (kind, text) = match e {
+        RequestError::Unsupported(t) => ("unsupported", t),
+        RequestError::Invalid(t) => ("invalid", t),
+        RequestError::Refused(t) => ("refused", t),
+        RequestError::Unavailable(t) => ("unavailable", t),
+    };
+    format!(r#"{{"error":{},"message":{}}}"#, quote(kind), quote(text))
+}
+
+fn error_text(e: &RequestError) -> String {
+    match e {
+        RequestError::Unsupported(t) | RequestError::Invalid(t) | RequestError::Refused(t) | RequestError::Unavailable(t) => t.clone(),
+    }
+}
+
+fn tool_error(text: String) -> CallResult {
+    CallResult { content: vec![Content::Text(text)], structured: None, is_error: true }
+}
+
+fn sampling(prompt: &str) -> SamplingRequest {
+    SamplingRequest {
+        messages: vec![Message { role: Role::User, content: Content::Text(prompt.into()) }],
+        system_prompt: None,
+        max_tokens: 100,
+        temperature: None,
+        stop_sequences: vec![],
+        model_preferences: Some(ModelPreferences { hints: vec![], cost_priority: None, speed_priority: None, intelligence_priority: Some(0.5) }),
+    }
+}
+
+fn first_text(content: &[Content]) -> String {
+    content.iter().find_map(|c| if let Content::Text(t) = c { Some(t.clone()) } else { None }).unwrap_or_default()
+}
+
 fn text(s: &str) -> Content {
     Content::Text(s.into())
 }
@@ -90,9 +234,14 @@ fn pause() {
 
 struct Conformance;
 
+fn tool_prefix() -> String {
+    std::env::var("FIXTURE_TOOL_PREFIX").unwrap_or_default()
+}
+
 impl Guest for Conformance {
     fn list_tools() -> Vec<Tool> {
-        vec![
+        let prefix = tool_prefix();
+        let tools = vec![
             tool("test_simple_text", "Returns one text block.", NO_ARGS),
             tool("test_image_content", "Returns a 1x1 red PNG image.", NO_ARGS),
             tool("test_audio_content", "Returns a short silent WAV clip.", NO_ARGS),
@@ -102,10 +251,19 @@ impl Guest for Conformance {
             tool("test_tool_with_progress", "Reports progress 0, 50 and 100 of 100, 50 ms apart.", NO_ARGS),
             tool("test_error_handling", "Always fails with a tool error (isError).", NO_ARGS),
             tool("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features", JSON_SCHEMA_2020_12),
-        ]
+            tool("test_sampling", "Asks the client's model to answer `prompt`.", SAMPLING_ARGS),
+            tool("test_elicitation", "Asks the user for a username and an email.", ELICITATION_ARGS),
+            tool("test_elicitation_sep1034_defaults", "Asks the user a form with defaults for every primitive type.", NO_ARGS),
+            tool("test_elicitation_sep1330_enums", "Asks the user a form with the five enum shapes.", NO_ARGS),
+            task_tool("ask_user", "Elicits `message` with `schema` (default: one string `answer`); returns the answer or the error as JSON.", ASK_ARGS),
+            task_tool("ask_model", "Samples an answer to `message`; returns it or the error as JSON.", ASK_ARGS),
+            tool("touch", "Reports resource `uri` updated.", TOUCH_ARGS),
+        ];
+        tools.into_iter().map(|t| Tool { name: format!("{prefix}{}", t.name), ..t }).collect()
     }
 
     fn call_tool(name: String, _arguments: String) -> CallResult {
+        let name = name.strip_prefix(&tool_prefix()).map(str::to_owned).unwrap_or(name);
         let png = || Content::Image(Blob { data: RED_PIXEL_PNG.to_vec(), mime_type: "image/png".into() });
         match name.as_str() {
             "test_simple_text" => ok(vec![text("This is a simple text response for testing.")]),
@@ -147,8 +305,175 @@ impl Guest for Conformance {
                 is_error: true,
             },
             "json_schema_2020_12_tool" => ok(vec![text("JSON Schema 2020-12 tool called")]),
+            "test_sampling" => {
+                let prompt = string_field(&_arguments, "prompt").unwrap_or_default();
+                match host::sample(&sampling(&prompt)) {
+                    Ok(answer) => ok(vec![text(&format!("LLM response: {}", first_text(&answer.content)))]),
+                    Err(e) => tool_error(format!("sampling failed: {}", error_text(&e))),
+                }
+            }
+            "test_elicitation" | "test_elicitation_sep1034_defaults" | "test_elicitation_sep1330_enums" => {
+                let (message, schema, prefix) = match name.as_str() {
+                    "test_elicitation" => (string_field(&_arguments, "message").unwrap_or_default(), USER_SCHEMA, "User response: "),
+                    "test_elicitation_sep1034_defaults" => ("Please review these defaults".to_owned(), DEFAULTS_SCHEMA, "Elicitation completed: "),
+                    _ => ("Please choose your options".to_owned(), ENUMS_SCHEMA, "Elicitation completed: "),
+                };
+                match host::elicit(&message, schema) {
+                    Ok(answer) => ok(vec![text(&format!("{prefix}action={}, content={}", action_name(answer.action), answer.content.unwrap_or_else(|| "{}".into())))]),
+                    Err(e) => tool_error(format!("elicitation failed: {}", error_text(&e))),
+                }
+            }
+            "ask_user" => {
+                let message = string_field(&_arguments, "message").unwrap_or_default();
+                let schema = object_field(&_arguments, "schema").unwrap_or_else(|| r#"{"type":"object","properties":{"answer":{"type":"string"}}}"#.into());
+                host::log(LogLevel::Info, "asking the user");
+                let answer = match host::elicit(&message, &schema) {
+                    Ok(a) => format!(r#"{{"action":{},"content":{}}}"#, quote(action_name(a.action)), a.content.unwrap_or_else(|| "null".into())),
+                    Err(e) => error_json(&e),
+                };
+                ok(vec![text(&answer)])
+            }
+            "ask_model" => {
+                let message = string_field(&_arguments, "message").unwrap_or_default();
+                let answer = match host::sample(&sampling(&message)) {
+                    Ok(a) => format!(r#"{{"text":{},"model":{},"stopReason":{}}}"#, quote(&first_text(&a.content)), quote(&a.model), a.stop_reason.as_deref().map(quote).unwrap_or_else(|| "null".into())),
+                    Err(e) => error_json(&e),
+                };
+                ok(vec![text(&answer)])
+            }
+            "touch" => {
+                let uri = string_field(&_arguments, "uri").unwrap_or_default();
+                host::resource_updated(&uri);
+                ok(vec![text(&format!("touched {uri}"))])
+            }
             other => CallResult { content: vec![text(&format!("unknown tool: {other}"))], structured: None, is_error: true },
         }
+    }
+}
+
+fn resource(uri: &str, name: &str, description: &str, mime_type: &str) -> Resource {
+    Resource { uri: uri.into(), name: name.into(), title: None, description: Some(description.into()), mime_type: Some(mime_type.into()), size: None }
+}
+
+fn text_contents(uri: &str, mime_type: &str, body: &str) -> Contents {
+    Contents { uri: uri.into(), mime_type: Some(mime_type.into()), body: ResourceBody::Text(body.into()) }
+}
+
+fn no_resources() -> bool {
+    std::env::var_os("FIXTURE_NO_RESOURCES").is_some()
+}
+
+impl resources::Guest for Conformance {
+    fn list_resources() -> Vec<Resource> {
+        if no_resources() {
+            return Vec::new();
+        }
+        vec![
+            resource("test://static-text", "static-text", "A static text resource", "text/plain"),
+            resource("test://static-binary", "static-binary", "A static binary resource (a 1x1 PNG)", "image/png"),
+            resource("test://watched-resource", "watched-resource", "A resource clients may subscribe to", "text/plain"),
+        ]
+    }
+
+    fn list_resource_templates() -> Vec<ResourceTemplate> {
+        if no_resources() {
+            return Vec::new();
+        }
+        vec![
+            ResourceTemplate {
+                uri_template: "test://template/{id}/data".into(),
+                name: "template-data".into(),
+                title: None,
+                description: Some("Data for an id".into()),
+                mime_type: Some("application/json".into()),
+            },
+            ResourceTemplate {
+                uri_template: "fixture://{+path}".into(),
+                name: "fixture".into(),
+                title: None,
+                description: Some("Echoes the path; `fixture://missing` is not found, `fixture://fail` fails".into()),
+                mime_type: Some("text/plain".into()),
+            },
+        ]
+    }
+
+    fn read_resource(uri: String) -> Result<Vec<Contents>, ReadError> {
+        match uri.as_str() {
+            "test://static-text" => Ok(vec![text_contents(&uri, "text/plain", "This is the content of the static text resource.")]),
+            "test://static-binary" => Ok(vec![Contents { uri, mime_type: Some("image/png".into()), body: ResourceBody::Bytes(RED_PIXEL_PNG.to_vec()) }]),
+            "test://watched-resource" => Ok(vec![text_contents(&uri, "text/plain", "Watched resource content.")]),
+            "fixture://missing" => Err(ReadError::NotFound),
+            "fixture://fail" => Err(ReadError::Failed("the fixture fails on purpose".into())),
+            _ => {
+                if let Some(id) = uri.strip_prefix("test://template/").and_then(|rest| rest.strip_suffix("/data")) {
+                    let body = format!(r#"{{"id":{},"templateTest":true,"data":{}}}"#, quote(id), quote(&format!("Data for ID: {id}")));
+                    return Ok(vec![text_contents(&uri, "application/json", &body)]);
+                }
+                match uri.strip_prefix("fixture://") {
+                    Some(path) => Ok(vec![text_contents(&uri, "text/plain", &format!("path: {path}"))]),
+                    None => Err(ReadError::NotFound),
+                }
+            }
+        }
+    }
+}
+
+fn argument(name: &str, description: &str) -> PromptArgument {
+    PromptArgument { name: name.into(), title: None, description: Some(description.into()), required: true }
+}
+
+fn prompt(name: &str, description: &str, arguments: Vec<PromptArgument>) -> Prompt {
+    Prompt { name: name.into(), title: None, description: Some(description.into()), arguments }
+}
+
+fn user(content: Content) -> Message {
+    Message { role: Role::User, content }
+}
+
+impl prompts::Guest for Conformance {
+    fn list_prompts() -> Vec<Prompt> {
+        vec![
+            prompt("test_simple_prompt", "A simple prompt without arguments", vec![]),
+            prompt("test_prompt_with_arguments", "A prompt with two required arguments", vec![argument("arg1", "First test argument"), argument("arg2", "Second test argument")]),
+            prompt("test_prompt_with_embedded_resource", "A prompt that embeds a resource", vec![argument("resourceUri", "URI of the resource to embed")]),
+            prompt("test_prompt_with_image", "A prompt with an image", vec![]),
+        ]
+    }
+
+    fn get_prompt(name: String, arguments: Vec<(String, String)>) -> Result<PromptResult, PromptError> {
+        let arg = |key: &str| arguments.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()).unwrap_or_default();
+        let messages = match name.as_str() {
+            "test_simple_prompt" => vec![user(text("This is a simple prompt for testing."))],
+            "test_prompt_with_arguments" => vec![user(text(&format!("Prompt with arguments: arg1='{}', arg2='{}'", arg("arg1"), arg("arg2"))))],
+            "test_prompt_with_embedded_resource" => {
+                let uri = arg("resourceUri");
+                if !uri.contains(':') {
+                    return Err(PromptError::InvalidArguments(format!("resourceUri {uri:?} is not a URI")));
+                }
+                vec![
+                    user(Content::Embedded(EmbeddedResource { uri, mime_type: Some("text/plain".into()), body: ResourceBody::Text("Embedded resource content for testing.".into()) })),
+                    user(text("Please process the embedded resource above.")),
+                ]
+            }
+            "test_prompt_with_image" => vec![
+                user(Content::Image(Blob { data: RED_PIXEL_PNG.to_vec(), mime_type: "image/png".into() })),
+                user(text("Please analyze the image above.")),
+            ],
+            other => return Err(PromptError::Failed(format!("no prompt {other}"))),
+        };
+        Ok(PromptResult { description: None, messages })
+    }
+}
+
+impl completions::Guest for Conformance {
+    fn complete(reference: Reference, argument: String, value: String, _context: Vec<(String, String)>) -> Completion {
+        let candidates: Vec<String> = match (&reference, argument.as_str()) {
+            (Reference::Prompt(_), "arg1" | "arg2") => ["test", "testing", "tested", "other"].map(String::from).to_vec(),
+            (Reference::ResourceTemplate(_), "id") => (1..=150).map(|n| n.to_string()).collect(),
+            _ => Vec::new(),
+        };
+        let values: Vec<String> = candidates.into_iter().filter(|c| c.starts_with(&value)).collect();
+        Completion { total: Some(values.len() as u32), values, has_more: false }
     }
 }
 

@@ -1,0 +1,245 @@
+//! A plugin's sidecar manifest (`NAME.toml` next to `NAME.wasm`): `[limits]` and `[permissions]`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::permissions::{DirGrant, EnvVar, NetPattern, Permissions};
+use super::{check_positive, parse_duration, parse_memory, Limits};
+
+/// What a manifest says, applied over the host's defaults.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Manifest {
+    pub limits: Limits,
+    pub permissions: Permissions,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ManifestFile {
+    #[serde(default)]
+    limits: LimitsFile,
+    #[serde(default)]
+    permissions: PermissionsFile,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct LimitsFile {
+    timeout: Option<String>,
+    task_timeout: Option<String>,
+    fuel: Option<u64>,
+    memory: Option<String>,
+    max_concurrency: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PermissionsFile {
+    #[serde(default)]
+    dirs: Vec<DirFile>,
+    #[serde(default)]
+    env: EnvFile,
+    #[serde(default)]
+    network: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DirFile {
+    host: PathBuf,
+    guest: String,
+    #[serde(default)]
+    mode: DirMode,
+}
+
+#[derive(Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "lowercase")]
+enum DirMode {
+    #[default]
+    Ro,
+    Rw,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EnvFile {
+    #[serde(default)]
+    pass: Vec<String>,
+    #[serde(default)]
+    set: BTreeMap<String, String>,
+}
+
+/// The manifest path that belongs to a plugin file.
+pub fn manifest_path(wasm: &Path) -> PathBuf {
+    wasm.with_extension("toml")
+}
+
+/// Reads the manifest of `wasm`, if there is one, over `defaults`. `memory_ceiling` is the most
+/// memory the host can give an instance; no grant may make a `protected` directory writable.
+pub fn plugin_manifest(wasm: &Path, defaults: &Limits, memory_ceiling: u64, protected: &[PathBuf]) -> Result<Manifest, String> {
+    let path = manifest_path(wasm);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Manifest { limits: defaults.clone(), permissions: Permissions::default() }),
+        Err(e) => return Err(format!("{}: cannot read: {e}", path.display())),
+    };
+    let file: ManifestFile = toml::from_str(&text).map_err(|e| match e.span() {
+        Some(span) => format!("{}: line {}: {}", path.display(), text[..span.start].matches('\n').count() + 1, e.message()),
+        None => format!("{}: {}", path.display(), e.message()),
+    })?;
+    let limits = limits(file.limits, defaults, memory_ceiling).map_err(|(key, e)| format!("{}: [limits] {key}: {e}", path.display()))?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let permissions = permissions(file.permissions, base, protected).map_err(|(key, e)| format!("{}: [permissions] {key}: {e}", path.display()))?;
+    Ok(Manifest { limits, permissions })
+}
+
+type KeyError = (&'static str, String);
+
+fn limits(file: LimitsFile, defaults: &Limits, memory_ceiling: u64) -> Result<Limits, KeyError> {
+    let mut limits = defaults.clone();
+    if let Some(t) = file.timeout {
+        limits.timeout = parse_duration(&t).map_err(|e| ("timeout", e))?;
+    }
+    if let Some(t) = file.task_timeout {
+        limits.task_timeout = parse_duration(&t).map_err(|e| ("task-timeout", e))?;
+    }
+    if let Some(f) = file.fuel {
+        limits.fuel = check_positive(f).map_err(|e| ("fuel", e))?;
+    }
+    if let Some(m) = file.memory {
+        limits.memory = parse_memory(&m, memory_ceiling).map_err(|e| ("memory", e))?;
+    }
+    if let Some(c) = file.max_concurrency {
+        limits.max_concurrency = check_positive(c as u64).map_err(|e| ("max-concurrency", e))? as usize;
+    }
+    Ok(limits)
+}
+
+fn permissions(file: PermissionsFile, base: &Path, protected: &[PathBuf]) -> Result<Permissions, KeyError> {
+    let mut dirs: Vec<DirGrant> = Vec::new();
+    for d in file.dirs {
+        let grant = dir_grant(d, base, protected).map_err(|e| ("dirs", e))?;
+        if dirs.iter().any(|g| g.guest == grant.guest) {
+            return Err(("dirs", format!("guest path {} is granted twice", grant.guest)));
+        }
+        dirs.push(grant);
+    }
+    let mut env = Vec::new();
+    for name in file.env.pass {
+        check_env_name(&name).map_err(|e| ("env.pass", e))?;
+        if file.env.set.contains_key(&name) {
+            return Err(("env", format!("`{name}` is both passed and set")));
+        }
+        // A variable the host does not have is simply not there for the guest either.
+        if let Ok(value) = std::env::var(&name) {
+            env.push(EnvVar { name, value, passed: true });
+        }
+    }
+    for (name, value) in file.env.set {
+        check_env_name(&name).map_err(|e| ("env.set", e))?;
+        env.push(EnvVar { name, value, passed: false });
+    }
+    let network = file.network.iter().map(|p| NetPattern::parse(p)).collect::<Result<Vec<_>, _>>().map_err(|e| ("network", e))?;
+    Ok(Permissions { dirs, env, network })
+}
+
+fn dir_grant(d: DirFile, base: &Path, protected: &[PathBuf]) -> Result<DirGrant, String> {
+    if !d.guest.starts_with('/') || d.guest.split('/').any(|c| c == "..") {
+        return Err(format!("guest path `{}` must be absolute, e.g. \"/data\"", d.guest));
+    }
+    let joined = base.join(&d.host);
+    let host = joined.canonicalize().map_err(|e| format!("host directory {}: {e}", joined.display()))?;
+    if !host.is_dir() {
+        return Err(format!("host path {} is not a directory", host.display()));
+    }
+    let writable = d.mode == DirMode::Rw;
+    if writable {
+        if let Some(p) = protected.iter().find(|p| p.starts_with(&host) || host.starts_with(p)) {
+            return Err(format!("{} may not be writable by a plugin: it holds corral's compile cache {}", host.display(), p.display()));
+        }
+    }
+    Ok(DirGrant { host, guest: d.guest, writable })
+}
+
+fn check_env_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.contains(['=', '\0']) {
+        return Err(format!("`{name}` is not a variable name"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn manifest_from(text: &str) -> Result<Manifest, String> {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("data")).unwrap();
+        let wasm = dir.path().join("p.wasm");
+        std::fs::write(manifest_path(&wasm), text).unwrap();
+        plugin_manifest(&wasm, &Limits::default(), 1 << 30, &[dir.path().join("data").canonicalize().unwrap()])
+    }
+
+    #[test]
+    fn manifest_overrides_defaults() {
+        let m = manifest_from("[limits]\ntimeout = \"2s\"\ntask-timeout = \"1h\"\nfuel = 5\nmemory = \"16MiB\"\nmax-concurrency = 2\n").unwrap();
+        let expected = Limits { timeout: Duration::from_secs(2), task_timeout: Duration::from_secs(3600), fuel: 5, memory: 16 << 20, max_concurrency: 2 };
+        assert_eq!(m.limits, expected);
+        assert!(m.permissions.is_empty());
+    }
+
+    #[test]
+    fn unknown_keys_name_the_key_and_file() {
+        let e = manifest_from("[limits]\ntimeuot = \"2s\"\n").unwrap_err();
+        assert!(e.contains("timeuot") && e.contains("p.toml"), "{e}");
+        let e = manifest_from("[permissions]\ndeny = [\"10.0.0.0/8\"]\n").unwrap_err();
+        assert!(e.contains("deny"), "{e}");
+        let e = manifest_from("[permissions.env]\ninherit = true\n").unwrap_err();
+        assert!(e.contains("inherit"), "{e}");
+    }
+
+    #[test]
+    fn bad_values_name_the_key() {
+        assert!(manifest_from("[limits]\ntimeout = \"soon\"\n").unwrap_err().contains("timeout"));
+        assert!(manifest_from("[limits]\nmemory = \"8GiB\"\n").unwrap_err().contains("ceiling"));
+        assert!(manifest_from("[limits]\nfuel = 0\n").unwrap_err().contains("fuel"));
+        assert!(manifest_from("[permissions]\nnetwork = [\"10.0.0.0/8\"]\n").unwrap_err().contains("[permissions] network"));
+        assert!(manifest_from("[[permissions.dirs]]\nhost = \"nowhere\"\nguest = \"/x\"\n").unwrap_err().contains("nowhere"));
+        assert!(manifest_from("[[permissions.dirs]]\nhost = \"data\"\nguest = \"x\"\n").unwrap_err().contains("absolute"));
+        assert!(manifest_from("[[permissions.dirs]]\nhost = \"data\"\nguest = \"/x\"\nmode = \"rwx\"\n").unwrap_err().contains("line 4: unknown variant `rwx`"));
+        assert!(manifest_from("[permissions.env]\npass = [\"A=B\"]\n").unwrap_err().contains("env.pass"));
+    }
+
+    #[test]
+    fn permissions_resolve() {
+        let m = manifest_from(
+            "[permissions]\nnetwork = [\"127.0.0.1:8080\"]\ndirs = [{ host = \"data\", guest = \"/data\" }]\n[permissions.env]\npass = [\"PATH\", \"CORRAL_TEST_SURELY_UNSET\"]\nset = { MODE = \"fast\" }\n",
+        )
+        .unwrap();
+        let p = m.permissions;
+        assert_eq!(p.network, vec![NetPattern::parse("127.0.0.1:8080").unwrap()]);
+        assert_eq!(p.dirs.len(), 1);
+        assert!(!p.dirs[0].writable && p.dirs[0].guest == "/data" && p.dirs[0].host.is_absolute());
+        let env: Vec<(&str, &str, bool)> = p.env.iter().map(|v| (v.name.as_str(), v.value.as_str(), v.passed)).collect();
+        let path = std::env::var("PATH").unwrap();
+        assert_eq!(env, vec![("PATH", path.as_str(), true), ("MODE", "fast", false)]);
+    }
+
+    #[test]
+    fn the_compile_cache_is_never_writable() {
+        let e = manifest_from("[[permissions.dirs]]\nhost = \".\"\nguest = \"/all\"\nmode = \"rw\"\n").unwrap_err();
+        assert!(e.contains("compile cache"), "{e}");
+        assert!(manifest_from("[[permissions.dirs]]\nhost = \"data\"\nguest = \"/d\"\nmode = \"ro\"\n").is_ok());
+    }
+
+    #[test]
+    fn no_manifest_means_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = plugin_manifest(&dir.path().join("x.wasm"), &Limits::default(), 1 << 30, &[]).unwrap();
+        assert_eq!(m.limits, Limits::default());
+        assert!(m.permissions.is_empty());
+    }
+}

@@ -1,0 +1,62 @@
+//! Host settings and plugin manifests. Every error names the file and the key at fault.
+
+mod manifest;
+mod permissions;
+
+use std::time::Duration;
+
+pub use manifest::{manifest_path, plugin_manifest, Manifest};
+pub use permissions::{DirGrant, EnvVar, HostPattern, NetPattern, Permissions};
+
+/// What one call of a plugin may use.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Limits {
+    pub timeout: Duration,
+    /// Wall-clock limit of a call run as a task; tasks are for long work, so it is longer.
+    pub task_timeout: Duration,
+    /// Units of wasmtime fuel (about one per wasm instruction).
+    pub fuel: u64,
+    /// Bytes of linear memory per instance.
+    pub memory: u64,
+    /// Calls of this plugin that may run at once; more wait their turn.
+    pub max_concurrency: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits { timeout: Duration::from_secs(30), task_timeout: Duration::from_secs(600), fuel: 10_000_000_000, memory: 64 << 20, max_concurrency: 16 }
+    }
+}
+
+/// Parses a duration such as `30s`, `1500ms` or `2m`; zero is refused.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(text).map_err(|e| format!("`{text}` is not a duration like \"30s\" ({e})"))?;
+    if d.is_zero() {
+        return Err("must be greater than zero".into());
+    }
+    Ok(d)
+}
+
+/// Parses a size such as `64MiB`; refuses zero and anything above `ceiling`.
+pub fn parse_memory(text: &str, ceiling: u64) -> Result<u64, String> {
+    let size: bytesize::ByteSize = text.parse().map_err(|e| format!("`{text}` is not a size like \"64MiB\" ({e})"))?;
+    let bytes = check_positive(size.as_u64())?;
+    if bytes > ceiling {
+        return Err(format!("{text} is above the host's memory ceiling of {}", bytesize::ByteSize(ceiling).display().iec()));
+    }
+    Ok(bytes)
+}
+
+/// Parses a size with no ceiling (for host flags).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    parse_memory(text, u64::MAX)
+}
+
+pub(crate) fn check_positive(n: u64) -> Result<u64, String> {
+    if n == 0 { Err("must be greater than zero".into()) } else { Ok(n) }
+}
+
+/// Formats a byte count the way the manifest spells it (`64 MiB`).
+pub fn display_size(bytes: u64) -> String {
+    bytesize::ByteSize(bytes).display().iec().to_string()
+}

@@ -1,0 +1,219 @@
+//! The AOT compile cache: precompiled components on disk, so a warm start maps code instead of
+//! running Cranelift (milliseconds to seconds per plugin).
+//!
+//! An entry is `<dir>/<engine fingerprint>/<sha256 of the component>.cwasm`, plus a `.sum`
+//! file holding the SHA-256 of the artifact. The fingerprint covers the wasmtime version and
+//! every engine setting that changes generated code, so another engine never even looks at an
+//! entry; the sum is checked before every load, because `deserialize_file` trusts its input
+//! completely and a flipped bit in machine code must never run. Entries are written to a
+//! temporary file and renamed into place, so readers see whole files or none.
+
+use std::hash::Hasher;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::Component;
+use wasmtime::Engine;
+
+/// Bumped when the layout of the cache changes.
+const FORMAT: &str = "v1";
+
+pub struct CompileCache {
+    dir: PathBuf,
+}
+
+/// How a component was obtained, for logs and `corral compile`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CacheOutcome {
+    Hit,
+    /// Not in the cache: compiled and stored.
+    Stored,
+    /// An entry was there but unusable (named why): discarded, compiled and stored again.
+    Replaced(String),
+    /// Compiled, but the cache could not store it (named why); the component still loads.
+    NotStored(String),
+}
+
+impl CompileCache {
+    /// Opens (creating, owner-only) the part of `root` that belongs to `engine`'s configuration.
+    pub fn open(root: &Path, engine: &Engine) -> std::io::Result<CompileCache> {
+        let dir = root.join(format!("{FORMAT}-{}", fingerprint(engine)));
+        create_private_dir(&dir)?;
+        Ok(CompileCache { dir })
+    }
+
+    /// The directory entries of this engine go to.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The component for `bytes`, from the cache when a sound entry exists, else compiled.
+    pub fn load(&self, engine: &Engine, bytes: &[u8]) -> wasmtime::Result<(Component, CacheOutcome)> {
+        let key = hex(&Sha256::digest(bytes));
+        let artifact = self.dir.join(format!("{key}.cwasm"));
+        let sum = self.dir.join(format!("{key}.sum"));
+        let problem = match verify(&artifact, &sum) {
+            Ok(true) => match unsafe { Component::deserialize_file(engine, &artifact) } {
+                // SAFETY: the artifact was written by `Engine::precompile_component` into a
+                // directory only this user can write, and its digest was checked just now.
+                Ok(component) => return Ok((component, CacheOutcome::Hit)),
+                Err(e) => Some(format!("wasmtime refused it: {e}")),
+            },
+            Ok(false) => None,
+            Err(why) => Some(why),
+        };
+        if problem.is_some() {
+            let _ = std::fs::remove_file(&sum);
+            let _ = std::fs::remove_file(&artifact);
+        }
+        let code = engine.precompile_component(bytes)?;
+        // SAFETY: `code` was produced by this engine a moment ago.
+        let component = unsafe { Component::deserialize(engine, &code)? };
+        let outcome = match self.store(&code, &artifact, &sum) {
+            Err(e) => CacheOutcome::NotStored(e.to_string()),
+            Ok(()) => match problem {
+                Some(why) => CacheOutcome::Replaced(why),
+                None => CacheOutcome::Stored,
+            },
+        };
+        Ok((component, outcome))
+    }
+
+    fn store(&self, code: &[u8], artifact: &Path, sum: &Path) -> std::io::Result<()> {
+        write_atomically(&self.dir, artifact, code)?;
+        write_atomically(&self.dir, sum, hex(&Sha256::digest(code)).as_bytes())
+    }
+}
+
+/// `Ok(false)`: no entry. `Err`: an entry that must not be used, and why.
+fn verify(artifact: &Path, sum: &Path) -> Result<bool, String> {
+    let expected = match std::fs::read_to_string(sum) {
+        Ok(s) => s,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return if artifact.exists() { Err("its checksum file is missing".into()) } else { Ok(false) };
+        }
+        Err(e) => return Err(format!("cannot read its checksum: {e}")),
+    };
+    let code = match std::fs::read(artifact) {
+        Ok(code) => code,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err("its artifact is missing".into()),
+        Err(e) => return Err(format!("cannot read it: {e}")),
+    };
+    if hex(&Sha256::digest(&code)) != expected.trim() {
+        return Err("its contents do not match their checksum (corrupt or truncated)".into());
+    }
+    Ok(true)
+}
+
+fn write_atomically(dir: &Path, path: &Path, data: &[u8]) -> std::io::Result<()> {
+    let mut tmp = tempfile_in(dir)?;
+    tmp.1.write_all(data)?;
+    tmp.1.sync_all()?;
+    std::fs::rename(&tmp.0, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp.0);
+    })
+}
+
+fn tempfile_in(dir: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
+    let path = dir.join(format!(".tmp-{}", uuid::Uuid::new_v4().simple()));
+    let file = std::fs::OpenOptions::new().write(true).create_new(true).open(&path)?;
+    Ok((path, file))
+}
+
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+}
+
+/// A stable name for everything about `engine` that decides whether an artifact can run in it.
+fn fingerprint(engine: &Engine) -> String {
+    struct ShaHasher(Sha256);
+    impl Hasher for ShaHasher {
+        fn write(&mut self, bytes: &[u8]) {
+            self.0.update(bytes);
+        }
+        fn finish(&self) -> u64 {
+            unreachable!("only the digest is read")
+        }
+    }
+    let mut hasher = ShaHasher(Sha256::new());
+    std::hash::Hash::hash(&engine.precompile_compatibility_hash(), &mut hasher);
+    hex(&hasher.0.finalize()[..12])
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ECHO: &str = r#"(component (core module (func (export "f"))) )"#;
+
+    fn engine(fuel: bool) -> Engine {
+        let mut config = wasmtime::Config::new();
+        config.consume_fuel(fuel);
+        Engine::new(&config).unwrap()
+    }
+
+    fn entries(cache: &CompileCache) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(cache.dir()).unwrap().map(|e| e.unwrap().path()).collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn miss_then_hit() {
+        let root = tempfile::tempdir().unwrap();
+        let engine = engine(true);
+        let cache = CompileCache::open(root.path(), &engine).unwrap();
+        let bytes = wat::parse_str(ECHO).unwrap();
+        assert_eq!(cache.load(&engine, &bytes).unwrap().1, CacheOutcome::Stored);
+        assert_eq!(entries(&cache).len(), 2, "an artifact and its checksum");
+        assert_eq!(cache.load(&engine, &bytes).unwrap().1, CacheOutcome::Hit);
+    }
+
+    #[test]
+    fn corrupt_and_truncated_entries_are_rebuilt() {
+        let root = tempfile::tempdir().unwrap();
+        let engine = engine(true);
+        let cache = CompileCache::open(root.path(), &engine).unwrap();
+        let bytes = wat::parse_str(ECHO).unwrap();
+        cache.load(&engine, &bytes).unwrap();
+        let artifact = entries(&cache).into_iter().find(|p| p.extension().is_some_and(|e| e == "cwasm")).unwrap();
+        let good = std::fs::read(&artifact).unwrap();
+
+        let mut flipped = good.clone();
+        let middle = flipped.len() / 2;
+        flipped[middle] ^= 0x40;
+        std::fs::write(&artifact, &flipped).unwrap();
+        assert!(matches!(cache.load(&engine, &bytes).unwrap().1, CacheOutcome::Replaced(why) if why.contains("checksum")));
+        assert_eq!(std::fs::read(&artifact).unwrap(), good, "the entry was rebuilt");
+
+        std::fs::write(&artifact, &good[..good.len() / 3]).unwrap();
+        assert!(matches!(cache.load(&engine, &bytes).unwrap().1, CacheOutcome::Replaced(_)));
+        assert_eq!(cache.load(&engine, &bytes).unwrap().1, CacheOutcome::Hit);
+    }
+
+    #[test]
+    fn another_engine_configuration_never_uses_the_entry() {
+        let root = tempfile::tempdir().unwrap();
+        let (with_fuel, without_fuel) = (engine(true), engine(false));
+        let a = CompileCache::open(root.path(), &with_fuel).unwrap();
+        let b = CompileCache::open(root.path(), &without_fuel).unwrap();
+        assert_ne!(a.dir(), b.dir(), "the fingerprint covers code-changing settings");
+        let bytes = wat::parse_str(ECHO).unwrap();
+        a.load(&with_fuel, &bytes).unwrap();
+        assert_eq!(b.load(&without_fuel, &bytes).unwrap().1, CacheOutcome::Stored);
+
+        // An artifact of the wrong engine under the right name (a copied cache, say) is caught
+        // by wasmtime's own check and replaced.
+        let take = |c: &CompileCache, ext: &str| entries(c).into_iter().find(|p| p.extension().is_some_and(|e| e == ext)).unwrap();
+        std::fs::copy(take(&a, "cwasm"), take(&b, "cwasm")).unwrap();
+        std::fs::copy(take(&a, "sum"), take(&b, "sum")).unwrap();
+        assert!(matches!(b.load(&without_fuel, &bytes).unwrap().1, CacheOutcome::Replaced(why) if why.contains("wasmtime")));
+        assert_eq!(b.load(&without_fuel, &bytes).unwrap().1, CacheOutcome::Hit);
+    }
+}

@@ -1,0 +1,103 @@
+//! Every live session of a host, for the messages that concern all of them.
+//!
+//! That is `notifications/{tools,resources,prompts}/list_changed` after a hot reload, and
+//! `notifications/resources/updated` to the sessions subscribed to a resource a plugin says
+//! changed. Sessions join when created and leave when dropped; the set holds them weakly, so it
+//! never keeps one alive.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use serde_json::{json, Value};
+
+use super::Host;
+use crate::mcp::jsonrpc::notification;
+
+/// A session as the set sees it.
+pub(crate) trait Listener: Send + Sync {
+    /// Sends `message` if the session is initialized; returns whether it did.
+    fn announce(&self, message: &Value) -> bool;
+    /// Sends `notifications/resources/updated` if the session subscribed to `uri`; returns
+    /// whether it did.
+    fn resource_updated(&self, uri: &str) -> bool;
+}
+
+#[derive(Default)]
+pub struct Sessions {
+    next_id: AtomicU64,
+    live: Mutex<HashMap<u64, Weak<dyn Listener>>>,
+}
+
+impl Sessions {
+    pub(crate) fn join(&self, session: Weak<dyn Listener>) -> u64 {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.live.lock().unwrap_or_else(|e| e.into_inner()).insert(id, session);
+        id
+    }
+
+    pub(crate) fn leave(&self, id: u64) {
+        self.live.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+    }
+
+    fn listeners(&self) -> Vec<Arc<dyn Listener>> {
+        self.live.lock().unwrap_or_else(|e| e.into_inner()).values().filter_map(Weak::upgrade).collect()
+    }
+
+    /// Sends `message` to every initialized session; returns how many got it.
+    pub fn broadcast(&self, message: &Value) -> usize {
+        self.listeners().iter().filter(|l| l.announce(message)).count()
+    }
+
+    /// Tells the sessions subscribed to `uri` that it changed; returns how many were told.
+    pub fn resource_updated(&self, uri: &str) -> usize {
+        self.listeners().iter().filter(|l| l.resource_updated(uri)).count()
+    }
+}
+
+/// For as long as the host lives: tells every session when the catalog's tools, resources or
+/// prompts change (hot reload), and the subscribed sessions when a plugin says one of its
+/// resources changed.
+pub fn announce_changes(host: &Arc<Host>) {
+    let mut changes = host.registry.subscribe();
+    let mut seen = host.registry.snapshot();
+    let weak = Arc::downgrade(host);
+    tokio::spawn(async move {
+        while changes.changed().await.is_ok() {
+            let Some(host) = weak.upgrade() else { return };
+            let now = host.registry.snapshot();
+            let changed = now.changes_from(&seen);
+            seen = now;
+            for (kind, yes) in [("tools", changed.tools), ("resources", changed.resources), ("prompts", changed.prompts)] {
+                if yes {
+                    let sent = host.sessions.broadcast(&notification(&format!("notifications/{kind}/list_changed"), json!({})));
+                    tracing::info!(sessions = sent, "told clients the {kind} list changed");
+                }
+            }
+        }
+    });
+    let mut updates = host.runtime.resource_updates();
+    let weak = Arc::downgrade(host);
+    tokio::spawn(async move {
+        loop {
+            let update = match updates.recv().await {
+                Ok(update) => update,
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                    tracing::warn!("{n} resource updates came too fast and were dropped");
+                    continue;
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            };
+            let Some(host) = weak.upgrade() else { return };
+            // A plugin speaks for its own resources only.
+            let catalog = host.registry.snapshot();
+            match catalog.resource_owner(&update.uri) {
+                Some(owner) if *owner.name == *update.plugin => {
+                    let sent = host.sessions.resource_updated(&update.uri);
+                    tracing::debug!(plugin = %update.plugin, uri = %update.uri, sessions = sent, "resource updated");
+                }
+                _ => tracing::warn!(plugin = %update.plugin, uri = %update.uri, "ignored resource-updated: the URI is not one of the plugin's resources"),
+            }
+        }
+    });
+}
