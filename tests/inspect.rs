@@ -105,20 +105,8 @@ fn a_file_that_is_not_a_component_is_refused_and_a_missing_file_is_an_error() {
 
 #[test]
 fn a_0_2_plugin_shows_its_contract_and_what_it_offers_besides_tools() {
-    // The conformance fixture (tests/guests/conformance), built from source as tests/surface.rs does.
-    let guests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/guests");
-    let target = guests.join("target");
-    let out = std::process::Command::new(env!("CARGO"))
-        .args(["build", "--locked", "--release", "--target", "wasm32-wasip2", "-p", "conformance", "--manifest-path"])
-        .arg(guests.join("Cargo.toml"))
-        .arg("--target-dir")
-        .arg(&target)
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_TARGET_DIR")
-        .output()
-        .expect("running cargo for the guests");
-    assert!(out.status.success(), "building the conformance guest failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    let (report, code) = inspect_json(&target.join("wasm32-wasip2/release/conformance.wasm"));
+    // The conformance fixture (tests/guests/conformance), built from source.
+    let (report, code) = inspect_json(&common::test_guests().join("conformance.wasm"));
     assert_eq!(code, 0, "{report:#}");
     assert_eq!(report["contract"], "corral:plugin@0.2.0");
     assert!(report["tools"].as_array().is_some_and(|t| !t.is_empty()), "{report:#}");

@@ -6,29 +6,16 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
 use common::McpProcess;
 use serde_json::{json, Value};
 
-/// Builds `tests/guests/probe` for wasm32-wasip2 and returns the component's path.
+/// `tests/guests/probe`, built from source.
 fn build_probe() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let guests = root.join("tests/guests");
-    let target = guests.join("target");
-    let out = Command::new(env!("CARGO"))
-        .args(["build", "--locked", "--release", "--target", "wasm32-wasip2", "--manifest-path"])
-        .arg(guests.join("Cargo.toml"))
-        .arg("--target-dir")
-        .arg(&target)
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_TARGET_DIR")
-        .output()
-        .expect("running cargo for the probe guest");
-    assert!(out.status.success(), "building the probe guest failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    target.join("wasm32-wasip2/release/probe.wasm")
+    common::test_guests().join("probe.wasm")
 }
 
 #[test]

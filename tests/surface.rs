@@ -9,9 +9,8 @@
 #[macro_use]
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use common::{McpProcess, Transport, TIMEOUT};
@@ -21,24 +20,9 @@ use tempfile::TempDir;
 const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 const BOTH: [&str; 2] = ["elicitation", "sampling"];
 
-/// Builds the guests; returns the directory holding `conformance.wasm` and `probe.wasm`.
+/// The directory holding `conformance.wasm` and `probe.wasm`, built from source.
 fn guests() -> &'static Path {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let guests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/guests");
-        let target = guests.join("target");
-        let out = Command::new(env!("CARGO"))
-            .args(["build", "--locked", "--release", "--target", "wasm32-wasip2", "-p", "conformance", "-p", "probe", "--manifest-path"])
-            .arg(guests.join("Cargo.toml"))
-            .arg("--target-dir")
-            .arg(&target)
-            .env_remove("RUSTFLAGS")
-            .env_remove("CARGO_TARGET_DIR")
-            .output()
-            .expect("running cargo for the guests");
-        assert!(out.status.success(), "building the guests failed:\n{}", String::from_utf8_lossy(&out.stderr));
-        target.join("wasm32-wasip2/release")
-    })
+    common::test_guests()
 }
 
 /// A plugin directory with `fixture.wasm` (0.2.0) and, when `with_probe`, `probe.wasm` (0.1.0).

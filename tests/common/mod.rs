@@ -47,6 +47,27 @@ pub fn example_dist() -> &'static Path {
     })
 }
 
+/// Builds the test guests of `tests/guests` (`probe`, `conformance`) for wasm32-wasip2, once
+/// per test binary, and returns the directory holding `probe.wasm` and `conformance.wasm`.
+pub fn test_guests() -> &'static Path {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| {
+        let guests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/guests");
+        let target = guests.join("target");
+        let out = std::process::Command::new(env!("CARGO"))
+            .args(["build", "--locked", "--release", "--target", "wasm32-wasip2", "--manifest-path"])
+            .arg(guests.join("Cargo.toml"))
+            .arg("--target-dir")
+            .arg(&target)
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_TARGET_DIR")
+            .output()
+            .expect("running cargo for the test guests");
+        assert!(out.status.success(), "building the test guests failed:\n{}", String::from_utf8_lossy(&out.stderr));
+        target.join("wasm32-wasip2/release")
+    })
+}
+
 /// A temp dir holding the named example plugins and their manifests.
 pub fn example_plugins(names: &[&str]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
