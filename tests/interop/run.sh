@@ -60,9 +60,16 @@ log "clients installed ($((SECONDS - started)) s)"
 # 3. The example plugins (a no-op when scripts/test.sh built them already), and for the surface
 #    suite the contract 0.2.0 fixture (tests/guests/conformance).
 "$root/scripts/build-plugins.sh" >/dev/null || die "scripts/build-plugins.sh failed"
-plugins="$root/plugins/dist"
 
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/corral-interop.XXXXXX")"
+# The suites check the exact tool list of the Rust examples, so they get those alone
+# (plugins/dist also holds the C, JavaScript and Python examples).
+plugins="$tmp/plugins"
+mkdir -p "$plugins"
+for name in text ticker hash; do
+    cp "$root/plugins/dist/$name.wasm" "$plugins/"
+    if [[ -f "$root/plugins/dist/$name.toml" ]]; then cp "$root/plugins/dist/$name.toml" "$plugins/"; fi
+done
 server_pid=""
 surface_pid=""
 status=1
