@@ -336,12 +336,7 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
 fn compile_all(args: &HostArgs) -> anyhow::Result<ExitCode> {
     let Some(cache_dir) = args.cache_dir()? else { anyhow::bail!("corral compile fills the compile cache: it cannot run with --no-cache") };
     let runtime = Runtime::new(runtime_settings(args, Some(cache_dir)))?;
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&args.plugins)
-        .map_err(|e| anyhow::anyhow!("cannot read plugin directory {}: {e}", args.plugins.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
-        .collect();
-    files.sort();
+    let files = corral::registry::plugin_files(&args.plugins)?;
     let mut failed = 0;
     for file in &files {
         let started = std::time::Instant::now();

@@ -34,16 +34,21 @@ pub struct LoadSettings {
     pub protected: Vec<PathBuf>,
 }
 
-/// Loads every `*.wasm` in `dir`, in file-name order (which decides who keeps a duplicate name).
-pub async fn load_dir(dir: &Path, runtime: &Runtime, settings: &LoadSettings) -> anyhow::Result<Catalog> {
+/// The plugin files of `dir`: every `*.wasm`, in file-name order.
+pub fn plugin_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let entries = std::fs::read_dir(dir).map_err(|e| anyhow::anyhow!("cannot read plugin directory {}: {e}", dir.display()))?;
     let mut files: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
         .collect();
     files.sort();
+    Ok(files)
+}
+
+/// Loads every `*.wasm` in `dir`, in file-name order (which decides who keeps a duplicate name).
+pub async fn load_dir(dir: &Path, runtime: &Runtime, settings: &LoadSettings) -> anyhow::Result<Catalog> {
     let mut catalog = Catalog::default();
-    for file in files {
+    for file in plugin_files(dir)? {
         match load_plugin(&file, runtime, settings, &catalog).await {
             Ok(loaded) => {
                 let p = &loaded.plugin;

@@ -24,7 +24,7 @@ use crate::config::Limits;
 use crate::runtime::{Annotations, PluginCode, Prompt, Resource, ResourceTemplate, TaskSupport};
 
 pub use checks::violations;
-pub use load::{load_dir, load_plugin, Loaded, LoadSettings};
+pub use load::{load_dir, load_plugin, plugin_files, Loaded, LoadSettings};
 use uri::UriTemplate;
 pub use reload::reload;
 pub use watch::{watch, Watcher};
