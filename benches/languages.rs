@@ -45,10 +45,34 @@ struct Example {
 
 fn examples() -> Vec<Example> {
     vec![
-        Example { lang: "rust", plugin: "text", source: "text/src/lib.rs", tool: "word_count", arguments: json!({"text": "one two three"}), compiles: 10, calls: 5_000 },
-        Example { lang: "c", plugin: "checksum", source: "checksum/checksum.c", tool: "crc32", arguments: json!({"text": "one two three"}), compiles: 10, calls: 5_000 },
+        Example {
+            lang: "rust",
+            plugin: "text",
+            source: "text/src/lib.rs",
+            tool: "word_count",
+            arguments: json!({"text": "one two three"}),
+            compiles: 10,
+            calls: 5_000,
+        },
+        Example {
+            lang: "c",
+            plugin: "checksum",
+            source: "checksum/checksum.c",
+            tool: "crc32",
+            arguments: json!({"text": "one two three"}),
+            compiles: 10,
+            calls: 5_000,
+        },
         Example { lang: "js", plugin: "slug", source: "slug/app.js", tool: "slugify", arguments: json!({"text": "one two three"}), compiles: 5, calls: 2_000 },
-        Example { lang: "python", plugin: "stats", source: "stats/app.py", tool: "describe_numbers", arguments: json!({"numbers": [1, 2, 3]}), compiles: 3, calls: 500 },
+        Example {
+            lang: "python",
+            plugin: "stats",
+            source: "stats/app.py",
+            tool: "describe_numbers",
+            arguments: json!({"numbers": [1, 2, 3]}),
+            compiles: 3,
+            calls: 500,
+        },
     ]
 }
 

@@ -108,18 +108,16 @@ fn report(name: &str, mut samples: Vec<Duration>) {
     samples.sort_unstable();
     let n = samples.len();
     let mean = samples.iter().sum::<Duration>() / n as u32;
-    println!(
-        "{name:<52} {n:>6} {:>10} {:>10} {:>10} {:>10}",
-        fmt(percentile(&samples, 0.50)),
-        fmt(percentile(&samples, 0.99)),
-        fmt(mean),
-        fmt(samples[n - 1]),
-    );
+    println!("{name:<52} {n:>6} {:>10} {:>10} {:>10} {:>10}", fmt(percentile(&samples, 0.50)), fmt(percentile(&samples, 0.99)), fmt(mean), fmt(samples[n - 1]),);
 }
 
 fn fmt(d: Duration) -> String {
     let us = d.as_secs_f64() * 1e6;
-    if us < 1000.0 { format!("{us:.1} µs") } else { format!("{:.3} ms", us / 1000.0) }
+    if us < 1000.0 {
+        format!("{us:.1} µs")
+    } else {
+        format!("{:.3} ms", us / 1000.0)
+    }
 }
 
 fn load_average() -> String {
@@ -320,11 +318,7 @@ fn stdio_placement(dist: &Path, label: &str, server_cpus: Option<&str>, client_c
 
 /// Pins the calling thread (the main thread: its tid is the pid) with `taskset -p`.
 fn pin_this_thread(cpus: &str) {
-    let status = Command::new("taskset")
-        .args(["-p", "-c", cpus, &std::process::id().to_string()])
-        .stdout(Stdio::null())
-        .status()
-        .expect("running taskset");
+    let status = Command::new("taskset").args(["-p", "-c", cpus, &std::process::id().to_string()]).stdout(Stdio::null()).status().expect("running taskset");
     assert!(status.success(), "taskset -p -c {cpus} failed");
 }
 

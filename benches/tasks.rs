@@ -143,12 +143,7 @@ async fn memory_with_finished_tasks() {
     }
     wait_idle(&s.engine).await;
     let after = rss_kib();
-    println!(
-        "RSS: process start {} MiB, engine + plugins loaded {} MiB, with 10 000 finished tasks {} MiB",
-        before / 1024,
-        loaded / 1024,
-        after / 1024
-    );
+    println!("RSS: process start {} MiB, engine + plugins loaded {} MiB, with 10 000 finished tasks {} MiB", before / 1024, loaded / 1024, after / 1024);
 }
 
 /// `tasks/cancel` of a spinning guest: from the call until the guest is no longer running

@@ -283,7 +283,12 @@ fn main() -> ExitCode {
 
 fn init_logging(level: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
-    tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).with_env_filter(filter).with_target(false).init();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(filter)
+        .with_target(false)
+        .init();
 }
 
 async fn run(command: Command) -> anyhow::Result<ExitCode> {
@@ -298,9 +303,7 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             tracing::info!("tasks are kept in {}", db.display());
             server::announce_changes(&host);
             let _watcher: Option<Watcher> = match args.watch {
-                true => {
-                    Some(corral::registry::watch(&args.host.plugins, host.registry.clone(), host.runtime.clone(), load)?)
-                }
+                true => Some(corral::registry::watch(&args.host.plugins, host.registry.clone(), host.runtime.clone(), load)?),
                 false => None,
             };
             match args.http.http {
@@ -375,8 +378,20 @@ fn runtime_settings(args: &HostArgs, cache_dir: Option<PathBuf>) -> RuntimeSetti
     }
 }
 
-async fn build_host(args: &HostArgs, options: ServerOptions, db: &std::path::Path, durability: Durability, tasks: TaskSettings) -> anyhow::Result<(Arc<Host>, Arc<LoadSettings>)> {
-    let defaults = Limits { timeout: args.timeout, task_timeout: args.task_timeout, fuel: args.fuel.max(1), memory: args.memory, max_concurrency: args.max_concurrency.max(1) };
+async fn build_host(
+    args: &HostArgs,
+    options: ServerOptions,
+    db: &std::path::Path,
+    durability: Durability,
+    tasks: TaskSettings,
+) -> anyhow::Result<(Arc<Host>, Arc<LoadSettings>)> {
+    let defaults = Limits {
+        timeout: args.timeout,
+        task_timeout: args.task_timeout,
+        fuel: args.fuel.max(1),
+        memory: args.memory,
+        max_concurrency: args.max_concurrency.max(1),
+    };
     if defaults.memory > args.memory_ceiling {
         anyhow::bail!("--memory {} is above --memory-ceiling {}", config::display_size(defaults.memory), config::display_size(args.memory_ceiling));
     }
@@ -391,7 +406,10 @@ async fn build_host(args: &HostArgs, options: ServerOptions, db: &std::path::Pat
     }
     let registry = Arc::new(Registry::new(catalog));
     let runtime = Arc::new(runtime);
-    let store = Arc::new(SqliteStore::open(db, durability).map_err(|e| anyhow::anyhow!("{e:#} (choose another file with --db PATH, or --db :memory: to keep tasks in memory)"))?);
+    let store = Arc::new(
+        SqliteStore::open(db, durability)
+            .map_err(|e| anyhow::anyhow!("{e:#} (choose another file with --db PATH, or --db :memory: to keep tasks in memory)"))?,
+    );
     let metrics = Arc::new(server::Metrics::default());
     let executor = Arc::new(ToolExecutor { registry: registry.clone(), runtime: runtime.clone(), metrics: metrics.clone() });
     let runners = Runners::register(db).map_err(|e| anyhow::anyhow!("task store {}: cannot register this host: {e}", db.display()))?;

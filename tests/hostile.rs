@@ -20,13 +20,7 @@ use tempfile::TempDir;
 /// The well-behaved plugin every serving test has next to the hostile one: `good.wasm` with tool
 /// `echo`, which answers "good ok".
 fn write_good_plugin(dir: &Path) {
-    write_plugin(
-        dir,
-        "good",
-        &Fixture::new()
-            .tool(ToolDef::new("echo").returns_text("good ok"))
-            .build(),
-    );
+    write_plugin(dir, "good", &Fixture::new().tool(ToolDef::new("echo").returns_text("good ok")).build());
 }
 
 /// A hostile plugin `NAME.wasm` holding `tool` plus a well-behaved sibling tool `sibling`.
@@ -83,9 +77,7 @@ fn assert_call_error_of(mcp: &mut McpProcess, result: &Value, kinds: &[&str]) ->
     };
     match check() {
         Ok(error) => error,
-        Err(why) => mcp.fail(format!(
-            "tools/call result is not a `{kind}` error: {why}\nresult: {result:#}"
-        )),
+        Err(why) => mcp.fail(format!("tools/call result is not a `{kind}` error: {why}\nresult: {result:#}")),
     }
 }
 
@@ -96,9 +88,7 @@ fn assert_call_ok_text(mcp: &mut McpProcess, result: &Value) -> String {
         && result["content"][0]["type"] == "text"
         && result["content"][0]["text"].is_string();
     if !ok {
-        mcp.fail(format!(
-            "expected a successful tools/call result with one text block, got {result:#}"
-        ));
+        mcp.fail(format!("expected a successful tools/call result with one text block, got {result:#}"));
     }
     result["content"][0]["text"].as_str().unwrap().to_string()
 }
@@ -112,11 +102,7 @@ fn assert_host_healthy(mcp: &mut McpProcess, sibling: bool) {
     }
     if sibling {
         let result = mcp.call_tool("sibling", json!({}));
-        assert_eq!(
-            assert_call_ok_text(mcp, &result),
-            "sibling ok",
-            "sibling tool in the same plugin"
-        );
+        assert_eq!(assert_call_ok_text(mcp, &result), "sibling ok", "sibling tool in the same plugin");
     }
     let result = mcp.call_tool("echo", json!({}));
     assert_eq!(assert_call_ok_text(mcp, &result), "good ok", "tool of the good plugin");
@@ -139,29 +125,16 @@ fn call_expecting_error_of(dir: &Path, extra: &[&str], tool: &str, kinds: &[&str
 /// `corral tools --plugins DIR --json`, parsed.
 fn tools_json(dir: &Path) -> Value {
     let exe = env!("CARGO_BIN_EXE_corral");
-    let output = run_with_timeout(
-        std::process::Command::new(exe).args(["tools", "--plugins", dir.to_str().unwrap(), "--json"]),
-        TIMEOUT,
-    );
+    let output = run_with_timeout(std::process::Command::new(exe).args(["tools", "--plugins", dir.to_str().unwrap(), "--json"]), TIMEOUT);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "corral tools --json failed: {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        output.status
-    );
-    serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("corral tools --json printed no JSON ({e}):\n{stdout}\nstderr:\n{stderr}"))
+    assert!(output.status.success(), "corral tools --json failed: {}\nstdout:\n{stdout}\nstderr:\n{stderr}", output.status);
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("corral tools --json printed no JSON ({e}):\n{stdout}\nstderr:\n{stderr}"))
 }
 
 fn run_with_timeout(cmd: &mut std::process::Command, timeout: Duration) -> std::process::Output {
     use std::process::Stdio;
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn corral");
+    let child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn corral");
     let pid = child.id();
     let (tx, rx) = std::sync::mpsc::channel();
     let waiter = std::thread::spawn(move || {
@@ -171,9 +144,7 @@ fn run_with_timeout(cmd: &mut std::process::Command, timeout: Duration) -> std::
     });
     if rx.recv_timeout(timeout).is_err() {
         // Kill exactly the child we started.
-        let _ = std::process::Command::new("kill")
-            .args(["-9", &pid.to_string()])
-            .status();
+        let _ = std::process::Command::new("kill").args(["-9", &pid.to_string()]).status();
         panic!("corral did not finish within {timeout:?}");
     }
     waiter.join().unwrap().expect("wait for corral")
@@ -181,23 +152,13 @@ fn run_with_timeout(cmd: &mut std::process::Command, timeout: Duration) -> std::
 
 /// The single refusal for `plugin`; panics (showing the whole report) unless there is exactly one.
 fn refusal<'a>(report: &'a Value, plugin: &str) -> &'a Value {
-    let refused = report["refused"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no `refused` array in {report:#}"));
+    let refused = report["refused"].as_array().unwrap_or_else(|| panic!("no `refused` array in {report:#}"));
     let mine: Vec<&Value> = refused.iter().filter(|r| r["plugin"] == plugin).collect();
-    assert_eq!(
-        mine.len(),
-        1,
-        "expected one refusal for plugin {plugin:?} in {report:#}"
-    );
+    assert_eq!(mine.len(), 1, "expected one refusal for plugin {plugin:?} in {report:#}");
     for key in ["plugin", "tool", "kind", "message"] {
         assert!(mine[0].get(key).is_some(), "refusal lacks {key:?}: {:#}", mine[0]);
     }
-    assert!(
-        mine[0]["message"].as_str().is_some_and(|m| !m.trim().is_empty()),
-        "refusal without message: {:#}",
-        mine[0]
-    );
+    assert!(mine[0]["message"].as_str().is_some_and(|m| !m.trim().is_empty()), "refusal without message: {:#}", mine[0]);
     mine[0]
 }
 
@@ -206,23 +167,13 @@ fn plugin_names(report: &Value) -> Vec<String> {
         .as_array()
         .unwrap_or_else(|| panic!("no `plugins` array in {report:#}"))
         .iter()
-        .map(|p| {
-            p["name"]
-                .as_str()
-                .unwrap_or_else(|| panic!("plugin without name: {p:#}"))
-                .to_string()
-        })
+        .map(|p| p["name"].as_str().unwrap_or_else(|| panic!("plugin without name: {p:#}")).to_string())
         .collect()
 }
 
 fn listed_tool_names(mcp: &mut McpProcess) -> Vec<String> {
     let list = mcp.result("tools/list", json!({}));
-    let mut names: Vec<String> = list["tools"]
-        .as_array()
-        .expect("tools array")
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_string())
-        .collect();
+    let mut names: Vec<String> = list["tools"].as_array().expect("tools array").iter().map(|t| t["name"].as_str().unwrap().to_string()).collect();
     names.sort();
     names
 }
@@ -234,15 +185,9 @@ fn assert_refusal(report: &Value, plugin: &str, kind: &str, tool: Option<&str>, 
     assert_eq!(r["tool"], json!(tool), "refusal `tool` for {plugin:?}: {r:#}");
     let message = r["message"].as_str().unwrap();
     for needle in needles {
-        assert!(
-            message.contains(needle),
-            "refusal message for {plugin:?} should mention {needle:?}: {message:?}"
-        );
+        assert!(message.contains(needle), "refusal message for {plugin:?} should mention {needle:?}: {message:?}");
     }
-    assert!(
-        !plugin_names(report).iter().any(|n| n == plugin),
-        "refused plugin {plugin:?} is also listed as loaded: {report:#}"
-    );
+    assert!(!plugin_names(report).iter().any(|n| n == plugin), "refused plugin {plugin:?} is also listed as loaded: {report:#}");
 }
 
 /// Loops forever without calling the host.
@@ -271,10 +216,7 @@ const BOGUS_RESULT_KINDS: &[&str] = &["invalid-output", "trap"];
 /// Asserts the explanation a bogus-result failure carries (`trap` or `reason` text).
 fn assert_bogus_result_explained(error: &Value) {
     let text = error["trap"].as_str().or(error["reason"].as_str()).unwrap_or("");
-    assert!(
-        !text.trim().is_empty(),
-        "a bogus result should be explained in `trap` or `reason`: {error:#}"
-    );
+    assert!(!text.trim().is_empty(), "a bogus result should be explained in `trap` or `reason`: {error:#}");
 }
 
 /// A function that recurses without end (the stack overflows).
@@ -323,12 +265,8 @@ mod fixture_selftest {
         let lifted_list = {
             let mut store = Store::new(&engine, ());
             let instance = linker.instantiate(&mut store, &component).expect("instantiate");
-            let tools = instance
-                .get_export_index(&mut store, None, "corral:plugin/tools@0.1.0")
-                .expect("tools export");
-            let idx = instance
-                .get_export_index(&mut store, Some(&tools), "list-tools")
-                .unwrap();
+            let tools = instance.get_export_index(&mut store, None, "corral:plugin/tools@0.1.0").expect("tools export");
+            let idx = instance.get_export_index(&mut store, Some(&tools), "list-tools").unwrap();
             let f = instance.get_func(&mut store, idx).unwrap();
             let mut results = [Val::Bool(false)];
             f.call(&mut store, &[], &mut results).expect("list-tools");
@@ -339,21 +277,13 @@ mod fixture_selftest {
             .map(|name| {
                 let mut store = Store::new(&engine, ());
                 let instance = linker.instantiate(&mut store, &component).expect("instantiate");
-                let tools = instance
-                    .get_export_index(&mut store, None, "corral:plugin/tools@0.1.0")
-                    .unwrap();
-                let idx = instance
-                    .get_export_index(&mut store, Some(&tools), "call-tool")
-                    .unwrap();
+                let tools = instance.get_export_index(&mut store, None, "corral:plugin/tools@0.1.0").unwrap();
+                let idx = instance.get_export_index(&mut store, Some(&tools), "call-tool").unwrap();
                 let f = instance.get_func(&mut store, idx).unwrap();
                 let mut results = [Val::Bool(false)];
-                f.call(
-                    &mut store,
-                    &[Val::String(name.to_string()), Val::String("{}".into())],
-                    &mut results,
-                )
-                .map(|_| val_to_json(&results[0]))
-                .map_err(|e| format!("{e:?}"))
+                f.call(&mut store, &[Val::String(name.to_string()), Val::String("{}".into())], &mut results)
+                    .map(|_| val_to_json(&results[0]))
+                    .map_err(|e| format!("{e:?}"))
             })
             .collect();
         (lifted_list, calls)
@@ -366,13 +296,7 @@ mod fixture_selftest {
             .description("every field set")
             .input_schema(r#"{"type":"object","properties":{"n":{"type":"integer"}}}"#)
             .output_schema(r#"{"type":"object"}"#)
-            .annotations(Annotations {
-                title: Some("Ann".into()),
-                read_only: Some(true),
-                destructive: Some(false),
-                idempotent: None,
-                open_world: Some(true),
-            })
+            .annotations(Annotations { title: Some("Ann".into()), read_only: Some(true), destructive: Some(false), idempotent: None, open_world: Some(true) })
             .task_support(TaskSupport::Required)
             .returns(CallResult::text("hello").structured(r#"{"a":1}"#).is_error(true));
         let bare = ToolDef::new("bare").task_support(TaskSupport::Optional);
@@ -390,8 +314,7 @@ mod fixture_selftest {
         let bytes = Fixture::new().tool(full).tool(bare).tool(two).build();
         let (list, calls) = run(&bytes, &["full", "bare", "two"]);
 
-        let none_ann =
-            json!({"title": null, "read-only": null, "destructive": null, "idempotent": null, "open-world": null});
+        let none_ann = json!({"title": null, "read-only": null, "destructive": null, "idempotent": null, "open-world": null});
         assert_eq!(
             list,
             json!([
@@ -414,14 +337,8 @@ mod fixture_selftest {
                 },
             ])
         );
-        assert_eq!(
-            calls[0].as_ref().unwrap(),
-            &json!({"content": [{"text": "hello"}], "structured": r#"{"a":1}"#, "is-error": true})
-        );
-        assert_eq!(
-            calls[1].as_ref().unwrap(),
-            &json!({"content": [{"text": "bare ok"}], "structured": null, "is-error": false})
-        );
+        assert_eq!(calls[0].as_ref().unwrap(), &json!({"content": [{"text": "hello"}], "structured": r#"{"a":1}"#, "is-error": true}));
+        assert_eq!(calls[1].as_ref().unwrap(), &json!({"content": [{"text": "bare ok"}], "structured": null, "is-error": false}));
         assert_eq!(
             calls[2].as_ref().unwrap(),
             &json!({
@@ -451,46 +368,23 @@ mod fixture_selftest {
     #[test]
     fn fixture_big_zeroed_output_and_invalid_utf8_build() {
         let big = 2 << 20;
-        let bytes = Fixture::new()
-            .tool(ToolDef::new("big").returns_text(Payload::Zeroed(big)))
-            .tool(ToolDef::new("bad_utf8").returns_text(&b"\xff\xfe"[..]))
-            .build();
-        assert!(
-            bytes.len() < 64 * 1024,
-            "zeroed output must not be in the data segment ({} bytes)",
-            bytes.len()
-        );
+        let bytes =
+            Fixture::new().tool(ToolDef::new("big").returns_text(Payload::Zeroed(big))).tool(ToolDef::new("bad_utf8").returns_text(&b"\xff\xfe"[..])).build();
+        assert!(bytes.len() < 64 * 1024, "zeroed output must not be in the data segment ({} bytes)", bytes.len());
         let (_, calls) = run(&bytes, &["big", "bad_utf8"]);
         let text = calls[0].as_ref().unwrap()["content"][0]["text"].as_str().unwrap().len();
         assert_eq!(text, big as usize);
-        assert!(
-            calls[1].is_err(),
-            "wasmtime refuses to lift invalid UTF-8: {:?}",
-            calls[1]
-        );
+        assert!(calls[1].is_err(), "wasmtime refuses to lift invalid UTF-8: {:?}", calls[1]);
     }
 
     #[test]
     fn fixture_unknown_import_and_list_trap_build() {
-        let bytes = Fixture::new()
-            .import_unknown_interface()
-            .tool(ToolDef::new("x"))
-            .build();
+        let bytes = Fixture::new().import_unknown_interface().tool(ToolDef::new("x")).build();
         let engine = Engine::default();
         let component = Component::new(&engine, &bytes).unwrap();
-        let imports: Vec<String> = component
-            .component_type()
-            .imports(&engine)
-            .map(|(name, _)| name.to_string())
-            .collect();
-        assert!(
-            imports.iter().any(|i| i == "other:thing/gizmo@0.1.0"),
-            "imports: {imports:?}"
-        );
-        let err = Linker::<()>::new(&engine)
-            .instantiate_pre(&component)
-            .err()
-            .expect("must not link");
+        let imports: Vec<String> = component.component_type().imports(&engine).map(|(name, _)| name.to_string()).collect();
+        assert!(imports.iter().any(|i| i == "other:thing/gizmo@0.1.0"), "imports: {imports:?}");
+        let err = Linker::<()>::new(&engine).instantiate_pre(&component).err().expect("must not link");
         assert!(format!("{err:?}").contains("other:thing/gizmo"), "{err:?}");
 
         Fixture::new().list_body("unreachable").tool(ToolDef::new("y")).build();
@@ -516,9 +410,7 @@ fn spinning_guest_that_ignores_cancelled_times_out() {
     write_hostile_plugin(
         dir.path(),
         "spin",
-        Fixture::new()
-            .import_cancelled()
-            .tool(ToolDef::new("spin").body("(loop $l (drop (call $cancelled)) (br $l)) unreachable")),
+        Fixture::new().import_cancelled().tool(ToolDef::new("spin").body("(loop $l (drop (call $cancelled)) (br $l)) unreachable")),
     );
     call_expecting_error(dir.path(), &["--timeout", "2s", "--fuel", HUGE_FUEL], "spin", "timeout");
 }
@@ -530,18 +422,9 @@ fn manifest_timeout_stops_a_spinning_guest_as_timeout() {
     write_hostile_plugin(dir.path(), "spin", Fixture::new().tool(ToolDef::new("spin").body(SPIN)));
     write_manifest(dir.path(), "spin", "[limits]\ntimeout = \"2s\"\n");
     let start = std::time::Instant::now();
-    call_expecting_error(
-        dir.path(),
-        &["--timeout", "120s", "--fuel", HUGE_FUEL],
-        "spin",
-        "timeout",
-    );
+    call_expecting_error(dir.path(), &["--timeout", "120s", "--fuel", HUGE_FUEL], "spin", "timeout");
     // 2 s from the manifest, not the 120 s default (generous slack for a loaded machine).
-    assert!(
-        start.elapsed() < Duration::from_secs(60),
-        "took {:?}: the manifest's timeout was not applied",
-        start.elapsed()
-    );
+    assert!(start.elapsed() < Duration::from_secs(60), "took {:?}: the manifest's timeout was not applied", start.elapsed());
 }
 
 #[test]
@@ -550,12 +433,7 @@ fn fuel_flag_stops_a_busy_guest_as_fuel_exhausted() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
     write_hostile_plugin(dir.path(), "busy", Fixture::new().tool(ToolDef::new("busy").body(BUSY)));
-    call_expecting_error(
-        dir.path(),
-        &["--fuel", "1000000", "--timeout", "60s"],
-        "busy",
-        "fuel-exhausted",
-    );
+    call_expecting_error(dir.path(), &["--fuel", "1000000", "--timeout", "60s"], "busy", "fuel-exhausted");
 }
 
 #[test]
@@ -563,12 +441,7 @@ fn fuel_flag_stops_a_spinning_guest_as_fuel_exhausted() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
     write_hostile_plugin(dir.path(), "spin", Fixture::new().tool(ToolDef::new("spin").body(SPIN)));
-    call_expecting_error(
-        dir.path(),
-        &["--fuel", "1000000", "--timeout", "60s"],
-        "spin",
-        "fuel-exhausted",
-    );
+    call_expecting_error(dir.path(), &["--fuel", "1000000", "--timeout", "60s"], "spin", "fuel-exhausted");
 }
 
 #[test]
@@ -578,11 +451,7 @@ fn manifest_fuel_stops_a_busy_guest_as_fuel_exhausted() {
     write_hostile_plugin(dir.path(), "busy", Fixture::new().tool(ToolDef::new("busy").body(BUSY)));
     write_manifest(dir.path(), "busy", "[limits]\nfuel = 1000000\n");
     // The same work in a plugin without a manifest finishes under the host defaults.
-    write_plugin(
-        dir.path(),
-        "roomy",
-        &Fixture::new().tool(ToolDef::new("roomy").body(BUSY)).build(),
-    );
+    write_plugin(dir.path(), "roomy", &Fixture::new().tool(ToolDef::new("roomy").body(BUSY)).build());
     let mut mcp = serve(dir.path(), &["--timeout", "60s"]);
     let result = mcp.call_tool("roomy", json!({}));
     assert_eq!(assert_call_ok_text(&mut mcp, &result), "roomy ok");
@@ -595,11 +464,7 @@ fn manifest_fuel_stops_a_busy_guest_as_fuel_exhausted() {
 fn memory_flag_stops_a_growing_guest_as_memory_limit() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    write_hostile_plugin(
-        dir.path(),
-        "hog",
-        Fixture::new().tool(ToolDef::new("hog").body(GROW_32MIB)),
-    );
+    write_hostile_plugin(dir.path(), "hog", Fixture::new().tool(ToolDef::new("hog").body(GROW_32MIB)));
     call_expecting_error(dir.path(), &["--memory", "16MiB"], "hog", "memory-limit");
 }
 
@@ -607,19 +472,11 @@ fn memory_flag_stops_a_growing_guest_as_memory_limit() {
 fn manifest_memory_stops_a_growing_guest_as_memory_limit() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    write_hostile_plugin(
-        dir.path(),
-        "hog",
-        Fixture::new().tool(ToolDef::new("hog").body(GROW_8MIB)),
-    );
+    write_hostile_plugin(dir.path(), "hog", Fixture::new().tool(ToolDef::new("hog").body(GROW_8MIB)));
     write_manifest(dir.path(), "hog", "[limits]\nmemory = \"4MiB\"\n");
     // The same growth in a plugin without a manifest succeeds under the host defaults, so it is
     // the manifest that stops `hog`.
-    write_plugin(
-        dir.path(),
-        "roomy",
-        &Fixture::new().tool(ToolDef::new("roomy").body(GROW_8MIB)).build(),
-    );
+    write_plugin(dir.path(), "roomy", &Fixture::new().tool(ToolDef::new("roomy").body(GROW_8MIB)).build());
     let mut mcp = serve(dir.path(), &[]);
     let result = mcp.call_tool("roomy", json!({}));
     assert_eq!(assert_call_ok_text(&mut mcp, &result), "roomy ok");
@@ -632,11 +489,7 @@ fn manifest_memory_stops_a_growing_guest_as_memory_limit() {
 fn memory_growth_within_the_cap_succeeds() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    write_hostile_plugin(
-        dir.path(),
-        "hog",
-        Fixture::new().tool(ToolDef::new("hog").body(GROW_32MIB)),
-    );
+    write_hostile_plugin(dir.path(), "hog", Fixture::new().tool(ToolDef::new("hog").body(GROW_32MIB)));
     let mut mcp = serve(dir.path(), &["--memory", "64MiB"]);
     let result = mcp.call_tool("hog", json!({}));
     assert_eq!(assert_call_ok_text(&mut mcp, &result), "hog ok");
@@ -649,41 +502,21 @@ fn memory_growth_within_the_cap_succeeds() {
 fn unreachable_is_a_trap_with_its_trap_text() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    write_hostile_plugin(
-        dir.path(),
-        "crash",
-        Fixture::new().tool(ToolDef::new("crash").body("unreachable")),
-    );
+    write_hostile_plugin(dir.path(), "crash", Fixture::new().tool(ToolDef::new("crash").body("unreachable")));
     let error = call_expecting_error(dir.path(), &[], "crash", "trap");
-    let trap = error["trap"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no trap text in {error:#}"));
-    assert!(
-        trap.contains("unreachable"),
-        "trap text should name the unreachable instruction: {trap:?}"
-    );
+    let trap = error["trap"].as_str().unwrap_or_else(|| panic!("no trap text in {error:#}"));
+    assert!(trap.contains("unreachable"), "trap text should name the unreachable instruction: {trap:?}");
 }
 
 #[test]
 fn endless_recursion_is_a_trap_naming_the_stack() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    write_hostile_plugin(
-        dir.path(),
-        "deep",
-        Fixture::new()
-            .funcs(RECURSE)
-            .tool(ToolDef::new("deep").body("(drop (call $recurse (i32.const 0)))")),
-    );
+    write_hostile_plugin(dir.path(), "deep", Fixture::new().funcs(RECURSE).tool(ToolDef::new("deep").body("(drop (call $recurse (i32.const 0)))")));
     let error = call_expecting_error(dir.path(), &[], "deep", "trap");
-    let trap = error["trap"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no trap text in {error:#}"));
+    let trap = error["trap"].as_str().unwrap_or_else(|| panic!("no trap text in {error:#}"));
     // wasmtime says "call stack exhausted"; a host may also say "stack overflow".
-    assert!(
-        trap.to_lowercase().contains("stack"),
-        "trap text should mention the stack: {trap:?}"
-    );
+    assert!(trap.to_lowercase().contains("stack"), "trap text should mention the stack: {trap:?}");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -699,16 +532,11 @@ fn cancelled_call_gets_no_response_and_host_keeps_serving() {
     let id = mcp.send_request("tools/call", json!({"name": "spin", "arguments": {}}));
     // Let the call get going before cancelling it.
     mcp.assert_no_response(id, Duration::from_millis(500));
-    mcp.notify(
-        "notifications/cancelled",
-        json!({"requestId": id, "reason": "test gave up"}),
-    );
+    mcp.notify("notifications/cancelled", json!({"requestId": id, "reason": "test gave up"}));
     mcp.assert_no_response(id, Duration::from_millis(1500));
 
     assert_host_healthy(&mut mcp, true);
-    mcp.wait_stderr("a mention of the cancellation", TIMEOUT, |s| {
-        s.to_lowercase().contains("cancel")
-    });
+    mcp.wait_stderr("a mention of the cancellation", TIMEOUT, |s| s.to_lowercase().contains("cancel"));
     // Still nothing for the cancelled id after all that.
     mcp.assert_no_response(id, Duration::from_millis(200));
 }
@@ -722,9 +550,7 @@ fn cancelled_guest_that_notices_and_returns_still_gets_no_response() {
     write_hostile_plugin(
         dir.path(),
         "polite",
-        Fixture::new()
-            .import_cancelled()
-            .tool(ToolDef::new("polite").body("(loop $l (br_if $l (i32.eqz (call $cancelled))))")),
+        Fixture::new().import_cancelled().tool(ToolDef::new("polite").body("(loop $l (br_if $l (i32.eqz (call $cancelled))))")),
     );
     let mut mcp = serve(dir.path(), &["--timeout", "60s", "--fuel", HUGE_FUEL]);
     let id = mcp.send_request("tools/call", json!({"name": "polite", "arguments": {}}));
@@ -756,16 +582,9 @@ fn guest_returning_after_its_deadline_is_a_timeout() {
     write_hostile_plugin(
         dir.path(),
         "polite",
-        Fixture::new()
-            .import_cancelled()
-            .tool(ToolDef::new("polite").body("(loop $l (br_if $l (i32.eqz (call $cancelled))))")),
+        Fixture::new().import_cancelled().tool(ToolDef::new("polite").body("(loop $l (br_if $l (i32.eqz (call $cancelled))))")),
     );
-    call_expecting_error(
-        dir.path(),
-        &["--timeout", "2s", "--fuel", HUGE_FUEL],
-        "polite",
-        "timeout",
-    );
+    call_expecting_error(dir.path(), &["--timeout", "2s", "--fuel", HUGE_FUEL], "polite", "timeout");
 }
 
 #[test]
@@ -796,26 +615,17 @@ fn arguments_violating_the_input_schema_are_invalid_arguments() {
     write_good_plugin(dir.path());
     // The body traps, so a result of kind `invalid-arguments` also shows the guest never ran.
     let schema = r#"{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}"#;
-    write_hostile_plugin(
-        dir.path(),
-        "strict",
-        Fixture::new().tool(ToolDef::new("strict").input_schema(schema).body("unreachable")),
-    );
+    write_hostile_plugin(dir.path(), "strict", Fixture::new().tool(ToolDef::new("strict").input_schema(schema).body("unreachable")));
     let mut mcp = serve(dir.path(), &[]);
 
     for args in [json!({"n": "seven"}), json!({})] {
         let result = mcp.call_tool("strict", args.clone());
         let error = assert_call_error(&mut mcp, &result, "invalid-arguments");
-        let violations = error["violations"]
-            .as_array()
-            .unwrap_or_else(|| panic!("no violations array: {error:#}"));
+        let violations = error["violations"].as_array().unwrap_or_else(|| panic!("no violations array: {error:#}"));
         assert!(!violations.is_empty(), "arguments {args}: empty violations: {error:#}");
         for v in violations {
             assert!(v["path"].is_string(), "violation without string path: {v}");
-            assert!(
-                v["message"].as_str().is_some_and(|m| !m.is_empty()),
-                "violation without message: {v}"
-            );
+            assert!(v["message"].as_str().is_some_and(|m| !m.is_empty()), "violation without message: {v}");
         }
         assert_host_healthy(&mut mcp, true);
     }
@@ -828,11 +638,7 @@ fn arguments_violating_the_input_schema_are_invalid_arguments() {
 fn non_utf8_text_is_invalid_output() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    write_hostile_plugin(
-        dir.path(),
-        "garble",
-        Fixture::new().tool(ToolDef::new("garble").returns_text(&b"ok \xff\xfe"[..])),
-    );
+    write_hostile_plugin(dir.path(), "garble", Fixture::new().tool(ToolDef::new("garble").returns_text(&b"ok \xff\xfe"[..])));
     call_expecting_error(dir.path(), &[], "garble", "invalid-output");
 }
 
@@ -843,8 +649,7 @@ fn non_utf8_structured_output_is_invalid_output() {
     write_hostile_plugin(
         dir.path(),
         "garble",
-        Fixture::new()
-            .tool(ToolDef::new("garble").returns(CallResult::text("fine").structured(&b"{\"a\":\"\xc3\x28\"}"[..]))),
+        Fixture::new().tool(ToolDef::new("garble").returns(CallResult::text("fine").structured(&b"{\"a\":\"\xc3\x28\"}"[..]))),
     );
     call_expecting_error(dir.path(), &[], "garble", "invalid-output");
 }
@@ -853,11 +658,7 @@ fn non_utf8_structured_output_is_invalid_output() {
 fn structured_output_that_is_not_json_is_invalid_output() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    write_hostile_plugin(
-        dir.path(),
-        "garble",
-        Fixture::new().tool(ToolDef::new("garble").returns(CallResult::text("fine").structured("{not json"))),
-    );
+    write_hostile_plugin(dir.path(), "garble", Fixture::new().tool(ToolDef::new("garble").returns(CallResult::text("fine").structured("{not json"))));
     call_expecting_error(dir.path(), &[], "garble", "invalid-output");
 }
 
@@ -869,11 +670,7 @@ fn structured_output_not_matching_the_output_schema_is_invalid_output() {
     write_hostile_plugin(
         dir.path(),
         "garble",
-        Fixture::new().tool(
-            ToolDef::new("garble")
-                .output_schema(schema)
-                .returns(CallResult::text("fine").structured(r#"{"n":"seven"}"#)),
-        ),
+        Fixture::new().tool(ToolDef::new("garble").output_schema(schema).returns(CallResult::text("fine").structured(r#"{"n":"seven"}"#))),
     );
     call_expecting_error(dir.path(), &[], "garble", "invalid-output");
 }
@@ -883,15 +680,7 @@ fn missing_structured_output_despite_an_output_schema_is_invalid_output() {
     // wit/plugin.wit: "A tool that declares one must return `structured` in every successful result."
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    write_hostile_plugin(
-        dir.path(),
-        "garble",
-        Fixture::new().tool(
-            ToolDef::new("garble")
-                .output_schema(r#"{"type":"object"}"#)
-                .returns_text("no structured"),
-        ),
-    );
+    write_hostile_plugin(dir.path(), "garble", Fixture::new().tool(ToolDef::new("garble").output_schema(r#"{"type":"object"}"#).returns_text("no structured")));
     call_expecting_error(dir.path(), &[], "garble", "invalid-output");
 }
 
@@ -903,11 +692,7 @@ fn structured_output_matching_the_output_schema_is_returned() {
     write_hostile_plugin(
         dir.path(),
         "shaped",
-        Fixture::new().tool(
-            ToolDef::new("shaped")
-                .output_schema(schema)
-                .returns(CallResult::text("n is 7").structured(r#"{"n":7}"#)),
-        ),
+        Fixture::new().tool(ToolDef::new("shaped").output_schema(schema).returns(CallResult::text("n is 7").structured(r#"{"n":7}"#))),
     );
     let mut mcp = serve(dir.path(), &[]);
     let result = mcp.call_tool("shaped", json!({}));
@@ -919,11 +704,7 @@ fn structured_output_matching_the_output_schema_is_returned() {
 fn output_larger_than_max_output_is_output_too_large() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    write_hostile_plugin(
-        dir.path(),
-        "flood",
-        Fixture::new().tool(ToolDef::new("flood").returns_text(Payload::Zeroed(2 << 20))),
-    );
+    write_hostile_plugin(dir.path(), "flood", Fixture::new().tool(ToolDef::new("flood").returns_text(Payload::Zeroed(2 << 20))));
     call_expecting_error(dir.path(), &["--max-output", "1MiB"], "flood", "output-too-large");
 }
 
@@ -932,11 +713,7 @@ fn output_within_max_output_is_returned_whole() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
     let size = 512 * 1024;
-    write_hostile_plugin(
-        dir.path(),
-        "flood",
-        Fixture::new().tool(ToolDef::new("flood").returns_text(Payload::Zeroed(size))),
-    );
+    write_hostile_plugin(dir.path(), "flood", Fixture::new().tool(ToolDef::new("flood").returns_text(Payload::Zeroed(size))));
     let mut mcp = serve(dir.path(), &["--max-output", "1MiB"]);
     let result = mcp.call_tool("flood", json!({}));
     let text = assert_call_ok_text(&mut mcp, &result);
@@ -948,16 +725,8 @@ fn output_within_max_output_is_returned_whole() {
 fn max_output_counts_all_content_blocks_together() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    let third = CallResult {
-        content: vec![Content::Text(Payload::Zeroed(400 * 1024)); 3],
-        structured: None,
-        is_error: false,
-    };
-    write_hostile_plugin(
-        dir.path(),
-        "flood",
-        Fixture::new().tool(ToolDef::new("flood").returns(third)),
-    );
+    let third = CallResult { content: vec![Content::Text(Payload::Zeroed(400 * 1024)); 3], structured: None, is_error: false };
+    write_hostile_plugin(dir.path(), "flood", Fixture::new().tool(ToolDef::new("flood").returns(third)));
     call_expecting_error(dir.path(), &["--max-output", "1MiB"], "flood", "output-too-large");
 }
 
@@ -968,26 +737,14 @@ fn aliased_output_is_refused_before_the_host_copies_it() {
     // before it copies (a few thousand more blocks would take the host down).
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    let amplified = CallResult {
-        content: vec![Content::Text(Payload::SharedZeroed(1 << 20)); 1024],
-        structured: None,
-        is_error: false,
-    };
-    write_hostile_plugin(
-        dir.path(),
-        "amplify",
-        Fixture::new().tool(ToolDef::new("amplify").returns(amplified)),
-    );
+    let amplified = CallResult { content: vec![Content::Text(Payload::SharedZeroed(1 << 20)); 1024], structured: None, is_error: false };
+    write_hostile_plugin(dir.path(), "amplify", Fixture::new().tool(ToolDef::new("amplify").returns(amplified)));
     let mut mcp = serve(dir.path(), &["--max-output", "1MiB"]);
     let result = mcp.call_tool("amplify", json!({}));
     assert_call_error(&mut mcp, &result, "output-too-large");
     assert_host_healthy(&mut mcp, true);
     if let Some(peak) = mcp.peak_rss() {
-        assert!(
-            peak < 512 << 20,
-            "corral's peak RSS reached {} MiB: it copied the 1 GiB result out of the guest before checking its size",
-            peak >> 20
-        );
+        assert!(peak < 512 << 20, "corral's peak RSS reached {} MiB: it copied the 1 GiB result out of the guest before checking its size", peak >> 20);
     }
 }
 
@@ -1028,11 +785,7 @@ fn string_pointing_outside_guest_memory_is_an_error_not_a_crash() {
 fn misaligned_result_pointer_is_an_error_not_a_crash() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    write_hostile_plugin(
-        dir.path(),
-        "liar",
-        Fixture::new().tool(ToolDef::new("liar").body("(return (i32.const 1))")),
-    );
+    write_hostile_plugin(dir.path(), "liar", Fixture::new().tool(ToolDef::new("liar").body("(return (i32.const 1))")));
     let error = call_expecting_error_of(dir.path(), &[], "liar", BOGUS_RESULT_KINDS);
     assert_bogus_result_explained(&error);
 }
@@ -1042,23 +795,12 @@ fn tool_reported_error_is_passed_through_without_corral_error() {
     // is-error from the guest is the tool's own failure, not a host failure.
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    write_hostile_plugin(
-        dir.path(),
-        "sulky",
-        Fixture::new().tool(ToolDef::new("sulky").returns(CallResult::text("upstream said no").is_error(true))),
-    );
+    write_hostile_plugin(dir.path(), "sulky", Fixture::new().tool(ToolDef::new("sulky").returns(CallResult::text("upstream said no").is_error(true))));
     let mut mcp = serve(dir.path(), &[]);
     let result = mcp.call_tool("sulky", json!({}));
     assert_eq!(result["isError"], json!(true), "{result:#}");
-    assert_eq!(
-        result["content"],
-        json!([{"type": "text", "text": "upstream said no"}]),
-        "{result:#}"
-    );
-    assert!(
-        result["_meta"].get("corral/error").is_none(),
-        "a tool's own error is not a corral error: {result:#}"
-    );
+    assert_eq!(result["content"], json!([{"type": "text", "text": "upstream said no"}]), "{result:#}");
+    assert!(result["_meta"].get("corral/error").is_none(), "a tool's own error is not a corral error: {result:#}");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1121,31 +863,17 @@ fn tools_list_omits_unset_optional_fields() {
     assert_eq!(tool["execution"], json!({"taskSupport": "forbidden"}));
     assert!(tool.get("title").is_none(), "{tool:#}");
     assert!(tool.get("outputSchema").is_none(), "{tool:#}");
-    assert!(
-        tool.get("annotations").is_none_or(|a| a == &json!({})),
-        "no hints were stated, so annotations should be absent or empty: {tool:#}"
-    );
+    assert!(tool.get("annotations").is_none_or(|a| a == &json!({})), "no hints were stated, so annotations should be absent or empty: {tool:#}");
 }
 
 #[test]
 fn required_task_tool_called_without_task_is_method_not_found() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    write_hostile_plugin(
-        dir.path(),
-        "batch",
-        Fixture::new().tool(
-            ToolDef::new("batch")
-                .task_support(TaskSupport::Required)
-                .body("unreachable"),
-        ),
-    );
+    write_hostile_plugin(dir.path(), "batch", Fixture::new().tool(ToolDef::new("batch").task_support(TaskSupport::Required).body("unreachable")));
     let mut mcp = serve(dir.path(), &[]);
     let response = mcp.request("tools/call", json!({"name": "batch", "arguments": {}}));
-    assert!(
-        response.get("result").is_none(),
-        "expected a JSON-RPC error: {response:#}"
-    );
+    assert!(response.get("result").is_none(), "expected a JSON-RPC error: {response:#}");
     assert_eq!(response["error"]["code"], -32601, "{response:#}");
     assert!(response["error"]["message"].is_string(), "{response:#}");
     assert_host_healthy(&mut mcp, true);
@@ -1154,13 +882,7 @@ fn required_task_tool_called_without_task_is_method_not_found() {
 #[test]
 fn optional_task_tool_called_without_task_runs() {
     let dir = plugin_dir();
-    write_plugin(
-        dir.path(),
-        "batch",
-        &Fixture::new()
-            .tool(ToolDef::new("batch").task_support(TaskSupport::Optional))
-            .build(),
-    );
+    write_plugin(dir.path(), "batch", &Fixture::new().tool(ToolDef::new("batch").task_support(TaskSupport::Optional)).build());
     let mut mcp = serve(dir.path(), &[]);
     let result = mcp.call_tool("batch", json!({}));
     assert_eq!(assert_call_ok_text(&mut mcp, &result), "batch ok");
@@ -1179,17 +901,10 @@ fn good_plugin_is_listed_with_file_tools_and_limits() {
     assert_eq!(plugins.len(), 1, "{report:#}");
     let p = &plugins[0];
     assert_eq!(p["name"], "good", "{report:#}");
-    assert!(
-        p["file"].as_str().is_some_and(|f| f.ends_with("good.wasm")),
-        "{report:#}"
-    );
+    assert!(p["file"].as_str().is_some_and(|f| f.ends_with("good.wasm")), "{report:#}");
     let tools = p["tools"].as_array().expect("tools array");
     assert_eq!(tools.len(), 1, "{report:#}");
-    let tool_name = if tools[0].is_string() {
-        &tools[0]
-    } else {
-        &tools[0]["name"]
-    };
+    let tool_name = if tools[0].is_string() { &tools[0] } else { &tools[0]["name"] };
     assert_eq!(tool_name, "echo", "{report:#}");
     assert!(p["limits"].is_object(), "{report:#}");
 }
@@ -1220,11 +935,7 @@ fn random_bytes_are_refused_as_invalid_component() {
 fn core_module_is_refused_as_invalid_component() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    write_plugin(
-        dir.path(),
-        "core",
-        &wat::parse_str("(module (func (export \"f\")))").unwrap(),
-    );
+    write_plugin(dir.path(), "core", &wat::parse_str("(module (func (export \"f\")))").unwrap());
     let report = tools_json(dir.path());
     assert_refusal(&report, "core", "invalid-component", None, &[]);
 }
@@ -1233,14 +944,7 @@ fn core_module_is_refused_as_invalid_component() {
 fn unknown_import_is_refused_as_missing_import_naming_it() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    write_plugin(
-        dir.path(),
-        "needy",
-        &Fixture::new()
-            .import_unknown_interface()
-            .tool(ToolDef::new("needy"))
-            .build(),
-    );
+    write_plugin(dir.path(), "needy", &Fixture::new().import_unknown_interface().tool(ToolDef::new("needy")).build());
     let report = tools_json(dir.path());
     assert_refusal(&report, "needy", "missing-import", None, &["other:thing/gizmo"]);
     assert_eq!(plugin_names(&report), ["good"]);
@@ -1250,14 +954,7 @@ fn unknown_import_is_refused_as_missing_import_naming_it() {
 fn trapping_list_tools_is_refused_as_list_tools_failed() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    write_plugin(
-        dir.path(),
-        "shy",
-        &Fixture::new()
-            .list_body("unreachable")
-            .tool(ToolDef::new("shy"))
-            .build(),
-    );
+    write_plugin(dir.path(), "shy", &Fixture::new().list_body("unreachable").tool(ToolDef::new("shy")).build());
     let report = tools_json(dir.path());
     assert_refusal(&report, "shy", "list-tools-failed", None, &[]);
     assert_eq!(plugin_names(&report), ["good"]);
@@ -1267,32 +964,14 @@ fn trapping_list_tools_is_refused_as_list_tools_failed() {
 fn spinning_list_tools_is_refused_as_list_tools_failed() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    write_plugin(
-        dir.path(),
-        "slow",
-        &Fixture::new().list_body(SPIN).tool(ToolDef::new("slow")).build(),
-    );
+    write_plugin(dir.path(), "slow", &Fixture::new().list_body(SPIN).tool(ToolDef::new("slow")).build());
     let exe = env!("CARGO_BIN_EXE_corral");
     let output = run_with_timeout(
-        std::process::Command::new(exe).args([
-            "tools",
-            "--plugins",
-            dir.path().to_str().unwrap(),
-            "--json",
-            "--timeout",
-            "2s",
-            "--fuel",
-            HUGE_FUEL,
-        ]),
+        std::process::Command::new(exe).args(["tools", "--plugins", dir.path().to_str().unwrap(), "--json", "--timeout", "2s", "--fuel", HUGE_FUEL]),
         TIMEOUT,
     );
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{}\n{stdout}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert!(output.status.success(), "{}\n{stdout}\n{}", output.status, String::from_utf8_lossy(&output.stderr));
     let report: Value = serde_json::from_str(&stdout).expect("JSON report");
     assert_refusal(&report, "slow", "list-tools-failed", None, &[]);
     assert_eq!(plugin_names(&report), ["good"]);
@@ -1303,52 +982,25 @@ fn invalid_tool_names_are_refused_as_invalid_tool_name() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
     let too_long = "x".repeat(65);
-    let cases = [
-        ("spaced", "has space"),
-        ("dotted", "a.b"),
-        ("empty", ""),
-        ("long", too_long.as_str()),
-        ("slashed", "a/b"),
-    ];
+    let cases = [("spaced", "has space"), ("dotted", "a.b"), ("empty", ""), ("long", too_long.as_str()), ("slashed", "a/b")];
     for (plugin, tool) in cases {
         write_plugin(dir.path(), plugin, &Fixture::new().tool(ToolDef::new(tool)).build());
     }
     let longest_ok = "y".repeat(64);
-    write_plugin(
-        dir.path(),
-        "edge",
-        &Fixture::new()
-            .tool(ToolDef::new(&longest_ok))
-            .tool(ToolDef::new("A-z_0-9"))
-            .build(),
-    );
+    write_plugin(dir.path(), "edge", &Fixture::new().tool(ToolDef::new(&longest_ok)).tool(ToolDef::new("A-z_0-9")).build());
     let report = tools_json(dir.path());
     for (plugin, tool) in cases {
         assert_refusal(&report, plugin, "invalid-tool-name", Some(tool), &[]);
     }
-    assert_eq!(
-        plugin_names(&report),
-        ["edge", "good"],
-        "64 chars of [A-Za-z0-9_-] are fine: {report:#}"
-    );
+    assert_eq!(plugin_names(&report), ["edge", "good"], "64 chars of [A-Za-z0-9_-] are fine: {report:#}");
 }
 
 fn assert_schema_refused(schema: &str) {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    write_plugin(
-        dir.path(),
-        "shapeless",
-        &Fixture::new().tool(ToolDef::new("vague").input_schema(schema)).build(),
-    );
+    write_plugin(dir.path(), "shapeless", &Fixture::new().tool(ToolDef::new("vague").input_schema(schema)).build());
     let report = tools_json(dir.path());
-    assert_refusal(
-        &report,
-        "shapeless",
-        "invalid-schema",
-        Some("vague"),
-        &["shapeless", "vague"],
-    );
+    assert_refusal(&report, "shapeless", "invalid-schema", Some("vague"), &["shapeless", "vague"]);
     assert_eq!(plugin_names(&report), ["good"], "input schema {schema:?}");
 }
 
@@ -1374,40 +1026,17 @@ fn output_schema_that_is_not_json_is_refused_as_invalid_schema() {
     write_plugin(
         dir.path(),
         "shapeless",
-        &Fixture::new()
-            .tool(
-                ToolDef::new("vague")
-                    .output_schema("not json")
-                    .returns(CallResult::text("x").structured("{}")),
-            )
-            .build(),
+        &Fixture::new().tool(ToolDef::new("vague").output_schema("not json").returns(CallResult::text("x").structured("{}"))).build(),
     );
     let report = tools_json(dir.path());
-    assert_refusal(
-        &report,
-        "shapeless",
-        "invalid-schema",
-        Some("vague"),
-        &["shapeless", "vague"],
-    );
+    assert_refusal(&report, "shapeless", "invalid-schema", Some("vague"), &["shapeless", "vague"]);
 }
 
 #[test]
 fn same_tool_in_two_plugins_refuses_the_second_in_file_order() {
     let dir = plugin_dir();
-    write_plugin(
-        dir.path(),
-        "a_first",
-        &Fixture::new().tool(ToolDef::new("same").returns_text("from a")).build(),
-    );
-    write_plugin(
-        dir.path(),
-        "b_second",
-        &Fixture::new()
-            .tool(ToolDef::new("other"))
-            .tool(ToolDef::new("same").returns_text("from b"))
-            .build(),
-    );
+    write_plugin(dir.path(), "a_first", &Fixture::new().tool(ToolDef::new("same").returns_text("from a")).build());
+    write_plugin(dir.path(), "b_second", &Fixture::new().tool(ToolDef::new("other")).tool(ToolDef::new("same").returns_text("from b")).build());
     let report = tools_json(dir.path());
     assert_refusal(&report, "b_second", "duplicate-tool", Some("same"), &["same"]);
     assert_eq!(plugin_names(&report), ["a_first"]);
@@ -1422,14 +1051,7 @@ fn same_tool_in_two_plugins_refuses_the_second_in_file_order() {
 fn same_tool_twice_in_one_plugin_is_refused_as_duplicate_tool() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
-    write_plugin(
-        dir.path(),
-        "echoes",
-        &Fixture::new()
-            .tool(ToolDef::new("twice"))
-            .tool(ToolDef::new("twice"))
-            .build(),
-    );
+    write_plugin(dir.path(), "echoes", &Fixture::new().tool(ToolDef::new("twice")).tool(ToolDef::new("twice")).build());
     let report = tools_json(dir.path());
     assert_refusal(&report, "echoes", "duplicate-tool", Some("twice"), &["twice"]);
     assert_eq!(plugin_names(&report), ["good"]);
@@ -1440,32 +1062,10 @@ fn server_starts_despite_refused_plugins_and_lists_only_good_tools() {
     let dir = plugin_dir();
     write_good_plugin(dir.path());
     write_plugin(dir.path(), "noise", &random_bytes(1000));
-    write_plugin(
-        dir.path(),
-        "needy",
-        &Fixture::new()
-            .import_unknown_interface()
-            .tool(ToolDef::new("needy"))
-            .build(),
-    );
-    write_plugin(
-        dir.path(),
-        "shy",
-        &Fixture::new()
-            .list_body("unreachable")
-            .tool(ToolDef::new("shy"))
-            .build(),
-    );
-    write_plugin(
-        dir.path(),
-        "spaced",
-        &Fixture::new().tool(ToolDef::new("has space")).build(),
-    );
-    write_plugin(
-        dir.path(),
-        "shapeless",
-        &Fixture::new().tool(ToolDef::new("vague").input_schema("[]")).build(),
-    );
+    write_plugin(dir.path(), "needy", &Fixture::new().import_unknown_interface().tool(ToolDef::new("needy")).build());
+    write_plugin(dir.path(), "shy", &Fixture::new().list_body("unreachable").tool(ToolDef::new("shy")).build());
+    write_plugin(dir.path(), "spaced", &Fixture::new().tool(ToolDef::new("has space")).build());
+    write_plugin(dir.path(), "shapeless", &Fixture::new().tool(ToolDef::new("vague").input_schema("[]")).build());
     write_plugin(dir.path(), "typo", &Fixture::new().tool(ToolDef::new("typo")).build());
     write_manifest(dir.path(), "typo", "colour = \"red\"\n");
     write_plugin(dir.path(), "zz_dup", &Fixture::new().tool(ToolDef::new("echo")).build());

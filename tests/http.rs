@@ -121,10 +121,7 @@ fn a_call_with_progress_answers_with_sse_and_a_ping_with_json() {
     let server = Server::start(plugins.path(), &[]);
     let session = server.initialize(None);
 
-    let reply = session.post(
-        "tools/call",
-        json!({ "name": "tick", "arguments": { "count": 3, "interval_ms": 20 }, "_meta": { "progressToken": "p-1" } }),
-    );
+    let reply = session.post("tools/call", json!({ "name": "tick", "arguments": { "count": 3, "interval_ms": 20 }, "_meta": { "progressToken": "p-1" } }));
     assert_eq!(reply.status, 200, "{reply:?}");
     assert!(reply.content_type().starts_with("text/event-stream"), "a call that reports progress should stream: {reply:?}");
     let messages = reply.messages();
@@ -229,14 +226,17 @@ fn progress_of_one_session_never_reaches_another_sessions_stream() {
     assert!(messages.last().unwrap().get("result").is_some(), "{reply:?}");
 
     // A task in A: its notifications go to A's GET stream.
-    let created = a.result("tools/call", json!({ "name": "tick", "arguments": { "count": 2, "interval_ms": 20 }, "task": {}, "_meta": { "progressToken": "a-task" } }));
+    let created =
+        a.result("tools/call", json!({ "name": "tick", "arguments": { "count": 2, "interval_ms": 20 }, "task": {}, "_meta": { "progressToken": "a-task" } }));
     let a_task = created["task"]["taskId"].as_str().unwrap().to_owned();
     a_stream.until(|e| e.json()["method"] == "notifications/tasks/status" && e.json()["params"]["taskId"] == json!(a_task), "A's task status on A's stream");
 
     // Then a marker in B: everything before it on B's stream would be a leak from A.
-    let created = b.result("tools/call", json!({ "name": "tick", "arguments": { "count": 1, "interval_ms": 0 }, "task": {}, "_meta": { "progressToken": "b-marker" } }));
+    let created =
+        b.result("tools/call", json!({ "name": "tick", "arguments": { "count": 1, "interval_ms": 0 }, "task": {}, "_meta": { "progressToken": "b-marker" } }));
     let b_task = created["task"]["taskId"].as_str().unwrap().to_owned();
-    let seen = b_stream.until(|e| e.json()["method"] == "notifications/tasks/status" && e.json()["params"]["taskId"] == json!(b_task), "B's marker task status on B's stream");
+    let seen = b_stream
+        .until(|e| e.json()["method"] == "notifications/tasks/status" && e.json()["params"]["taskId"] == json!(b_task), "B's marker task status on B's stream");
     for event in &seen {
         let m = event.json();
         let token = &m["params"]["progressToken"];
@@ -455,7 +455,10 @@ fn a_slow_call_does_not_block_a_ping_on_the_same_session() {
     assert!(pending.iter().all(|e| e.json().get("id").is_none()), "the slow call answered already?! {pending:?}");
 
     // Cancel it: its stream ends without a response.
-    let reply = session.post_raw(&json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": slow_id, "reason": "test over" } }).to_string(), &[]);
+    let reply = session.post_raw(
+        &json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": slow_id, "reason": "test over" } }).to_string(),
+        &[],
+    );
     assert_eq!(reply.status, 202, "{reply:?}");
     let rest = slow.until_end("the cancelled call's stream to end");
     assert!(rest.iter().all(|e| e.json().get("id").is_none()), "a cancelled call must not answer: {rest:?}");

@@ -20,7 +20,9 @@ fn inspect(file: &Path, json: bool) -> Output {
 
 fn inspect_json(file: &Path) -> (Value, i32) {
     let out = inspect(file, true);
-    let report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("inspect --json printed no JSON ({e}):\n{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)));
+    let report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("inspect --json printed no JSON ({e}):\n{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    });
     (report, out.status.code().unwrap_or(-1))
 }
 
@@ -49,7 +51,15 @@ fn a_good_plugin_shows_its_contract_imports_tools_limits_and_verdict() {
     let out = inspect(&file, false);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
-    for line in ["contract     corral:plugin@0.1.0", "sees nothing without permission `env`", "hash_chain \"SHA-256 hash chain\"  task support: optional", "hints: read-only, not destructive, idempotent, closed world", "\"pattern\": \"^[0-9a-f]{64}$\"", "fuel 2000000000", "verdict      corral would serve it"] {
+    for line in [
+        "contract     corral:plugin@0.1.0",
+        "sees nothing without permission `env`",
+        "hash_chain \"SHA-256 hash chain\"  task support: optional",
+        "hints: read-only, not destructive, idempotent, closed world",
+        "\"pattern\": \"^[0-9a-f]{64}$\"",
+        "fuel 2000000000",
+        "verdict      corral would serve it",
+    ] {
         assert!(text.contains(line), "missing {line:?} in:\n{text}");
     }
 }

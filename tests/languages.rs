@@ -15,7 +15,8 @@ const LOAD_TIMEOUT: Duration = Duration::from_secs(300);
 fn serve(name: &str) -> (tempfile::TempDir, McpProcess) {
     let dir = example_plugins(&[name]);
     let mut mcp = McpProcess::spawn(&["serve", "--plugins", dir.path().to_str().unwrap(), "--log-level", "warn"]);
-    let id = mcp.send_request("initialize", json!({"protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": {"name": "languages", "version": "0"}}));
+    let id =
+        mcp.send_request("initialize", json!({"protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": {"name": "languages", "version": "0"}}));
     let response = mcp.wait_response(id, LOAD_TIMEOUT);
     assert!(response.get("result").is_some(), "initialize: {response}");
     mcp.notify("notifications/initialized", json!({}));
@@ -88,7 +89,11 @@ fn python_stats_describes_numbers() {
     let result = mcp.call_tool("describe_numbers", json!({"numbers": [2, 4, 4, 4, 5, 5, 7, 9]}));
     assert!(!is_error(&result), "{result:#}");
     let s = &result["structuredContent"];
-    assert_eq!((s["count"].as_f64(), s["mean"].as_f64(), s["median"].as_f64(), s["min"].as_f64(), s["max"].as_f64()), (Some(8.0), Some(5.0), Some(4.5), Some(2.0), Some(9.0)), "{result:#}");
+    assert_eq!(
+        (s["count"].as_f64(), s["mean"].as_f64(), s["median"].as_f64(), s["min"].as_f64(), s["max"].as_f64()),
+        (Some(8.0), Some(5.0), Some(4.5), Some(2.0), Some(9.0)),
+        "{result:#}"
+    );
     assert!((s["stdev"].as_f64().unwrap() - 2.138_089_935).abs() < 1e-6, "{result:#}");
     let mirrored: Value = serde_json::from_str(text(&result)).unwrap();
     assert_eq!(&mirrored, s, "the text block holds the same JSON");

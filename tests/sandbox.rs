@@ -114,7 +114,9 @@ set = {{ PROBE_MODE = "test" }}
     let out = Command::new(env!("CARGO_BIN_EXE_corral")).args(["tools", "--plugins", dir.path().to_str().unwrap()]).output().unwrap();
     let table = String::from_utf8_lossy(&out.stdout);
     let grants = table.lines().find(|l| l.starts_with("plugin probe:")).unwrap_or_else(|| panic!("no grants line in:\n{table}"));
-    for part in ["/in = ", "(ro)", "/out = ", "(rw)", "PATH (passed)", "PROBE_MODE (set)", &format!("network 127.0.0.1:{allowed_port}, localhost:{allowed_port}")] {
+    for part in
+        ["/in = ", "(ro)", "/out = ", "(rw)", "PATH (passed)", "PROBE_MODE (set)", &format!("network 127.0.0.1:{allowed_port}, localhost:{allowed_port}")]
+    {
         assert!(grants.contains(part), "`{part}` missing from: {grants}");
     }
     assert!(!table.contains("\"test\"") && !table.contains("=test"), "a set value leaked: {table}");
@@ -150,7 +152,10 @@ set = {{ PROBE_MODE = "test" }}
 
     // Network: the allowed port by IP, by name and over wasi:http; any other port is refused,
     // and the result names the grant that would allow it.
-    let (r, result) = probe(&mut host, json!({ "connect": format!("127.0.0.1:{allowed_port}"), "connect_name": format!("localhost:{allowed_port}"), "http": format!("127.0.0.1:{allowed_port}") }));
+    let (r, result) = probe(
+        &mut host,
+        json!({ "connect": format!("127.0.0.1:{allowed_port}"), "connect_name": format!("localhost:{allowed_port}"), "http": format!("127.0.0.1:{allowed_port}") }),
+    );
     assert_eq!((r["connect"].as_str(), r["connect_name"].as_str(), r["http"].as_str()), (Some("connected"), Some("connected"), Some("status 200")), "{r}");
     assert!(denials(&result).is_empty(), "{result}");
 
@@ -158,7 +163,8 @@ set = {{ PROBE_MODE = "test" }}
     assert!(r["connect"].as_str().unwrap().starts_with("denied"), "{r}");
     assert!(other.accept().is_err(), "the refused port received a connection");
     assert_eq!(result["isError"], true);
-    let expected = format!("network: a TCP connection to 127.0.0.1:{other_port} was denied; allow it with network = [\"127.0.0.1:{other_port}\"] under [permissions]");
+    let expected =
+        format!("network: a TCP connection to 127.0.0.1:{other_port} was denied; allow it with network = [\"127.0.0.1:{other_port}\"] under [permissions]");
     assert!(denials(&result).iter().any(|d| d.starts_with(&expected)), "{result}");
     let texts: Vec<&str> = result["content"].as_array().unwrap().iter().filter_map(|c| c["text"].as_str()).collect();
     assert!(texts.iter().any(|t| t.starts_with("corral: network: a TCP connection")), "the error names the permission: {result}");

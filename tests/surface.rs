@@ -420,7 +420,9 @@ fn resource_uris_and_prompt_names_belong_to_one_plugin() {
     std::fs::write(dir.path().join("h-copy.toml"), "[permissions.env]\nset = { FIXTURE_TOOL_PREFIX = \"h_\", FIXTURE_NO_RESOURCES = \"1\" }\n").unwrap();
     let report = tools_json(dir.path());
     let refused = report["refused"].as_array().unwrap();
-    let kind_of = |plugin: &str| refused.iter().find(|r| r["plugin"] == plugin).map(|r| (r["kind"].as_str().unwrap().to_owned(), r["message"].as_str().unwrap().to_owned()));
+    let kind_of = |plugin: &str| {
+        refused.iter().find(|r| r["plugin"] == plugin).map(|r| (r["kind"].as_str().unwrap().to_owned(), r["message"].as_str().unwrap().to_owned()))
+    };
     let (kind, message) = kind_of("g-copy").expect("g-copy refused");
     assert_eq!(kind, "duplicate-resource", "{message}");
     assert!(message.contains("plugin `fixture`"), "names the owner: {message}");
@@ -439,7 +441,8 @@ mod reload {
     use super::*;
 
     fn changes(mcp: &mut McpProcess) -> Vec<String> {
-        let mut kinds: Vec<String> = mcp.notifications().iter().filter_map(|n| n["method"].as_str()).filter(|m| m.ends_with("/list_changed")).map(str::to_owned).collect();
+        let mut kinds: Vec<String> =
+            mcp.notifications().iter().filter_map(|n| n["method"].as_str()).filter(|m| m.ends_with("/list_changed")).map(str::to_owned).collect();
         kinds.sort();
         kinds
     }

@@ -192,7 +192,11 @@ pub fn render(r: &Report) -> String {
     }
     let o = &r.others;
     if o.resources + o.resource_templates + o.prompts > 0 {
-        let _ = writeln!(out, "also         {} resources, {} resource templates, {} prompts (corral tools --json lists them)", o.resources, o.resource_templates, o.prompts);
+        let _ = writeln!(
+            out,
+            "also         {} resources, {} resource templates, {} prompts (corral tools --json lists them)",
+            o.resources, o.resource_templates, o.prompts
+        );
     }
     match &r.refusal {
         None => _ = writeln!(out, "verdict      corral would serve it"),

@@ -89,7 +89,8 @@ fn write(path: &Path, contents: &[u8], executable: bool) -> anyhow::Result<()> {
     std::fs::write(path, contents).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
     if executable {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).map_err(|e| anyhow::anyhow!("cannot make {} executable: {e}", path.display()))?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| anyhow::anyhow!("cannot make {} executable: {e}", path.display()))?;
     }
     Ok(())
 }

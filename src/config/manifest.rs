@@ -209,7 +209,9 @@ mod tests {
         assert!(manifest_from("[permissions]\nnetwork = [\"10.0.0.0/8\"]\n").unwrap_err().contains("[permissions] network"));
         assert!(manifest_from("[[permissions.dirs]]\nhost = \"nowhere\"\nguest = \"/x\"\n").unwrap_err().contains("nowhere"));
         assert!(manifest_from("[[permissions.dirs]]\nhost = \"data\"\nguest = \"x\"\n").unwrap_err().contains("absolute"));
-        assert!(manifest_from("[[permissions.dirs]]\nhost = \"data\"\nguest = \"/x\"\nmode = \"rwx\"\n").unwrap_err().contains("line 4: unknown variant `rwx`"));
+        assert!(manifest_from("[[permissions.dirs]]\nhost = \"data\"\nguest = \"/x\"\nmode = \"rwx\"\n")
+            .unwrap_err()
+            .contains("line 4: unknown variant `rwx`"));
         assert!(manifest_from("[permissions.env]\npass = [\"A=B\"]\n").unwrap_err().contains("env.pass"));
     }
 

@@ -53,7 +53,11 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 }
 
 pub(crate) fn check_positive(n: u64) -> Result<u64, String> {
-    if n == 0 { Err("must be greater than zero".into()) } else { Ok(n) }
+    if n == 0 {
+        Err("must be greater than zero".into())
+    } else {
+        Ok(n)
+    }
 }
 
 /// Formats a byte count the way the manifest spells it (`64 MiB`).

@@ -27,7 +27,8 @@ impl Permissions {
         }
         let mut parts = Vec::new();
         if !self.dirs.is_empty() {
-            let dirs: Vec<String> = self.dirs.iter().map(|d| format!("{} = {} ({})", d.guest, d.host.display(), if d.writable { "rw" } else { "ro" })).collect();
+            let dirs: Vec<String> =
+                self.dirs.iter().map(|d| format!("{} = {} ({})", d.guest, d.host.display(), if d.writable { "rw" } else { "ro" })).collect();
             parts.push(format!("dirs {}", dirs.join(", ")));
         }
         if !self.env.is_empty() {
@@ -153,7 +154,8 @@ impl std::fmt::Display for NetPattern {
 }
 
 fn check_dns_name(name: &str) -> Result<(), String> {
-    let ok_label = |l: &str| !l.is_empty() && l.len() <= 63 && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') && !l.starts_with('-') && !l.ends_with('-');
+    let ok_label =
+        |l: &str| !l.is_empty() && l.len() <= 63 && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') && !l.starts_with('-') && !l.ends_with('-');
     if name.is_empty() || name.len() > 253 || !name.split('.').all(ok_label) {
         return Err(if name.contains('*') { "has a wildcard other than a leading `*.`".into() } else { "has an invalid host name".into() });
     }

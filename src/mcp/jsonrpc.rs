@@ -70,11 +70,21 @@ impl RpcError {
 /// One message received from a client.
 #[derive(Debug)]
 pub enum Incoming {
-    Request { id: RequestId, method: String, params: Map<String, Value> },
-    Notification { method: String, params: Map<String, Value> },
+    Request {
+        id: RequestId,
+        method: String,
+        params: Map<String, Value>,
+    },
+    Notification {
+        method: String,
+        params: Map<String, Value>,
+    },
     /// A response to a request the server sent (`elicitation/create`, `sampling/createMessage`):
     /// its id (absent when the client could not read ours) and the result or the error.
-    Response { id: Option<RequestId>, outcome: Result<Value, RpcError> },
+    Response {
+        id: Option<RequestId>,
+        outcome: Result<Value, RpcError>,
+    },
 }
 
 /// A message that could not be accepted, and the id to answer it under when one was readable.
@@ -86,10 +96,7 @@ pub struct Rejected {
 
 /// Parses one framed message (a stdio line or an HTTP body).
 pub fn parse(text: &str) -> Result<Incoming, Rejected> {
-    let value: Value = serde_json::from_str(text).map_err(|e| Rejected {
-        id: None,
-        error: RpcError::new(PARSE_ERROR, format!("parse error: {e}")),
-    })?;
+    let value: Value = serde_json::from_str(text).map_err(|e| Rejected { id: None, error: RpcError::new(PARSE_ERROR, format!("parse error: {e}")) })?;
     classify(value)
 }
 

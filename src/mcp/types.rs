@@ -27,16 +27,8 @@ pub enum LogLevel {
 }
 
 impl LogLevel {
-    pub const ALL: [LogLevel; 8] = [
-        LogLevel::Debug,
-        LogLevel::Info,
-        LogLevel::Notice,
-        LogLevel::Warning,
-        LogLevel::Error,
-        LogLevel::Critical,
-        LogLevel::Alert,
-        LogLevel::Emergency,
-    ];
+    pub const ALL: [LogLevel; 8] =
+        [LogLevel::Debug, LogLevel::Info, LogLevel::Notice, LogLevel::Warning, LogLevel::Error, LogLevel::Critical, LogLevel::Alert, LogLevel::Emergency];
 
     pub fn parse(name: &str) -> Option<LogLevel> {
         LogLevel::ALL.into_iter().find(|l| l.as_str() == name)
@@ -121,9 +113,19 @@ pub struct Tool {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentBlock {
-    Text { text: String },
-    Image { data: String, #[serde(rename = "mimeType")] mime_type: String },
-    Audio { data: String, #[serde(rename = "mimeType")] mime_type: String },
+    Text {
+        text: String,
+    },
+    Image {
+        data: String,
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+    },
+    Audio {
+        data: String,
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+    },
     ResourceLink {
         uri: String,
         name: String,
@@ -132,7 +134,9 @@ pub enum ContentBlock {
         #[serde(rename = "mimeType", skip_serializing_if = "Option::is_none")]
         mime_type: Option<String>,
     },
-    Resource { resource: ResourceContents },
+    Resource {
+        resource: ResourceContents,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -162,12 +166,7 @@ pub struct CallToolResult {
 
 impl CallToolResult {
     pub fn error_text(text: impl Into<String>) -> CallToolResult {
-        CallToolResult {
-            content: vec![ContentBlock::Text { text: text.into() }],
-            structured_content: None,
-            is_error: true,
-            meta: Map::new(),
-        }
+        CallToolResult { content: vec![ContentBlock::Text { text: text.into() }], structured_content: None, is_error: true, meta: Map::new() }
     }
 }
 

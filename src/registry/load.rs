@@ -37,10 +37,8 @@ pub struct LoadSettings {
 /// The plugin files of `dir`: every `*.wasm`, in file-name order.
 pub fn plugin_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let entries = std::fs::read_dir(dir).map_err(|e| anyhow::anyhow!("cannot read plugin directory {}: {e}", dir.display()))?;
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
-        .collect();
+    let mut files: Vec<PathBuf> =
+        entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file()).collect();
     files.sort();
     Ok(files)
 }
@@ -93,7 +91,8 @@ pub async fn load_plugin(file: &Path, runtime: &Runtime, settings: &LoadSettings
     };
     let refuse = |kind, tool: Option<&str>, message: String| refuse_about(kind, tool.map(|t| format!("tool `{t}`")), tool, message);
 
-    let manifest = config::plugin_manifest(file, &settings.defaults, settings.memory_ceiling, &settings.protected).map_err(|e| refuse(RefusalKind::InvalidManifest, None, e))?;
+    let manifest = config::plugin_manifest(file, &settings.defaults, settings.memory_ceiling, &settings.protected)
+        .map_err(|e| refuse(RefusalKind::InvalidManifest, None, e))?;
     let limits = manifest.limits;
     let bytes = std::fs::read(file).map_err(|e| refuse(RefusalKind::InvalidComponent, None, format!("cannot read {}: {e}", file.display())))?;
     let code = runtime
@@ -107,10 +106,7 @@ pub async fn load_plugin(file: &Path, runtime: &Runtime, settings: &LoadSettings
     let mut list_limits = limits.clone();
     list_limits.timeout = list_limits.timeout.min(LIST_TOOLS_TIMEOUT);
     let list_ctx = || CallContext::new(list_limits.clone(), Arc::new(Silent));
-    let declared = runtime
-        .list_tools(&code, list_ctx())
-        .await
-        .map_err(|f| refuse(RefusalKind::ListToolsFailed, None, f.describe_as("list-tools")))?;
+    let declared = runtime.list_tools(&code, list_ctx()).await.map_err(|f| refuse(RefusalKind::ListToolsFailed, None, f.describe_as("list-tools")))?;
     let (declared_resources, declared_templates) = match code.has_resources() {
         false => (Vec::new(), Vec::new()),
         true => {
@@ -156,7 +152,10 @@ pub async fn load_plugin(file: &Path, runtime: &Runtime, settings: &LoadSettings
             return Err(resource_refusal(RefusalKind::DuplicateResource, &text, "the plugin lists this template twice".into()));
         }
         if let Some(other) = loaded.templates.values().find(|t| t.matcher.overlaps(&matcher)) {
-            let message = format!("URIs it matches could also match template `{}` of plugin `{}`: give each plugin a URI prefix of its own", other.template.uri_template, other.plugin.name);
+            let message = format!(
+                "URIs it matches could also match template `{}` of plugin `{}`: give each plugin a URI prefix of its own",
+                other.template.uri_template, other.plugin.name
+            );
             return Err(resource_refusal(RefusalKind::DuplicateResource, &text, message));
         }
         if let Some(other) = loaded.resources.values().find(|r| matcher.matches(&r.resource.uri)) {

@@ -24,9 +24,9 @@ use crate::config::Limits;
 use crate::runtime::{Annotations, PluginCode, Prompt, Resource, ResourceTemplate, TaskSupport};
 
 pub use checks::violations;
-pub use load::{load_dir, load_plugin, plugin_files, Loaded, LoadSettings};
-use uri::UriTemplate;
+pub use load::{load_dir, load_plugin, plugin_files, LoadSettings, Loaded};
 pub use reload::reload;
+use uri::UriTemplate;
 pub use watch::{watch, Watcher};
 
 /// One loaded plugin.

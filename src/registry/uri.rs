@@ -73,7 +73,10 @@ impl UriTemplate {
         }
         let parsed = UriTemplate { parts };
         let prefix = parsed.prefix();
-        let scheme = prefix.split_once(':').map(|(s, _)| s).ok_or_else(|| format!("resource template {template:?} must start with a literal URI scheme, such as `notes://{{id}}`"))?;
+        let scheme = prefix
+            .split_once(':')
+            .map(|(s, _)| s)
+            .ok_or_else(|| format!("resource template {template:?} must start with a literal URI scheme, such as `notes://{{id}}`"))?;
         check_scheme(template, scheme)?;
         if template.chars().any(|c| c.is_whitespace() || c.is_control()) {
             return Err(format!("resource template {template:?} contains whitespace or control characters"));

@@ -42,10 +42,6 @@ pub fn build(settings: &EngineSettings) -> wasmtime::Result<Engine> {
         .table_keep_resident(1 << 20);
 
     let mut config = Config::new();
-    config
-        .consume_fuel(true)
-        .epoch_interruption(true)
-        .wasm_component_model(true)
-        .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    config.consume_fuel(true).epoch_interruption(true).wasm_component_model(true).allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     Engine::new(&config)
 }

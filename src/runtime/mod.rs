@@ -29,8 +29,8 @@ pub use call::{Answer as ClientAnswer, CallContext, CallObserver, Denials, Resou
 pub use engine::EngineSettings;
 pub use exports::Contract;
 pub use failure::Failure;
-pub use inspect::Interfaces;
 use failure::Stopped;
+pub use inspect::Interfaces;
 
 use crate::config::Permissions;
 use cache::CompileCache;
@@ -138,7 +138,9 @@ impl Runtime {
         // 0.2.0's `types` is bound to 0.1.0's Rust types; its instance (types only) still needs a name.
         linker.instance("corral:plugin/types@0.2.0")?;
         let cache = match &settings.cache_dir {
-            Some(dir) => Some(CompileCache::open(dir, &engine).map_err(|e| anyhow::anyhow!("compile cache {}: {e} (pass --no-cache to run without one)", dir.display()))?),
+            Some(dir) => Some(
+                CompileCache::open(dir, &engine).map_err(|e| anyhow::anyhow!("compile cache {}: {e} (pass --no-cache to run without one)", dir.display()))?,
+            ),
             None => None,
         };
         let ticker = ticker::Ticker::start(engine.clone(), settings.epoch_tick);
@@ -229,10 +231,12 @@ impl Runtime {
             let size: usize = contents
                 .iter()
                 .map(|c| {
-                    c.uri.len() + c.mime_type.as_ref().map_or(0, |m| m.len()) + match &c.body {
-                        ResourceBody::Text(t) => t.len(),
-                        ResourceBody::Bytes(b) => b.len(),
-                    }
+                    c.uri.len()
+                        + c.mime_type.as_ref().map_or(0, |m| m.len())
+                        + match &c.body {
+                            ResourceBody::Text(t) => t.len(),
+                            ResourceBody::Bytes(b) => b.len(),
+                        }
                 })
                 .sum();
             self.check_size(size as u64)?;
@@ -249,7 +253,13 @@ impl Runtime {
     }
 
     /// Calls `get-prompt` in a fresh instance under the context's limits.
-    pub async fn get_prompt(&self, code: &PluginCode, name: &str, arguments: &[(String, String)], ctx: CallContext) -> Result<Result<PromptResult, PromptError>, Failure> {
+    pub async fn get_prompt(
+        &self,
+        code: &PluginCode,
+        name: &str,
+        arguments: &[(String, String)],
+        ctx: CallContext,
+    ) -> Result<Result<PromptResult, PromptError>, Failure> {
         let got = match self.run(code, ctx, Op::GetPrompt { name, arguments }).await? {
             Answer::Prompt(got) => got,
             _ => unreachable!("get-prompt answers with a prompt"),
@@ -263,7 +273,15 @@ impl Runtime {
 
     /// Calls `complete` in a fresh instance under the context's limits (no values when the
     /// plugin has no `completions`).
-    pub async fn complete(&self, code: &PluginCode, reference: &Reference, argument: &str, value: &str, context: &[(String, String)], ctx: CallContext) -> Result<Completion, Failure> {
+    pub async fn complete(
+        &self,
+        code: &PluginCode,
+        reference: &Reference,
+        argument: &str,
+        value: &str,
+        context: &[(String, String)],
+        ctx: CallContext,
+    ) -> Result<Completion, Failure> {
         let completion = match self.run(code, ctx, Op::Complete { reference, argument, value, context }).await? {
             Answer::Completion(completion) => completion,
             _ => unreachable!("complete answers with a completion"),
@@ -323,7 +341,14 @@ impl Runtime {
         }
     }
 
-    fn new_store(&self, code: &PluginCode, ctx: &CallContext, deadline: Instant, stdout: &PluginOutput, stderr: &PluginOutput) -> Result<Store<CallState>, Failure> {
+    fn new_store(
+        &self,
+        code: &PluginCode,
+        ctx: &CallContext,
+        deadline: Instant,
+        stdout: &PluginOutput,
+        stderr: &PluginOutput,
+    ) -> Result<Store<CallState>, Failure> {
         // Default deny: no arguments, and only the directories, variables and destinations the
         // manifest grants. TCP and name lookups stay switched on so that a refused connect is
         // seen (and reported) by the network guard rather than failing silently in the guest.
@@ -395,10 +420,12 @@ fn content_size(c: &Content) -> usize {
         Content::Image(b) | Content::Audio(b) => b.data.len() + b.mime_type.len(),
         Content::Link(l) => l.uri.len() + l.name.len() + opt(&l.description) + opt(&l.mime_type),
         Content::Embedded(r) => {
-            r.uri.len() + opt(&r.mime_type) + match &r.body {
-                ResourceBody::Text(t) => t.len(),
-                ResourceBody::Bytes(b) => b.len(),
-            }
+            r.uri.len()
+                + opt(&r.mime_type)
+                + match &r.body {
+                    ResourceBody::Text(t) => t.len(),
+                    ResourceBody::Bytes(b) => b.len(),
+                }
         }
     }
 }

@@ -158,10 +158,16 @@ impl HostResolveAddressStream for LookupView<'_> {
 /// `wasi:http` hooks: a request leaves only for an allowed `host:port`.
 pub(crate) struct HttpGuard(pub Arc<NetGuard>);
 
-type ResponseFuture = Box<dyn Future<Output = wasmtime_wasi_http::Result<(http::Response<WasiBody>, Box<dyn Future<Output = wasmtime_wasi_http::Result<()>> + Send>)>> + Send>;
+type ResponseFuture =
+    Box<dyn Future<Output = wasmtime_wasi_http::Result<(http::Response<WasiBody>, Box<dyn Future<Output = wasmtime_wasi_http::Result<()>> + Send>)>> + Send>;
 
 impl WasiHttpHooks for HttpGuard {
-    fn send_request(&mut self, request: http::Request<WasiBody>, options: Option<wasmtime_wasi_http::RequestOptions>, fut: Box<dyn Future<Output = wasmtime_wasi_http::Result<()>> + Send>) -> ResponseFuture {
+    fn send_request(
+        &mut self,
+        request: http::Request<WasiBody>,
+        options: Option<wasmtime_wasi_http::RequestOptions>,
+        fut: Box<dyn Future<Output = wasmtime_wasi_http::Result<()>> + Send>,
+    ) -> ResponseFuture {
         let uri = request.uri();
         let port = uri.port_u16().unwrap_or(if uri.scheme() == Some(&http::uri::Scheme::HTTPS) { 443 } else { 80 });
         let host = uri.host().unwrap_or("").trim_start_matches('[').trim_end_matches(']').to_owned();

@@ -22,7 +22,13 @@ fn failed(e: PeerError) -> RequestError {
 }
 
 /// `elicit`: asks the user to fill in a form described by `requested_schema` (JSON text).
-pub async fn elicit(peer: &Arc<Peer>, via: &Arc<dyn Outlet>, task: Option<&str>, message: String, requested_schema: String) -> Result<ElicitResponse, RequestError> {
+pub async fn elicit(
+    peer: &Arc<Peer>,
+    via: &Arc<dyn Outlet>,
+    task: Option<&str>,
+    message: String,
+    requested_schema: String,
+) -> Result<ElicitResponse, RequestError> {
     if peer.is_closed() {
         return Err(RequestError::Unavailable("the client's session has ended".into()));
     }
@@ -48,7 +54,10 @@ pub async fn elicit(peer: &Arc<Peer>, via: &Arc<dyn Outlet>, task: Option<&str>,
         (ElicitAction::Accept, Some(content @ Value::Object(_))) => {
             let problems = crate::registry::violations(&validator, content);
             if !problems.is_empty() {
-                return Err(RequestError::Refused(format!("the client's answer does not match the requested schema: {}", super::results::violations_summary(&problems))));
+                return Err(RequestError::Refused(format!(
+                    "the client's answer does not match the requested schema: {}",
+                    super::results::violations_summary(&problems)
+                )));
             }
             Some(content.to_string())
         }
@@ -162,18 +171,29 @@ mod tests {
     use crate::runtime::{Message, ModelPreferences};
 
     fn request(messages: Vec<Message>) -> SamplingRequest {
-        SamplingRequest { messages, system_prompt: Some("be brief".into()), max_tokens: 100, temperature: None, stop_sequences: vec![], model_preferences: None }
+        SamplingRequest {
+            messages,
+            system_prompt: Some("be brief".into()),
+            max_tokens: 100,
+            temperature: None,
+            stop_sequences: vec![],
+            model_preferences: None,
+        }
     }
 
     #[test]
     fn sampling_requests_use_mcp_names_and_refuse_what_mcp_does_not_allow() {
         let params = sampling_params(request(vec![Message { role: Role::User, content: Content::Text("hi".into()) }])).unwrap();
-        assert_eq!(Value::Object(params), json!({"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":100,"systemPrompt":"be brief"}));
+        assert_eq!(
+            Value::Object(params),
+            json!({"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":100,"systemPrompt":"be brief"})
+        );
         assert!(matches!(sampling_params(request(vec![])), Err(RequestError::Invalid(_))));
         let link = Content::Link(crate::runtime::ResourceLink { uri: "a:b".into(), name: "b".into(), description: None, mime_type: None });
         assert!(matches!(sampling_params(request(vec![Message { role: Role::User, content: link }])), Err(RequestError::Invalid(_))));
         let mut bad = request(vec![Message { role: Role::User, content: Content::Text("x".into()) }]);
-        bad.model_preferences = Some(ModelPreferences { hints: vec!["claude".into()], cost_priority: Some(2.0), speed_priority: None, intelligence_priority: None });
+        bad.model_preferences =
+            Some(ModelPreferences { hints: vec!["claude".into()], cost_priority: Some(2.0), speed_priority: None, intelligence_priority: None });
         assert!(matches!(sampling_params(bad), Err(RequestError::Invalid(_))));
     }
 
@@ -182,7 +202,10 @@ mod tests {
         let one = sampling_response(&json!({"role":"assistant","content":{"type":"text","text":"hello"},"model":"m","stopReason":"endTurn"})).unwrap();
         assert_eq!(one.content, vec![Content::Text("hello".into())]);
         assert_eq!(one.stop_reason.as_deref(), Some("endTurn"));
-        let many = sampling_response(&json!({"role":"assistant","content":[{"type":"text","text":"a"},{"type":"image","data":"AQID","mimeType":"image/png"}],"model":"m"})).unwrap();
+        let many = sampling_response(
+            &json!({"role":"assistant","content":[{"type":"text","text":"a"},{"type":"image","data":"AQID","mimeType":"image/png"}],"model":"m"}),
+        )
+        .unwrap();
         assert_eq!(many.content.len(), 2);
         assert!(sampling_response(&json!({"role":"assistant","content":{"type":"text","text":"x"}})).unwrap_err().contains("model"));
     }

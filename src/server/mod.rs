@@ -68,7 +68,11 @@ pub struct Host {
 
 /// Runs one call of a plugin under its concurrency limit (`max-concurrency`), waiting for a
 /// turn unless `cancel` fires first.
-pub(crate) async fn with_permit<T>(plugin: &crate::registry::Plugin, cancel: &tokio_util::sync::CancellationToken, work: impl std::future::Future<Output = Result<T, crate::runtime::Failure>>) -> Result<T, crate::runtime::Failure> {
+pub(crate) async fn with_permit<T>(
+    plugin: &crate::registry::Plugin,
+    cancel: &tokio_util::sync::CancellationToken,
+    work: impl std::future::Future<Output = Result<T, crate::runtime::Failure>>,
+) -> Result<T, crate::runtime::Failure> {
     let _permit = tokio::select! {
         biased;
         _ = cancel.cancelled() => return Err(crate::runtime::Failure::Cancelled),

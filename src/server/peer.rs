@@ -113,7 +113,13 @@ impl Peer {
 
     /// Sends request `method` and waits for the client's answer. `via` is where the call's own
     /// messages go; `task` is the task the request is made for, if any.
-    pub async fn request(self: &Arc<Self>, method: &str, mut params: Map<String, Value>, task: Option<&str>, via: &Arc<dyn Outlet>) -> Result<Value, PeerError> {
+    pub async fn request(
+        self: &Arc<Self>,
+        method: &str,
+        mut params: Map<String, Value>,
+        task: Option<&str>,
+        via: &Arc<dyn Outlet>,
+    ) -> Result<Value, PeerError> {
         if self.closed.is_cancelled() {
             return Err(PeerError::Gone);
         }
@@ -128,7 +134,8 @@ impl Peer {
         let (answer, answered) = oneshot::channel();
         let outlet = {
             let mut state = self.state.lock().unwrap();
-            let stream = task.and_then(|t| state.result_streams.get(t)).and_then(|streams| streams.iter().rev().find(|(_, o)| o.is_open())).map(|(_, o)| o.clone());
+            let stream =
+                task.and_then(|t| state.result_streams.get(t)).and_then(|streams| streams.iter().rev().find(|(_, o)| o.is_open())).map(|(_, o)| o.clone());
             let outlet = match stream {
                 Some(stream) => stream,
                 None if via.is_open() => via.clone(),

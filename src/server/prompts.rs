@@ -80,10 +80,12 @@ pub fn admit(host: &Host, params: &Map<String, Value>) -> Result<AdmittedPrompt,
     };
     let entry = host.registry.snapshot().prompt(name).cloned().ok_or_else(|| RpcError::invalid_params(format!("unknown prompt `{name}`")))?;
     let arguments = string_arguments(params.get("arguments"), "argument")?;
-    let missing: Vec<&str> = entry.prompt.arguments.iter().filter(|a| a.required && !arguments.iter().any(|(k, _)| *k == a.name)).map(|a| a.name.as_str()).collect();
+    let missing: Vec<&str> =
+        entry.prompt.arguments.iter().filter(|a| a.required && !arguments.iter().any(|(k, _)| *k == a.name)).map(|a| a.name.as_str()).collect();
     if !missing.is_empty() {
         let list = missing.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ");
-        return Err(RpcError::invalid_params(format!("prompt `{name}` needs the argument{} {list}", if missing.len() > 1 { "s" } else { "" })).with_data(json!({ "missing": missing })));
+        return Err(RpcError::invalid_params(format!("prompt `{name}` needs the argument{} {list}", if missing.len() > 1 { "s" } else { "" }))
+            .with_data(json!({ "missing": missing })));
     }
     Ok(AdmittedPrompt { entry, arguments })
 }
@@ -130,8 +132,12 @@ pub struct AdmittedCompletion {
 
 /// Checks a `completion/complete`: a known prompt (and one of its arguments) or a known template.
 pub fn admit_completion(host: &Host, params: &Map<String, Value>) -> Result<AdmittedCompletion, RpcError> {
-    let reference = params.get("ref").and_then(Value::as_object).ok_or_else(|| RpcError::invalid_params("missing `ref`: {\"type\": \"ref/prompt\", \"name\": ...} or {\"type\": \"ref/resource\", \"uri\": ...}"))?;
-    let argument = params.get("argument").and_then(Value::as_object).ok_or_else(|| RpcError::invalid_params("missing `argument`: {\"name\": ..., \"value\": ...}"))?;
+    let reference = params
+        .get("ref")
+        .and_then(Value::as_object)
+        .ok_or_else(|| RpcError::invalid_params("missing `ref`: {\"type\": \"ref/prompt\", \"name\": ...} or {\"type\": \"ref/resource\", \"uri\": ...}"))?;
+    let argument =
+        params.get("argument").and_then(Value::as_object).ok_or_else(|| RpcError::invalid_params("missing `argument`: {\"name\": ..., \"value\": ...}"))?;
     let (Some(Value::String(arg_name)), Some(Value::String(value))) = (argument.get("name"), argument.get("value")) else {
         return Err(RpcError::invalid_params("`argument` needs a string `name` and a string `value`"));
     };

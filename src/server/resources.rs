@@ -17,10 +17,19 @@ use crate::runtime::{CallContext, Contents, Failure, ReadError, Resource, Resour
 pub const RESOURCE_NOT_FOUND: i32 = -32002;
 
 /// One page of `map` (ordered by key) after the params' `cursor`, as `field` plus `nextCursor`.
-pub fn page<E>(map: &BTreeMap<String, Arc<E>>, params: &Map<String, Value>, page_size: usize, method: &str, field: &str, show: impl Fn(&E) -> Value) -> Result<Value, RpcError> {
+pub fn page<E>(
+    map: &BTreeMap<String, Arc<E>>,
+    params: &Map<String, Value>,
+    page_size: usize,
+    method: &str,
+    field: &str,
+    show: impl Fn(&E) -> Value,
+) -> Result<Value, RpcError> {
     let after = match params.get("cursor") {
         None | Some(Value::Null) => None,
-        Some(Value::String(c)) => Some(decode_cursor(c).ok_or_else(|| RpcError::invalid_params(format!("invalid cursor {c:?}: pass back a `nextCursor` from an earlier {method}")))?),
+        Some(Value::String(c)) => {
+            Some(decode_cursor(c).ok_or_else(|| RpcError::invalid_params(format!("invalid cursor {c:?}: pass back a `nextCursor` from an earlier {method}")))?)
+        }
         Some(_) => return Err(RpcError::invalid_params("`cursor` must be a string")),
     };
     let range = match &after {
@@ -146,7 +155,14 @@ mod tests {
 
     #[test]
     fn resources_use_mcp_names() {
-        let r = Resource { uri: "test://a".into(), name: "a".into(), title: None, description: Some("d".into()), mime_type: Some("text/plain".into()), size: Some(3) };
+        let r = Resource {
+            uri: "test://a".into(),
+            name: "a".into(),
+            title: None,
+            description: Some("d".into()),
+            mime_type: Some("text/plain".into()),
+            size: Some(3),
+        };
         assert_eq!(resource_json(&r), json!({"uri":"test://a","name":"a","description":"d","mimeType":"text/plain","size":3}));
         let c = contents_json(Contents { uri: "test://b".into(), mime_type: None, body: ResourceBody::Bytes(vec![1, 2, 3]) });
         assert_eq!(c, json!({"uri":"test://b","blob":"AQID"}));

@@ -231,7 +231,8 @@ impl Session {
         };
         if let Some(task) = params.get("task").filter(|t| !t.is_null()) {
             // A task outlives this request: its notifications go to the session's outlet.
-            let notifier = CallNotifier::new(shared.outlet.clone(), shared.levels.clone(), &call.entry.plugin.name, call.progress_token.clone()).asking(shared.peer.clone());
+            let notifier = CallNotifier::new(shared.outlet.clone(), shared.levels.clone(), &call.entry.plugin.name, call.progress_token.clone())
+                .asking(shared.peer.clone());
             let answer = tasks::create(&shared.host, &shared.owner, call, task, &params, shared.outlet.clone(), Arc::new(notifier));
             return self.reply(reply, &id, answer);
         }

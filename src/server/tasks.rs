@@ -50,7 +50,9 @@ fn engine_error(e: EngineError) -> RpcError {
         EngineError::NotFound => RpcError::invalid_params("Failed to retrieve task: Task not found"),
         EngineError::Expired => RpcError::invalid_params("Failed to retrieve task: Task has expired"),
         EngineError::Terminal(status) => RpcError::invalid_params(format!("Cannot cancel task: it is already {status}")),
-        EngineError::Overloaded { queued, limit } => RpcError::new(OVERLOADED, e.to_string()).with_data(json!({ "kind": "overloaded", "queued": queued, "limit": limit })),
+        EngineError::Overloaded { queued, limit } => {
+            RpcError::new(OVERLOADED, e.to_string()).with_data(json!({ "kind": "overloaded", "queued": queued, "limit": limit }))
+        }
         EngineError::OwnerLimit { active, limit } => {
             RpcError::new(OVERLOADED, e.to_string()).with_data(json!({ "kind": "overloaded", "scope": "owner", "active": active, "limit": limit }))
         }
@@ -67,7 +69,15 @@ fn task_id(params: &Map<String, Value>) -> Result<&str, RpcError> {
 }
 
 /// Admits a task-augmented `tools/call` and answers `CreateTaskResult`.
-pub fn create(host: &Host, owner: &str, call: AdmittedCall, task: &Value, params: &Map<String, Value>, outlet: Arc<dyn Outlet>, observer: Arc<dyn CallObserver>) -> Result<Value, RpcError> {
+pub fn create(
+    host: &Host,
+    owner: &str,
+    call: AdmittedCall,
+    task: &Value,
+    params: &Map<String, Value>,
+    outlet: Arc<dyn Outlet>,
+    observer: Arc<dyn CallObserver>,
+) -> Result<Value, RpcError> {
     let entry = &call.entry;
     if entry.task_support == TaskSupport::Forbidden {
         return Err(RpcError::method_not_found(format!(
@@ -115,7 +125,9 @@ pub fn cancel(host: &Host, owner: &str, params: &Map<String, Value>) -> Result<V
 pub fn list(host: &Host, owner: &str, params: &Map<String, Value>) -> Result<Value, RpcError> {
     let after = match params.get("cursor") {
         None | Some(Value::Null) => 0,
-        Some(Value::String(c)) => decode_cursor(c).ok_or_else(|| RpcError::invalid_params(format!("invalid cursor {c:?}: pass back a `nextCursor` from an earlier tasks/list")))?,
+        Some(Value::String(c)) => {
+            decode_cursor(c).ok_or_else(|| RpcError::invalid_params(format!("invalid cursor {c:?}: pass back a `nextCursor` from an earlier tasks/list")))?
+        }
         Some(_) => return Err(RpcError::invalid_params("`cursor` must be a string")),
     };
     let mut tasks = host.engine.list(owner, after, LIST_PAGE + 1).map_err(engine_error)?;
@@ -200,7 +212,11 @@ impl Executor for ToolExecutor {
                 }
                 Err(failure) => {
                     let result = failure_result(&task.tool, &failure);
-                    Finished { status: TaskStatus::Failed, message: Some(failure.describe(&task.tool)), outcome: Outcome::Result(serde_json::to_value(result).expect("results serialize")) }
+                    Finished {
+                        status: TaskStatus::Failed,
+                        message: Some(failure.describe(&task.tool)),
+                        outcome: Outcome::Result(serde_json::to_value(result).expect("results serialize")),
+                    }
                 }
             }
         })

@@ -47,7 +47,9 @@ pub fn list(host: &Host, params: &Map<String, Value>) -> Result<Value, RpcError>
     let catalog = host.registry.snapshot();
     let after = match params.get("cursor") {
         None | Some(Value::Null) => None,
-        Some(Value::String(c)) => Some(decode_cursor(c).ok_or_else(|| RpcError::invalid_params(format!("invalid cursor {c:?}: pass back a `nextCursor` from an earlier tools/list")))?),
+        Some(Value::String(c)) => Some(
+            decode_cursor(c).ok_or_else(|| RpcError::invalid_params(format!("invalid cursor {c:?}: pass back a `nextCursor` from an earlier tools/list")))?,
+        ),
         Some(_) => return Err(RpcError::invalid_params("`cursor` must be a string")),
     };
     let range = match &after {
@@ -156,4 +158,3 @@ pub async fn call_tool_once(host: &Host, name: &str, arguments: Value, ctx: impl
     let ctx = ctx(&call.entry);
     run(&host.runtime, &host.metrics, &call, ctx).await.map_err(|f| RpcError::internal(f.describe(name)))
 }
-

@@ -345,7 +345,14 @@ impl Inner {
                 *inner.per_owner.lock().unwrap().entry(task.owner.clone()).or_default() += 1;
                 inner.live.lock().unwrap().insert(
                     task.id.clone(),
-                    Live { owner: task.owner.clone(), cancel: CancellationToken::new(), observer: None, events: None, message: None, done: watch::channel(false).0 },
+                    Live {
+                        owner: task.owner.clone(),
+                        cancel: CancellationToken::new(),
+                        observer: None,
+                        events: None,
+                        message: None,
+                        done: watch::channel(false).0,
+                    },
                 );
                 inner.queue.send(Queued { id: task.id.clone(), owner: task.owner.clone() }).expect("the workers hold the queue's receiver");
             } else {
@@ -382,7 +389,6 @@ impl Inner {
             }
         }
     }
-
 }
 
 async fn worker(inner: Arc<Inner>, queue: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<Queued>>>) {

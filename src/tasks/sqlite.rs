@@ -58,7 +58,8 @@ CREATE TABLE IF NOT EXISTS outcomes (
 );
 ";
 
-const COLUMNS: &str = "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner";
+const COLUMNS: &str =
+    "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner";
 
 type Deliver = Box<dyn FnOnce(Result<(), String>) + Send>;
 type Op = Box<dyn FnOnce(&mut rusqlite::Transaction) -> Deliver + Send>;
@@ -296,10 +297,8 @@ impl TaskStore for SqliteStore {
     fn claim(&self, id: &str, from: &str, to: &str) -> StoreResult<bool> {
         let (id, from, to) = (id.to_owned(), from.to_owned(), to.to_owned());
         self.exec(move |c| {
-            let changed = c.execute(
-                "UPDATE tasks SET runner = ?3 WHERE id = ?1 AND runner = ?2 AND status IN ('working', 'input_required')",
-                params![id, from, to],
-            )?;
+            let changed =
+                c.execute("UPDATE tasks SET runner = ?3 WHERE id = ?1 AND runner = ?2 AND status IN ('working', 'input_required')", params![id, from, to])?;
             Ok(changed == 1)
         })
     }

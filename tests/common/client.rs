@@ -429,13 +429,7 @@ impl McpProcess {
     pub fn peak_rss(&self) -> Option<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
         let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-        let kib: u64 = line
-            .trim_start_matches("VmHWM:")
-            .trim()
-            .trim_end_matches("kB")
-            .trim()
-            .parse()
-            .ok()?;
+        let kib: u64 = line.trim_start_matches("VmHWM:").trim().trim_end_matches("kB").trim().parse().ok()?;
         Some(kib * 1024)
     }
 
@@ -755,11 +749,7 @@ impl Exchange {
 
     /// POSTs `text` and pushes every message of the answer, as it arrives.
     fn post(&self, text: &str) -> PostAnswer {
-        let mut request = self
-            .agent
-            .post(&self.url)
-            .header("Accept", "application/json, text/event-stream")
-            .header("Content-Type", "application/json");
+        let mut request = self.agent.post(&self.url).header("Accept", "application/json, text/event-stream").header("Content-Type", "application/json");
         for (name, value) in &self.headers {
             request = request.header(*name, value);
         }

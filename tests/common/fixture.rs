@@ -134,20 +134,12 @@ pub struct CallResult {
 impl CallResult {
     /// One text block, no structured output, not an error.
     pub fn text(text: impl Into<Payload>) -> Self {
-        CallResult {
-            content: vec![Content::Text(text.into())],
-            structured: None,
-            is_error: false,
-        }
+        CallResult { content: vec![Content::Text(text.into())], structured: None, is_error: false }
     }
 
     /// No content blocks at all.
     pub fn empty() -> Self {
-        CallResult {
-            content: vec![],
-            structured: None,
-            is_error: false,
-        }
+        CallResult { content: vec![], structured: None, is_error: false }
     }
 
     pub fn structured(mut self, json: impl Into<Payload>) -> Self {
@@ -270,16 +262,12 @@ impl Fixture {
 
     /// Imports the host's `cancelled: func() -> bool` as `$cancelled` (core type `() -> i32`).
     pub fn import_cancelled(self) -> Self {
-        self.import(&format!(
-            r#"(import "{HOST_MODULE}" "cancelled" (func $cancelled (result i32)))"#
-        ))
+        self.import(&format!(r#"(import "{HOST_MODULE}" "cancelled" (func $cancelled (result i32)))"#))
     }
 
     /// Imports the host's `log: func(level, message)` as `$log` (core type `(i32 i32 i32)`).
     pub fn import_log(self) -> Self {
-        self.import(&format!(
-            r#"(import "{HOST_MODULE}" "log" (func $log (param i32 i32 i32)))"#
-        ))
+        self.import(&format!(r#"(import "{HOST_MODULE}" "log" (func $log (param i32 i32 i32)))"#))
     }
 
     /// A raw WAT `(import ...)` field for the core module.
@@ -390,8 +378,7 @@ impl Fixture {
     /// The component's bytes. Panics (with the WAT) if anything fails to assemble or validate.
     pub fn build(&self) -> Vec<u8> {
         let wat = self.wat();
-        self.try_build(&wat)
-            .unwrap_or_else(|e| panic!("building fixture failed: {e:?}\n--- WAT ---\n{wat}"))
+        self.try_build(&wat).unwrap_or_else(|e| panic!("building fixture failed: {e:?}\n--- WAT ---\n{wat}"))
     }
 
     fn try_build(&self, wat: &str) -> anyhow::Result<Vec<u8>> {
@@ -491,13 +478,7 @@ struct Image {
 
 impl Image {
     fn new(base: u32) -> Self {
-        Image {
-            base,
-            bytes: Vec::new(),
-            zeroed: Vec::new(),
-            patches: Vec::new(),
-            shared: None,
-        }
+        Image { base, bytes: Vec::new(), zeroed: Vec::new(), patches: Vec::new(), shared: None }
     }
 
     fn end(&self) -> u32 {

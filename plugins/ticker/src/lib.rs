@@ -82,12 +82,8 @@ fn run(tool: &str, key: &str, count: u64, interval_ms: u64, message: impl Fn(u64
 
 fn tools() -> Vec<Tool> {
     vec![
-        Tool::new("tick", "Ticks `count` times, `interval_ms` apart, reporting progress.", tick)
-            .title("Tick")
-            .task_support(TaskSupport::Optional),
-        Tool::new("countdown", "Counts down from `from`, one tick at a time. Task-only.", countdown)
-            .title("Countdown")
-            .task_support(TaskSupport::Required),
+        Tool::new("tick", "Ticks `count` times, `interval_ms` apart, reporting progress.", tick).title("Tick").task_support(TaskSupport::Optional),
+        Tool::new("countdown", "Counts down from `from`, one tick at a time. Task-only.", countdown).title("Countdown").task_support(TaskSupport::Required),
     ]
     .into_iter()
     // Hints for clients: ticking changes nothing outside the call.

@@ -64,7 +64,7 @@ macro_rules! export {
                     $crate::wasm::call_tool(&$tools(), &name, &arguments)
                 }
             }
-            $crate::wasm::bindings::__corral_wit_export!(CorralPluginExports with_types_in $crate::wasm::bindings);
+    $crate::wasm::bindings::__corral_wit_export!(CorralPluginExports with_types_in $crate::wasm::bindings);
         };
     };
 }

@@ -10,14 +10,33 @@ use crate::schema;
 #[derive(Clone, Debug, PartialEq)]
 pub enum Content {
     Text(String),
-    Image { data: Vec<u8>, mime_type: String },
-    Audio { data: Vec<u8>, mime_type: String },
+    Image {
+        data: Vec<u8>,
+        mime_type: String,
+    },
+    Audio {
+        data: Vec<u8>,
+        mime_type: String,
+    },
     /// A link to a resource the client may fetch.
-    Link { uri: String, name: String, description: Option<String>, mime_type: Option<String> },
+    Link {
+        uri: String,
+        name: String,
+        description: Option<String>,
+        mime_type: Option<String>,
+    },
     /// A resource carried inline, as text.
-    EmbeddedText { uri: String, mime_type: Option<String>, text: String },
+    EmbeddedText {
+        uri: String,
+        mime_type: Option<String>,
+        text: String,
+    },
     /// A resource carried inline, as bytes.
-    EmbeddedBytes { uri: String, mime_type: Option<String>, bytes: Vec<u8> },
+    EmbeddedBytes {
+        uri: String,
+        mime_type: Option<String>,
+        bytes: Vec<u8>,
+    },
 }
 
 /// A tool's result, as the host receives it.

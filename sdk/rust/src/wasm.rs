@@ -63,6 +63,8 @@ fn content(c: Content) -> wit::Content {
         Content::Audio { data, mime_type } => wit::Content::Audio(wit::Blob { data, mime_type }),
         Content::Link { uri, name, description, mime_type } => wit::Content::Link(wit::ResourceLink { uri, name, description, mime_type }),
         Content::EmbeddedText { uri, mime_type, text } => wit::Content::Embedded(wit::EmbeddedResource { uri, mime_type, body: wit::ResourceBody::Text(text) }),
-        Content::EmbeddedBytes { uri, mime_type, bytes } => wit::Content::Embedded(wit::EmbeddedResource { uri, mime_type, body: wit::ResourceBody::Bytes(bytes) }),
+        Content::EmbeddedBytes { uri, mime_type, bytes } => {
+            wit::Content::Embedded(wit::EmbeddedResource { uri, mime_type, body: wit::ResourceBody::Bytes(bytes) })
+        }
     }
 }

@@ -30,8 +30,8 @@ use self::events::EventLog;
 pub use self::guard::parse_tokens;
 use self::guard::Guard;
 use crate::mcp::jsonrpc::{self, Incoming};
-use crate::mcp::RpcError;
 use crate::mcp::types::SUPPORTED_PROTOCOL_VERSIONS;
+use crate::mcp::RpcError;
 use crate::server::{Host, Outlet, Session};
 
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -160,7 +160,10 @@ fn admit(app: &App, headers: &HeaderMap) -> Result<Option<String>, Response> {
     if let Some(version) = headers.get(VERSION_HEADER) {
         let version = version.to_str().unwrap_or("");
         if !SUPPORTED_PROTOCOL_VERSIONS.contains(&version) {
-            return Err(refuse(StatusCode::BAD_REQUEST, format!("unsupported MCP-Protocol-Version `{version}`; supported: {}", SUPPORTED_PROTOCOL_VERSIONS.join(", "))));
+            return Err(refuse(
+                StatusCode::BAD_REQUEST,
+                format!("unsupported MCP-Protocol-Version `{version}`; supported: {}", SUPPORTED_PROTOCOL_VERSIONS.join(", ")),
+            ));
         }
     }
     Ok(identity)
@@ -313,7 +316,10 @@ async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
         return response;
     }
     let mut text = app.host.metrics.render(&app.host.engine);
-    text.push_str(&format!("# HELP corral_http_sessions Open MCP sessions.\n# TYPE corral_http_sessions gauge\ncorral_http_sessions {}\n", app.sessions.lock().unwrap().len()));
+    text.push_str(&format!(
+        "# HELP corral_http_sessions Open MCP sessions.\n# TYPE corral_http_sessions gauge\ncorral_http_sessions {}\n",
+        app.sessions.lock().unwrap().len()
+    ));
     ([("content-type", "text/plain; version=0.0.4; charset=utf-8")], text).into_response()
 }
 
@@ -324,7 +330,11 @@ async fn reap_idle_sessions(app: std::sync::Weak<App>) {
         let idle = app.settings.session_idle;
         let expired: Vec<(String, Arc<HttpSession>)> = {
             let mut sessions = app.sessions.lock().unwrap();
-            let ids: Vec<String> = sessions.iter().filter(|(_, s)| s.open_streams.load(std::sync::atomic::Ordering::Acquire) == 0 && s.last_seen.lock().unwrap().elapsed() > idle).map(|(id, _)| id.clone()).collect();
+            let ids: Vec<String> = sessions
+                .iter()
+                .filter(|(_, s)| s.open_streams.load(std::sync::atomic::Ordering::Acquire) == 0 && s.last_seen.lock().unwrap().elapsed() > idle)
+                .map(|(id, _)| id.clone())
+                .collect();
             ids.into_iter().filter_map(|id| sessions.remove(&id).map(|s| (id, s))).collect()
         };
         for (id, s) in expired {

@@ -299,11 +299,9 @@ impl Guest for Conformance {
                 host::progress(100.0, Some(100.0), None);
                 ok(vec![text("Tool with progress executed successfully")])
             }
-            "test_error_handling" => CallResult {
-                content: vec![text("This tool intentionally returns an error for testing")],
-                structured: None,
-                is_error: true,
-            },
+            "test_error_handling" => {
+                CallResult { content: vec![text("This tool intentionally returns an error for testing")], structured: None, is_error: true }
+            }
             "json_schema_2020_12_tool" => ok(vec![text("JSON Schema 2020-12 tool called")]),
             "test_sampling" => {
                 let prompt = string_field(&_arguments, "prompt").unwrap_or_default();
@@ -319,7 +317,9 @@ impl Guest for Conformance {
                     _ => ("Please choose your options".to_owned(), ENUMS_SCHEMA, "Elicitation completed: "),
                 };
                 match host::elicit(&message, schema) {
-                    Ok(answer) => ok(vec![text(&format!("{prefix}action={}, content={}", action_name(answer.action), answer.content.unwrap_or_else(|| "{}".into())))]),
+                    Ok(answer) => {
+                        ok(vec![text(&format!("{prefix}action={}, content={}", action_name(answer.action), answer.content.unwrap_or_else(|| "{}".into())))])
+                    }
                     Err(e) => tool_error(format!("elicitation failed: {}", error_text(&e))),
                 }
             }
@@ -336,7 +336,12 @@ impl Guest for Conformance {
             "ask_model" => {
                 let message = string_field(&_arguments, "message").unwrap_or_default();
                 let answer = match host::sample(&sampling(&message)) {
-                    Ok(a) => format!(r#"{{"text":{},"model":{},"stopReason":{}}}"#, quote(&first_text(&a.content)), quote(&a.model), a.stop_reason.as_deref().map(quote).unwrap_or_else(|| "null".into())),
+                    Ok(a) => format!(
+                        r#"{{"text":{},"model":{},"stopReason":{}}}"#,
+                        quote(&first_text(&a.content)),
+                        quote(&a.model),
+                        a.stop_reason.as_deref().map(quote).unwrap_or_else(|| "null".into())
+                    ),
                     Err(e) => error_json(&e),
                 };
                 ok(vec![text(&answer)])
@@ -434,7 +439,11 @@ impl prompts::Guest for Conformance {
     fn list_prompts() -> Vec<Prompt> {
         vec![
             prompt("test_simple_prompt", "A simple prompt without arguments", vec![]),
-            prompt("test_prompt_with_arguments", "A prompt with two required arguments", vec![argument("arg1", "First test argument"), argument("arg2", "Second test argument")]),
+            prompt(
+                "test_prompt_with_arguments",
+                "A prompt with two required arguments",
+                vec![argument("arg1", "First test argument"), argument("arg2", "Second test argument")],
+            ),
             prompt("test_prompt_with_embedded_resource", "A prompt that embeds a resource", vec![argument("resourceUri", "URI of the resource to embed")]),
             prompt("test_prompt_with_image", "A prompt with an image", vec![]),
         ]
@@ -451,14 +460,17 @@ impl prompts::Guest for Conformance {
                     return Err(PromptError::InvalidArguments(format!("resourceUri {uri:?} is not a URI")));
                 }
                 vec![
-                    user(Content::Embedded(EmbeddedResource { uri, mime_type: Some("text/plain".into()), body: ResourceBody::Text("Embedded resource content for testing.".into()) })),
+                    user(Content::Embedded(EmbeddedResource {
+                        uri,
+                        mime_type: Some("text/plain".into()),
+                        body: ResourceBody::Text("Embedded resource content for testing.".into()),
+                    })),
                     user(text("Please process the embedded resource above.")),
                 ]
             }
-            "test_prompt_with_image" => vec![
-                user(Content::Image(Blob { data: RED_PIXEL_PNG.to_vec(), mime_type: "image/png".into() })),
-                user(text("Please analyze the image above.")),
-            ],
+            "test_prompt_with_image" => {
+                vec![user(Content::Image(Blob { data: RED_PIXEL_PNG.to_vec(), mime_type: "image/png".into() })), user(text("Please analyze the image above."))]
+            }
             other => return Err(PromptError::Failed(format!("no prompt {other}"))),
         };
         Ok(PromptResult { description: None, messages })
