@@ -380,14 +380,17 @@ fn instantiate_group(dist: &Path) {
 // 3. cancel and deadline latency for a spinning guest
 
 /// Starts a spinning call, cancels it after a delay and returns cancel → completion times.
-/// With `interrupt`, the cancel also advances the epoch (what the server does); without it, the
-/// guest is only noticed at the next tick of the epoch thread.
+/// With `interrupt`, the call's handle comes from the runtime, so the cancel also advances the
+/// epoch (what the server does); without it, the guest is only noticed at the next tick.
 fn cancel_latency(tokio: &tokio::runtime::Runtime, runtime: &Arc<Runtime>, spin: &PluginCode, interrupt: bool) -> Vec<Duration> {
     let limits = Limits { timeout: Duration::from_secs(60), ..Limits::default() };
     let delays: Vec<u64> = CANCEL_DELAYS_MS.collect();
     let mut samples = Vec::with_capacity(CANCEL_N);
     for i in 0..CANCEL_N {
-        let ctx = CallContext::new(limits.clone(), silent());
+        let mut ctx = CallContext::new(limits.clone(), silent());
+        if interrupt {
+            ctx.cancel = runtime.cancel_handle();
+        }
         let token = ctx.cancel.clone();
         let (rt, code) = (runtime.clone(), spin.clone());
         let call = tokio.spawn(async move {
@@ -401,9 +404,6 @@ fn cancel_latency(tokio: &tokio::runtime::Runtime, runtime: &Arc<Runtime>, spin:
         }
         let cancelled_at = Instant::now();
         token.cancel();
-        if interrupt {
-            runtime.interrupt();
-        }
         let (outcome, ended_at) = tokio.block_on(call).expect("the call task panicked");
         assert_eq!(outcome.err(), Some(Failure::Cancelled));
         samples.push(ended_at - cancelled_at);

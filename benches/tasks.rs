@@ -61,7 +61,7 @@ async fn setup(settings: EngineSettings) -> Setup {
     let path = db.path().join("tasks.db");
     let store = Arc::new(SqliteStore::open(&path, Durability::Process).unwrap());
     let executor = Arc::new(ToolExecutor { registry, runtime: runtime.clone(), metrics: Default::default() });
-    let engine = Engine::start(store, Runners::register(&path).unwrap(), settings, executor).unwrap();
+    let engine = Engine::start(store, Runners::register(&path).unwrap(), settings, executor, runtime.waker()).unwrap();
     Setup { engine, runtime, _plugins: plugins, _db: db }
 }
 

@@ -4,6 +4,7 @@
 //! methods from the [`registry`] of loaded plugins and runs calls in the [`runtime`], directly or
 //! as [`tasks`].
 
+pub mod cancel;
 pub mod cli;
 pub mod config;
 pub mod mcp;

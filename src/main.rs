@@ -413,7 +413,7 @@ async fn build_host(
     let metrics = Arc::new(server::Metrics::default());
     let executor = Arc::new(ToolExecutor { registry: registry.clone(), runtime: runtime.clone(), metrics: metrics.clone() });
     let runners = Runners::register(db).map_err(|e| anyhow::anyhow!("task store {}: cannot register this host: {e}", db.display()))?;
-    let engine = Engine::start(store, runners, tasks, executor)?;
+    let engine = Engine::start(store, runners, tasks, executor, runtime.waker())?;
     Ok((Arc::new(Host { registry, runtime, engine, options, metrics, sessions: Default::default() }), load))
 }
 

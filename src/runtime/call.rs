@@ -4,7 +4,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use futures_util::future::BoxFuture;
-use tokio_util::sync::CancellationToken;
 use wasmtime::component::ResourceTable;
 use wasmtime::ResourceLimiter;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
@@ -12,6 +11,7 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings::{self, ElicitResponse, LogLevel, RequestError, SamplingRequest, SamplingResponse};
 use super::network::{HttpGuard, NetGuard};
+use crate::cancel::CancelHandle;
 use crate::config::Limits;
 
 /// What a guest's request to the client (`elicit`, `sample`) comes back with, once the client
@@ -63,15 +63,16 @@ pub struct ResourceUpdate {
 #[derive(Clone)]
 pub struct CallContext {
     pub limits: Limits,
-    pub cancel: CancellationToken,
+    pub cancel: CancelHandle,
     pub observer: Arc<dyn CallObserver>,
     /// Accesses the sandbox refused during the call, for the result to name.
     pub denials: Arc<Denials>,
 }
 
 impl CallContext {
+    /// A context for a call nobody cancels early (loading, `corral call`, benchmarks).
     pub fn new(limits: Limits, observer: Arc<dyn CallObserver>) -> CallContext {
-        CallContext { limits, cancel: CancellationToken::new(), observer, denials: Arc::default() }
+        CallContext { limits, cancel: CancelHandle::unwoken(), observer, denials: Arc::default() }
     }
 }
 
@@ -108,7 +109,7 @@ pub(crate) struct CallState {
     pub observer: Arc<dyn CallObserver>,
     /// Where `resource-updated` goes: the runtime's channel of updates.
     pub updates: tokio::sync::broadcast::Sender<ResourceUpdate>,
-    pub cancel: CancellationToken,
+    pub cancel: CancelHandle,
     pub deadline: Instant,
     pub memory_cap: u64,
     pub memory_cap_hit: bool,

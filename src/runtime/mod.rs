@@ -32,6 +32,7 @@ pub use failure::Failure;
 use failure::Stopped;
 pub use inspect::Interfaces;
 
+use crate::cancel::{CancelHandle, Wake};
 use crate::config::Permissions;
 use cache::CompileCache;
 use network::{GuardedLookup, HttpGuard, NetGuard};
@@ -181,10 +182,16 @@ impl Runtime {
         Ok((PluginCode { name: name.into(), pre: instance_pre, exports: Arc::new(exports), permissions: Arc::default(), network: Arc::new([]) }, outcome))
     }
 
-    /// Makes the epoch advance now, so a guest that was just cancelled stops without waiting
-    /// for the next tick.
-    pub fn interrupt(&self) {
-        self.engine.increment_epoch();
+    /// A stop button for one call: cancelling it also advances the epoch, so a guest that is
+    /// computing stops at once instead of at the next tick.
+    pub fn cancel_handle(&self) -> CancelHandle {
+        CancelHandle::new(self.waker())
+    }
+
+    /// What wakes a computing guest (advancing the epoch), for cancel handles made elsewhere.
+    pub fn waker(&self) -> Wake {
+        let engine = self.engine.clone();
+        Arc::new(move || engine.increment_epoch())
     }
 
     /// Calls `list-tools` in a fresh instance.

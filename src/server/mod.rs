@@ -70,7 +70,7 @@ pub struct Host {
 /// turn unless `cancel` fires first.
 pub(crate) async fn with_permit<T>(
     plugin: &crate::registry::Plugin,
-    cancel: &tokio_util::sync::CancellationToken,
+    cancel: &crate::cancel::CancelHandle,
     work: impl std::future::Future<Output = Result<T, crate::runtime::Failure>>,
 ) -> Result<T, crate::runtime::Failure> {
     let _permit = tokio::select! {

@@ -4,7 +4,6 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Map, Value};
-use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::notify::{CallNotifier, LevelFilter};
@@ -14,6 +13,7 @@ use super::{prompts, resources, tasks, tools, Host, Outlet};
 use crate::mcp::jsonrpc::{self, error_message, result_message, Incoming};
 use crate::mcp::types::{negotiate_version, LogLevel};
 use crate::mcp::{RequestId, RpcError};
+use crate::cancel::CancelHandle;
 use crate::runtime::{CallContext, Failure};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,7 +37,7 @@ struct Shared {
     outlet: Arc<dyn Outlet>,
     phase: Mutex<Phase>,
     levels: LevelFilter,
-    in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
+    in_flight: Mutex<HashMap<RequestId, CancelHandle>>,
     calls: TaskTracker,
     runtime: tokio::runtime::Handle,
     /// Requests to the client (elicitation, sampling) and the answers coming back.
@@ -111,12 +111,11 @@ impl Session {
 
     /// Cancels every call in flight (the client went away).
     pub fn cancel_all(&self) {
-        for token in self.shared.in_flight.lock().unwrap().values() {
-            token.cancel();
+        for call in self.shared.in_flight.lock().unwrap().values() {
+            call.cancel();
         }
         // Tasks outlive the session; what they ask of this client now gets "unavailable".
         self.shared.peer.close();
-        self.shared.host.runtime.interrupt();
     }
 
     /// Waits until every call this session started has finished.
@@ -219,7 +218,6 @@ impl Session {
             let reason = params.get("reason").and_then(Value::as_str).unwrap_or("no reason given");
             tracing::info!(request = %id, "client cancelled the call: {reason}");
             token.cancel();
-            self.shared.host.runtime.interrupt();
         }
     }
 
@@ -337,11 +335,11 @@ impl Session {
     /// `notifications/cancelled`. `work` answers `None` when it was cancelled: no response.
     fn spawn_request<F, Fut>(&self, id: RequestId, reply: &Arc<dyn Outlet>, work: F)
     where
-        F: FnOnce(CancellationToken) -> Fut,
+        F: FnOnce(CancelHandle) -> Fut,
         Fut: std::future::Future<Output = Option<Result<Value, RpcError>>> + Send + 'static,
     {
         let shared = &self.shared;
-        let cancel = CancellationToken::new();
+        let cancel = shared.host.runtime.cancel_handle();
         {
             let mut in_flight = shared.in_flight.lock().unwrap();
             if in_flight.contains_key(&id) {
@@ -379,7 +377,7 @@ struct SessionHandle {
 }
 
 impl SessionHandle {
-    fn context(&self, plugin: &crate::registry::Plugin, params: &Map<String, Value>, reply: &Arc<dyn Outlet>, cancel: CancellationToken) -> CallContext {
+    fn context(&self, plugin: &crate::registry::Plugin, params: &Map<String, Value>, reply: &Arc<dyn Outlet>, cancel: CancelHandle) -> CallContext {
         let progress_token = params.get("_meta").and_then(|m| m.get("progressToken")).filter(|t| t.is_string() || t.is_i64()).cloned();
         let notifier = CallNotifier::new(reply.clone(), self.shared.levels.clone(), &plugin.name, progress_token).asking(self.shared.peer.clone());
         CallContext { limits: plugin.limits.clone(), cancel, observer: Arc::new(notifier), denials: Arc::default() }

@@ -8,11 +8,11 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD as CURSOR;
 use base64::Engine as _;
 use futures_util::future::BoxFuture;
 use serde_json::{json, Map, Value};
-use tokio_util::sync::CancellationToken;
 
 use super::results::{error_result, failure_result, violations_json, violations_summary};
 use super::tools::{self, AdmittedCall};
 use super::{Host, Outlet};
+use crate::cancel::CancelHandle;
 use crate::mcp::jsonrpc::notification;
 use crate::mcp::RpcError;
 use crate::registry::{violations, Registry};
@@ -191,7 +191,7 @@ pub struct ToolExecutor {
 }
 
 impl Executor for ToolExecutor {
-    fn execute(&self, task: Task, cancel: CancellationToken, observer: Arc<dyn CallObserver>) -> BoxFuture<'static, Finished> {
+    fn execute(&self, task: Task, cancel: CancelHandle, observer: Arc<dyn CallObserver>) -> BoxFuture<'static, Finished> {
         let entry = self.registry.snapshot().tool(&task.tool).cloned();
         let runtime = self.runtime.clone();
         let metrics = self.metrics.clone();
@@ -233,10 +233,6 @@ impl Executor for ToolExecutor {
 
     fn is_idempotent(&self, tool: &str) -> bool {
         self.registry.snapshot().tool(tool).is_some_and(|t| t.annotations.idempotent == Some(true))
-    }
-
-    fn interrupt(&self) {
-        self.runtime.interrupt();
     }
 }
 

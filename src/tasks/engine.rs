@@ -11,11 +11,11 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
-use tokio_util::sync::CancellationToken;
 
 use super::model::{now_ms, Outcome, Task, TaskStatus};
 use super::runners::Runners;
 use super::store::{StoreError, TaskStore};
+use crate::cancel::{CancelHandle, Wake};
 use crate::runtime::{CallObserver, ClientAnswer, ElicitResponse, LogLevel, RequestError, SamplingRequest, SamplingResponse};
 
 /// Engine limits and defaults.
@@ -78,15 +78,13 @@ pub struct Finished {
 /// Runs tasks' calls; provided by the layer that knows what a tool call is.
 pub trait Executor: Send + Sync + 'static {
     /// Runs the call of `task`, reporting through `observer`, until it ends or `cancel` fires.
-    fn execute(&self, task: Task, cancel: CancellationToken, observer: Arc<dyn CallObserver>) -> BoxFuture<'static, Finished>;
+    fn execute(&self, task: Task, cancel: CancelHandle, observer: Arc<dyn CallObserver>) -> BoxFuture<'static, Finished>;
     /// The outcome stored for a task the client cancelled.
     fn cancelled(&self, task: &Task) -> Outcome;
     /// The outcome stored for a task a host restart interrupted.
     fn interrupted(&self, task: &Task) -> Outcome;
     /// Whether running the tool again after a restart is safe.
     fn is_idempotent(&self, tool: &str) -> bool;
-    /// Makes a running guest notice cancellation now rather than at the next tick.
-    fn interrupt(&self);
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -108,7 +106,7 @@ pub enum EngineError {
 /// The state of a task this process is running or has queued.
 struct Live {
     owner: String,
-    cancel: CancellationToken,
+    cancel: CancelHandle,
     observer: Option<Arc<dyn CallObserver>>,
     events: Option<Arc<dyn TaskEvents>>,
     /// The newest progress message, shown as `statusMessage` while working.
@@ -125,6 +123,8 @@ struct Inner {
     runners: Runners,
     settings: EngineSettings,
     executor: Arc<dyn Executor>,
+    /// Wakes a running task's work when it is cancelled.
+    wake: Wake,
     live: Mutex<HashMap<String, Live>>,
     counts: Mutex<Counts>,
     /// Unfinished tasks per owner in this host.
@@ -148,13 +148,14 @@ pub struct Counts {
 
 impl Engine {
     /// Starts the workers and the reaper, and recovers tasks a previous host left unfinished.
-    pub fn start(store: Arc<dyn TaskStore>, runners: Runners, settings: EngineSettings, executor: Arc<dyn Executor>) -> Result<Engine, EngineError> {
+    pub fn start(store: Arc<dyn TaskStore>, runners: Runners, settings: EngineSettings, executor: Arc<dyn Executor>, wake: Wake) -> Result<Engine, EngineError> {
         let (queue, receiver) = mpsc::unbounded_channel();
         let inner = Arc::new(Inner {
             store,
             runners,
             settings,
             executor,
+            wake,
             live: Mutex::new(HashMap::new()),
             counts: Mutex::new(Counts::default()),
             per_owner: Mutex::new(HashMap::new()),
@@ -236,7 +237,7 @@ impl Engine {
             task.id.clone(),
             Live {
                 owner: task.owner.clone(),
-                cancel: CancellationToken::new(),
+                cancel: CancelHandle::new(inner.wake.clone()),
                 observer: admission.observer,
                 events: admission.events,
                 message: None,
@@ -304,7 +305,6 @@ impl Engine {
         if let Some(live) = inner.live.lock().unwrap().get(id) {
             live.cancel.cancel();
         }
-        inner.executor.interrupt();
         let outcome = inner.executor.cancelled(&task);
         if !inner.store.finish(id, TaskStatus::Cancelled, Some("cancelled by the client"), &outcome)? {
             let now = self.get(owner, id)?;
@@ -347,7 +347,7 @@ impl Inner {
                     task.id.clone(),
                     Live {
                         owner: task.owner.clone(),
-                        cancel: CancellationToken::new(),
+                        cancel: CancelHandle::new(inner.wake.clone()),
                         observer: None,
                         events: None,
                         message: None,
@@ -446,7 +446,7 @@ async fn run_one(inner: &Arc<Inner>, queued: &Queued) {
 struct TaskReporter {
     inner: std::sync::Weak<Inner>,
     id: String,
-    cancel: CancellationToken,
+    cancel: CancelHandle,
     forward: Option<Arc<dyn CallObserver>>,
 }
 
