@@ -307,8 +307,8 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
                 false => None,
             };
             match args.http.http {
-                Some(addr) => transport::http::serve(host, args.http.settings(addr)?).await?,
-                None => transport::stdio::serve(host).await?,
+                Some(addr) => transport::http::serve(host, args.http.settings(addr)?, transport::shutdown_signal()).await?,
+                None => transport::stdio::serve(host, std::io::stdin(), std::io::stdout(), transport::shutdown_signal()).await?,
             }
             Ok(ExitCode::SUCCESS)
         }

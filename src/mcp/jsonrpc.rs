@@ -1,6 +1,6 @@
 //! JSON-RPC 2.0 messages as MCP uses them: one object per message, no batches.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 pub const PARSE_ERROR: i32 = -32700;
@@ -24,6 +24,17 @@ impl RequestId {
             Value::Number(n) => n.as_i64().map(RequestId::Int),
             _ => None,
         }
+    }
+}
+
+/// A request id as another message names it (`notifications/cancelled`'s `requestId`):
+/// deserializes from a string or an integer, and refuses anything else.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdKey(pub RequestId);
+
+impl<'de> Deserialize<'de> for IdKey {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<IdKey, D::Error> {
+        RequestId::from_json(&Value::deserialize(d)?).map(IdKey).ok_or_else(|| serde::de::Error::custom("request ids are strings or integers"))
     }
 }
 

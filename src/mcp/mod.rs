@@ -3,6 +3,10 @@
 //! Pure data: nothing here does I/O or knows about WebAssembly.
 
 pub mod jsonrpc;
+pub mod method;
+pub mod params;
 pub mod types;
 
-pub use jsonrpc::{Incoming, RequestId, RpcError};
+pub use jsonrpc::{IdKey, Incoming, Rejected, RequestId, RpcError};
+pub use method::{Method, Notification};
+pub use params::Params;

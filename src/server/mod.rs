@@ -4,8 +4,10 @@
 //! answers through the session's [`Outlet`], which is the only way anything reaches a client.
 
 mod ask;
+mod inline;
 mod metrics;
 mod notify;
+mod paging;
 mod peer;
 mod prompts;
 mod resources;
@@ -27,7 +29,7 @@ pub use metrics::Metrics;
 pub use session::Session;
 pub use sessions::{announce_changes, Sessions};
 pub use tasks::ToolExecutor;
-pub use tools::{call_tool_once, list_entry};
+pub use tools::{call_tool_once, list_entry, Cancelled};
 
 /// Where a session's outbound messages go (a stdout writer, an HTTP stream...).
 pub trait Outlet: Send + Sync + 'static {

@@ -3,10 +3,10 @@
 
 use serde_json::{json, Map, Value};
 
-use super::resources::{failure_error, page};
-use super::results::content_block;
+use super::paging::page;
+use super::results::{content_block, failure_error};
 use super::Host;
-use crate::mcp::RpcError;
+use crate::mcp::{Params, RpcError};
 use crate::registry::{Plugin, PromptEntry};
 use crate::runtime::{CallContext, Failure, Prompt, PromptError, Reference, Role};
 
@@ -45,7 +45,8 @@ pub fn prompt_json(p: &Prompt) -> Value {
     Value::Object(o)
 }
 
-pub fn list(host: &Host, params: &Map<String, Value>) -> Result<Value, RpcError> {
+/// `prompts/list`: the catalog's prompts in name order, a page at a time.
+pub fn list(host: &Host, params: Params<'_>) -> Result<Value, RpcError> {
     let catalog = host.registry.snapshot();
     page(&catalog.prompts, params, host.options.page_size, "prompts/list", "prompts", |e| prompt_json(&e.prompt))
 }
@@ -72,12 +73,8 @@ pub struct AdmittedPrompt {
 }
 
 /// Checks a `prompts/get`: the prompt exists and every required argument is there.
-pub fn admit(host: &Host, params: &Map<String, Value>) -> Result<AdmittedPrompt, RpcError> {
-    let name = match params.get("name") {
-        Some(Value::String(n)) => n,
-        Some(_) => return Err(RpcError::invalid_params("`name` must be a string")),
-        None => return Err(RpcError::invalid_params("missing `name`: prompts/get needs the name of a prompt")),
-    };
+pub fn admit(host: &Host, params: Params<'_>) -> Result<AdmittedPrompt, RpcError> {
+    let name = params.required_str("name", "prompts/get needs the name of a prompt")?;
     let entry = host.registry.snapshot().prompt(name).cloned().ok_or_else(|| RpcError::invalid_params(format!("unknown prompt `{name}`")))?;
     let arguments = string_arguments(params.get("arguments"), "argument")?;
     let missing: Vec<&str> =
@@ -131,21 +128,17 @@ pub struct AdmittedCompletion {
 }
 
 /// Checks a `completion/complete`: a known prompt (and one of its arguments) or a known template.
-pub fn admit_completion(host: &Host, params: &Map<String, Value>) -> Result<AdmittedCompletion, RpcError> {
-    let reference = params
-        .get("ref")
-        .and_then(Value::as_object)
-        .ok_or_else(|| RpcError::invalid_params("missing `ref`: {\"type\": \"ref/prompt\", \"name\": ...} or {\"type\": \"ref/resource\", \"uri\": ...}"))?;
-    let argument =
-        params.get("argument").and_then(Value::as_object).ok_or_else(|| RpcError::invalid_params("missing `argument`: {\"name\": ..., \"value\": ...}"))?;
-    let (Some(Value::String(arg_name)), Some(Value::String(value))) = (argument.get("name"), argument.get("value")) else {
+pub fn admit_completion(host: &Host, params: Params<'_>) -> Result<AdmittedCompletion, RpcError> {
+    let reference = params.object_or("ref", "missing `ref`: {\"type\": \"ref/prompt\", \"name\": ...} or {\"type\": \"ref/resource\", \"uri\": ...}")?;
+    let argument = params.object_or("argument", "missing `argument`: {\"name\": ..., \"value\": ...}")?;
+    let (Some(arg_name), Some(value)) = (argument.get_str("name"), argument.get_str("value")) else {
         return Err(RpcError::invalid_params("`argument` needs a string `name` and a string `value`"));
     };
     let context = string_arguments(params.get("context").and_then(|c| c.get("arguments")), "context argument")?;
     let catalog = host.registry.snapshot();
-    let (plugin, reference) = match reference.get("type").and_then(Value::as_str) {
+    let (plugin, reference) = match reference.get_str("type") {
         Some("ref/prompt") => {
-            let name = reference.get("name").and_then(Value::as_str).ok_or_else(|| RpcError::invalid_params("`ref.name` must be a string"))?;
+            let name = reference.str_or("name", "`ref.name` must be a string")?;
             let entry = catalog.prompt(name).ok_or_else(|| RpcError::invalid_params(format!("unknown prompt `{name}`")))?;
             if !entry.prompt.arguments.iter().any(|a| a.name == *arg_name) {
                 return Err(RpcError::invalid_params(format!("prompt `{name}` has no argument `{arg_name}`")));
@@ -153,13 +146,13 @@ pub fn admit_completion(host: &Host, params: &Map<String, Value>) -> Result<Admi
             (entry.plugin.clone(), Reference::Prompt(name.to_owned()))
         }
         Some("ref/resource") => {
-            let uri = reference.get("uri").and_then(Value::as_str).ok_or_else(|| RpcError::invalid_params("`ref.uri` must be a string"))?;
+            let uri = reference.str_or("uri", "`ref.uri` must be a string")?;
             let entry = catalog.templates.get(uri).ok_or_else(|| RpcError::invalid_params(format!("unknown resource template `{uri}`")))?;
             (entry.plugin.clone(), Reference::ResourceTemplate(uri.to_owned()))
         }
         other => return Err(RpcError::invalid_params(format!("`ref.type` must be \"ref/prompt\" or \"ref/resource\", not {other:?}"))),
     };
-    Ok(AdmittedCompletion { plugin, reference, argument: arg_name.clone(), value: value.clone(), context })
+    Ok(AdmittedCompletion { plugin, reference, argument: arg_name.to_owned(), value: value.to_owned(), context })
 }
 
 /// `completion/complete`: runs the owner's `complete` (no values when it has none).

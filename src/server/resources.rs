@@ -1,56 +1,21 @@
 //! MCP resources from plugins (contract 0.2.0): `resources/list`, `resources/templates/list`,
 //! `resources/read`, and what `resources/subscribe` checks.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use base64::engine::general_purpose::{STANDARD as BASE64, URL_SAFE_NO_PAD as CURSOR};
+use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
+use super::paging::page;
+use super::results::failure_error;
 use super::Host;
-use crate::mcp::RpcError;
+use crate::mcp::{Params, RpcError};
 use crate::registry::Plugin;
 use crate::runtime::{CallContext, Contents, Failure, ReadError, Resource, ResourceBody, ResourceTemplate};
 
 /// JSON-RPC code for "resource not found" (MCP 2025-11-25).
 pub const RESOURCE_NOT_FOUND: i32 = -32002;
-
-/// One page of `map` (ordered by key) after the params' `cursor`, as `field` plus `nextCursor`.
-pub fn page<E>(
-    map: &BTreeMap<String, Arc<E>>,
-    params: &Map<String, Value>,
-    page_size: usize,
-    method: &str,
-    field: &str,
-    show: impl Fn(&E) -> Value,
-) -> Result<Value, RpcError> {
-    let after = match params.get("cursor") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(c)) => {
-            Some(decode_cursor(c).ok_or_else(|| RpcError::invalid_params(format!("invalid cursor {c:?}: pass back a `nextCursor` from an earlier {method}")))?)
-        }
-        Some(_) => return Err(RpcError::invalid_params("`cursor` must be a string")),
-    };
-    let range = match &after {
-        Some(key) => map.range::<String, _>((std::ops::Bound::Excluded(key), std::ops::Bound::Unbounded)),
-        None => map.range::<String, _>(..),
-    };
-    let entries: Vec<(&String, &Arc<E>)> = range.take(page_size + 1).collect();
-    let more = entries.len() > page_size;
-    let shown = &entries[..entries.len().min(page_size)];
-    let mut result = Map::new();
-    result.insert(field.into(), shown.iter().map(|(_, e)| show(e)).collect());
-    if let (true, Some((last, _))) = (more, shown.last()) {
-        result.insert("nextCursor".into(), json!(CURSOR.encode(format!("after:{last}"))));
-    }
-    Ok(Value::Object(result))
-}
-
-fn decode_cursor(cursor: &str) -> Option<String> {
-    let bytes = CURSOR.decode(cursor).ok()?;
-    String::from_utf8(bytes).ok()?.strip_prefix("after:").map(str::to_owned)
-}
 
 fn put(object: &mut Map<String, Value>, key: &str, value: Option<impl Into<Value>>) {
     if let Some(v) = value {
@@ -92,25 +57,24 @@ fn contents_json(c: Contents) -> Value {
     Value::Object(o)
 }
 
-pub fn list(host: &Host, params: &Map<String, Value>) -> Result<Value, RpcError> {
+/// `resources/list`: the catalog's resources in URI order, a page at a time.
+pub fn list(host: &Host, params: Params<'_>) -> Result<Value, RpcError> {
     let catalog = host.registry.snapshot();
     page(&catalog.resources, params, host.options.page_size, "resources/list", "resources", |e| resource_json(&e.resource))
 }
 
-pub fn list_templates(host: &Host, params: &Map<String, Value>) -> Result<Value, RpcError> {
+/// `resources/templates/list`: the catalog's templates in template order, a page at a time.
+pub fn list_templates(host: &Host, params: Params<'_>) -> Result<Value, RpcError> {
     let catalog = host.registry.snapshot();
     page(&catalog.templates, params, host.options.page_size, "resources/templates/list", "resourceTemplates", |e| template_json(&e.template))
 }
 
 /// The `uri` param of a resources request.
-pub fn uri_param(params: &Map<String, Value>) -> Result<&str, RpcError> {
-    match params.get("uri") {
-        Some(Value::String(uri)) => Ok(uri),
-        Some(_) => Err(RpcError::invalid_params("`uri` must be a string")),
-        None => Err(RpcError::invalid_params("missing `uri`: the URI of a resource")),
-    }
+pub fn uri_param(params: Params<'_>) -> Result<&str, RpcError> {
+    params.required_str("uri", "the URI of a resource")
 }
 
+/// The error for a URI no plugin serves, with the URI in `data` as MCP asks.
 pub fn not_found(uri: &str) -> RpcError {
     RpcError::new(RESOURCE_NOT_FOUND, format!("Resource not found: {uri}")).with_data(json!({ "uri": uri }))
 }
@@ -118,11 +82,6 @@ pub fn not_found(uri: &str) -> RpcError {
 /// The plugin that serves `uri`, or the not-found error.
 pub fn owner(host: &Host, uri: &str) -> Result<Arc<Plugin>, RpcError> {
     host.registry.snapshot().resource_owner(uri).cloned().ok_or_else(|| not_found(uri))
-}
-
-/// A failed run of a plugin export (not a tool call) as a JSON-RPC error.
-pub fn failure_error(failure: &Failure, subject: &str) -> RpcError {
-    RpcError::internal(failure.describe_as(subject)).with_data(json!({ "kind": failure.kind() }))
 }
 
 /// `resources/read`: runs the owner's `read-resource` in a fresh instance under its limits.
@@ -166,18 +125,5 @@ mod tests {
         assert_eq!(resource_json(&r), json!({"uri":"test://a","name":"a","description":"d","mimeType":"text/plain","size":3}));
         let c = contents_json(Contents { uri: "test://b".into(), mime_type: None, body: ResourceBody::Bytes(vec![1, 2, 3]) });
         assert_eq!(c, json!({"uri":"test://b","blob":"AQID"}));
-    }
-
-    #[test]
-    fn pages_resume_after_the_cursor() {
-        let map: BTreeMap<String, Arc<u8>> = (0..5u8).map(|i| (format!("k{i}"), Arc::new(i))).collect();
-        let first = page(&map, &Map::new(), 2, "x/list", "items", |i| json!(i)).unwrap();
-        assert_eq!(first["items"], json!([0, 1]));
-        let mut params = Map::new();
-        params.insert("cursor".into(), first["nextCursor"].clone());
-        let second = page(&map, &params, 2, "x/list", "items", |i| json!(i)).unwrap();
-        assert_eq!(second["items"], json!([2, 3]));
-        params.insert("cursor".into(), json!("nonsense"));
-        assert_eq!(page(&map, &params, 2, "x/list", "items", |i| json!(i)).unwrap_err().code, -32602);
     }
 }

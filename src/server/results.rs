@@ -5,6 +5,7 @@ use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
 use crate::mcp::types::{CallToolResult, ContentBlock, ResourceContents};
+use crate::mcp::RpcError;
 use crate::registry::ToolEntry;
 use crate::runtime::{CallResult, Content, Failure, ResourceBody};
 
@@ -97,6 +98,12 @@ pub fn failure_result(tool: &str, failure: &Failure) -> CallToolResult {
         Failure::Cancelled => {}
     }
     with_error_meta(CallToolResult::error_text(failure.describe(tool)), detail)
+}
+
+/// A failed run of a plugin export other than a tool call (reading a resource, getting a
+/// prompt, completing) as a JSON-RPC error: those methods have no `isError` result.
+pub fn failure_error(failure: &Failure, subject: &str) -> RpcError {
+    RpcError::internal(failure.describe_as(subject)).with_data(json!({ "kind": failure.kind() }))
 }
 
 /// An `isError` result listing how the arguments break the input schema.

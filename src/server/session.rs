@@ -6,15 +6,17 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Map, Value};
 use tokio_util::task::TaskTracker;
 
+use super::inline::run_inline_then_spawn;
 use super::notify::{CallNotifier, LevelFilter};
 use super::peer::{ClientCaps, Peer};
 use super::sessions::Listener;
 use super::{prompts, resources, tasks, tools, Host, Outlet};
-use crate::mcp::jsonrpc::{self, error_message, result_message, Incoming};
-use crate::mcp::types::{negotiate_version, LogLevel};
-use crate::mcp::{RequestId, RpcError};
 use crate::cancel::CancelHandle;
-use crate::runtime::{CallContext, Failure};
+use crate::mcp::jsonrpc::{error_message, result_message};
+use crate::mcp::types::{negotiate_version, LogLevel};
+use crate::mcp::{IdKey, Incoming, Method, Notification, Params, Rejected, RequestId, RpcError};
+use crate::registry::Plugin;
+use crate::runtime::CallContext;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -24,6 +26,8 @@ enum Phase {
     Initialized,
 }
 
+/// One client's MCP session. A transport hands it each message it parsed; the session
+/// answers through the outlet it is given with the message, or its own.
 pub struct Session {
     shared: Arc<Shared>,
     /// This session's place in the host's [`super::Sessions`].
@@ -46,26 +50,6 @@ struct Shared {
     subscriptions: Mutex<HashSet<String>>,
 }
 
-const METHODS: [&str; 17] = [
-    "initialize",
-    "ping",
-    "tools/list",
-    "tools/call",
-    "logging/setLevel",
-    "tasks/get",
-    "tasks/result",
-    "tasks/list",
-    "tasks/cancel",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "resources/subscribe",
-    "resources/unsubscribe",
-    "prompts/list",
-    "prompts/get",
-    "completion/complete",
-];
-
 impl Session {
     /// A session answering through `outlet`, whose tasks belong to `owner`. Must be created
     /// inside a tokio runtime, which then runs the session's tool calls.
@@ -87,24 +71,20 @@ impl Session {
         Session { shared, member }
     }
 
-    /// Handles one framed message, answering on the session's outlet. Quick methods are
-    /// answered before this returns; tool calls run on the tokio runtime and answer when they
-    /// finish, so they never block the next message.
-    pub fn handle(&self, text: &str) {
-        self.handle_with(text, &self.shared.outlet.clone());
-    }
-
-    /// Like [`Session::handle`], but the answer and the notifications of this request's call go
-    /// to `reply` (an HTTP response stream); what outlives the request (task status, a task's
-    /// progress) still goes to the session's outlet.
-    pub fn handle_with(&self, text: &str, reply: &Arc<dyn Outlet>) {
-        match jsonrpc::parse(text) {
+    /// Handles one message as the transport parsed it (or the reason it could not), answering
+    /// on `reply`: the session's own outlet over stdio, the request's response over HTTP. Quick
+    /// methods are answered before this returns; tool calls run on the tokio runtime and
+    /// answer when they finish, so they never block the next message. The notifications of a
+    /// request's call go to `reply` too; what outlives the request (task status, a task's
+    /// progress) goes to the session's outlet.
+    pub fn handle(&self, message: Result<Incoming, Rejected>, reply: &Arc<dyn Outlet>) {
+        match message {
             Err(rejected) => {
                 tracing::debug!(code = rejected.error.code, "rejected message: {}", rejected.error.message);
                 reply.send(error_message(rejected.id.as_ref(), &rejected.error));
             }
             Ok(Incoming::Request { id, method, params }) => self.request(id, &method, params, reply),
-            Ok(Incoming::Notification { method, params }) => self.notification(&method, &params),
+            Ok(Incoming::Notification { method, params }) => self.notification(&method, Params::new(&params)),
             Ok(Incoming::Response { id, outcome }) => self.shared.peer.answer(id, outcome),
         }
     }
@@ -124,35 +104,52 @@ impl Session {
         self.shared.calls.wait().await;
     }
 
-    fn request(&self, id: RequestId, method: &str, params: Map<String, Value>, reply: &Arc<dyn Outlet>) {
-        let shared = &self.shared;
-        if !METHODS.contains(&method) {
-            return self.reply(reply, &id, Err(RpcError::method_not_found(format!("method `{method}` not found"))));
+    fn request(&self, id: RequestId, name: &str, params: Map<String, Value>, reply: &Arc<dyn Outlet>) {
+        let method = match name.parse::<Method>() {
+            Ok(method) => method,
+            Err(unknown) => return self.reply(reply, &id, Err(RpcError::method_not_found(unknown.to_string()))),
+        };
+        if let Err(refused) = check_phase(method, *self.shared.phase.lock().unwrap()) {
+            return self.reply(reply, &id, Err(refused));
         }
-        let phase = *shared.phase.lock().unwrap();
-        let answer = match (method, phase) {
-            ("ping", _) => Ok(json!({})),
-            ("initialize", Phase::New) => self.initialize(&params),
-            ("initialize", _) => Err(RpcError::invalid_request("the session is already initialized")),
-            (_, Phase::New) => Err(RpcError::invalid_request(format!("`{method}` before `initialize`: initialize the session first"))),
-            ("tools/list", _) => tools::list(&shared.host, &params),
-            ("logging/setLevel", _) => self.set_level(&params),
-            ("tools/call", _) => return self.start_call(id, params, reply),
-            ("tasks/get", _) => tasks::get(&shared.host, &shared.owner, &params),
-            ("tasks/list", _) => tasks::list(&shared.host, &shared.owner, &params),
-            ("tasks/cancel", _) => tasks::cancel(&shared.host, &shared.owner, &params),
-            ("tasks/result", _) => return self.start_task_result(id, params, reply),
-            ("resources/list", _) => resources::list(&shared.host, &params),
-            ("resources/templates/list", _) => resources::list_templates(&shared.host, &params),
-            ("resources/read", _) => return self.start_read(id, params, reply),
-            ("resources/subscribe", _) => self.subscribe(&params, true),
-            ("resources/unsubscribe", _) => self.subscribe(&params, false),
-            ("prompts/list", _) => prompts::list(&shared.host, &params),
-            ("prompts/get", _) => return self.start_prompt(id, params, reply),
-            ("completion/complete", _) => return self.start_completion(id, params, reply),
-            _ => unreachable!("every method in METHODS is dispatched"),
+        let host = &self.shared.host;
+        let p = Params::new(&params);
+        let answer = match method {
+            Method::Ping => Ok(json!({})),
+            Method::Initialize => self.initialize(p),
+            Method::LoggingSetLevel => self.set_level(p),
+            Method::ToolsList => tools::list(host, p),
+            Method::ResourcesList => resources::list(host, p),
+            Method::ResourcesTemplatesList => resources::list_templates(host, p),
+            Method::ResourcesSubscribe => self.subscribe(p, true),
+            Method::ResourcesUnsubscribe => self.subscribe(p, false),
+            Method::PromptsList => prompts::list(host, p),
+            Method::ToolsCall => return self.start_call(id, params, reply),
+            Method::ResourcesRead => return self.start_read(id, params, reply),
+            Method::PromptsGet => return self.start_prompt(id, params, reply),
+            Method::CompletionComplete => return self.start_completion(id, params, reply),
+            Method::TasksResult => return self.start_task_result(id, params, reply),
+            // The task engine's entry points take the async path, so that an engine that waits
+            // on its store does not hold this thread; the first poll still runs here, so the
+            // answer of one that does not wait leaves in order.
+            Method::TasksGet => {
+                let (host, owner) = self.host_and_owner();
+                return self.spawn_answer(id, reply, async move { tasks::get(&host, &owner, &params) });
+            }
+            Method::TasksList => {
+                let (host, owner) = self.host_and_owner();
+                return self.spawn_answer(id, reply, async move { tasks::list(&host, &owner, &params) });
+            }
+            Method::TasksCancel => {
+                let (host, owner) = self.host_and_owner();
+                return self.spawn_answer(id, reply, async move { tasks::cancel(&host, &owner, &params) });
+            }
         };
         self.reply(reply, &id, answer);
+    }
+
+    fn host_and_owner(&self) -> (Arc<Host>, String) {
+        (self.shared.host.clone(), self.shared.owner.clone())
     }
 
     fn reply(&self, reply: &Arc<dyn Outlet>, id: &RequestId, answer: Result<Value, RpcError>) {
@@ -163,20 +160,16 @@ impl Session {
         reply.send(message);
     }
 
-    fn notification(&self, method: &str, params: &Map<String, Value>) {
-        match method {
-            "notifications/initialized" => tracing::debug!("client confirmed initialization"),
-            "notifications/cancelled" => self.cancel(params),
-            other => tracing::debug!("ignored notification `{other}`"),
+    fn notification(&self, method: &str, params: Params<'_>) {
+        match Notification::parse(method) {
+            Some(Notification::Initialized) => tracing::debug!("client confirmed initialization"),
+            Some(Notification::Cancelled) => self.cancel(params),
+            None => tracing::debug!("ignored notification `{method}`"),
         }
     }
 
-    fn initialize(&self, params: &Map<String, Value>) -> Result<Value, RpcError> {
-        let requested = match params.get("protocolVersion") {
-            Some(Value::String(v)) => v,
-            Some(_) => return Err(RpcError::invalid_params("`protocolVersion` must be a string")),
-            None => return Err(RpcError::invalid_params("missing `protocolVersion`")),
-        };
+    fn initialize(&self, params: Params<'_>) -> Result<Value, RpcError> {
+        let requested = params.required_str("protocolVersion", "")?;
         let version = negotiate_version(requested);
         let client = params.get("clientInfo").and_then(|c| c.get("name")).and_then(Value::as_str).unwrap_or("unknown");
         let caps = ClientCaps::from_initialize(params.get("capabilities"));
@@ -199,8 +192,8 @@ impl Session {
         }))
     }
 
-    fn set_level(&self, params: &Map<String, Value>) -> Result<Value, RpcError> {
-        let name = params.get("level").and_then(Value::as_str).ok_or_else(|| RpcError::invalid_params("missing `level`: a string such as \"info\""))?;
+    fn set_level(&self, params: Params<'_>) -> Result<Value, RpcError> {
+        let name = params.str_or("level", "missing `level`: a string such as \"info\"")?;
         let level = LogLevel::parse(name).ok_or_else(|| {
             let known: Vec<&str> = LogLevel::ALL.iter().map(|l| l.as_str()).collect();
             RpcError::invalid_params(format!("unknown log level `{name}`: use one of {}", known.join(", ")))
@@ -209,13 +202,12 @@ impl Session {
         Ok(json!({}))
     }
 
-    fn cancel(&self, params: &Map<String, Value>) {
-        let Some(id) = params.get("requestId").and_then(|v| serde_json::from_value::<IdKey>(v.clone()).ok()) else {
+    fn cancel(&self, params: Params<'_>) {
+        let Some(IdKey(id)) = params.get("requestId").and_then(|v| serde_json::from_value::<IdKey>(v.clone()).ok()) else {
             return tracing::debug!("ignored notifications/cancelled without a usable requestId");
         };
-        let id = id.0;
         if let Some(token) = self.shared.in_flight.lock().unwrap().get(&id) {
-            let reason = params.get("reason").and_then(Value::as_str).unwrap_or("no reason given");
+            let reason = params.get_str("reason").unwrap_or("no reason given");
             tracing::info!(request = %id, "client cancelled the call: {reason}");
             token.cancel();
         }
@@ -223,98 +215,86 @@ impl Session {
 
     fn start_call(&self, id: RequestId, params: Map<String, Value>, reply: &Arc<dyn Outlet>) {
         let shared = &self.shared;
-        let call = match tools::admit(&shared.host, &params, true) {
+        let call = match tools::admit(&shared.host, Params::new(&params)) {
             Ok(call) => call,
             Err(e) => return self.reply(reply, &id, Err(e)),
         };
-        if let Some(task) = params.get("task").filter(|t| !t.is_null()) {
+        if Params::new(&params).has("task") {
             // A task outlives this request: its notifications go to the session's outlet.
-            let notifier = CallNotifier::new(shared.outlet.clone(), shared.levels.clone(), &call.entry.plugin.name, call.progress_token.clone())
-                .asking(shared.peer.clone());
-            let answer = tasks::create(&shared.host, &shared.owner, call, task, &params, shared.outlet.clone(), Arc::new(notifier));
-            return self.reply(reply, &id, answer);
+            let notifier = Arc::new(shared.notifier(&shared.outlet, &call.entry.plugin, call.progress_token.clone()));
+            let (host, owner, outlet) = (shared.host.clone(), shared.owner.clone(), shared.outlet.clone());
+            return self.spawn_answer(id, reply, async move {
+                let task = params.get("task").cloned().unwrap_or_default();
+                tasks::create(&host, &owner, call, &task, &params, outlet, notifier)
+            });
         }
-        let notifier = Arc::new(self.notifier(reply, &call.entry.plugin.name, call.progress_token.clone()));
+        let notifier = Arc::new(shared.notifier(reply, &call.entry.plugin, call.progress_token.clone()));
         let limits = call.entry.plugin.limits.clone();
         let host = shared.host.clone();
         self.spawn_request(id, reply, move |cancel| async move {
-            let tool = call.entry.name.clone();
             let ctx = CallContext { limits, cancel, observer: notifier, denials: Arc::default() };
-            match tools::run(&host.runtime, &host.metrics, &call, ctx).await {
-                Ok(result) => Some(Ok(serde_json::to_value(result).expect("results serialize"))),
-                Err(Failure::Cancelled) => None,
-                Err(other) => Some(Err(RpcError::internal(other.describe(&tool)))),
-            }
+            let result = tools::run(&host.runtime, &host.metrics, &call, ctx).await.ok()?;
+            Some(Ok(serde_json::to_value(result).expect("results serialize")))
         });
     }
 
     fn start_task_result(&self, id: RequestId, params: Map<String, Value>, reply: &Arc<dyn Outlet>) {
         let shared = self.shared.clone();
         // While this waits, what the task asks of the client goes on this request's stream.
-        let watching = match params.get("taskId") {
-            Some(Value::String(task)) if shared.host.engine.get(&shared.owner, task).is_ok() => Some(shared.peer.watch_task(task, reply.clone())),
+        let watching = match Params::new(&params).get_str("taskId") {
+            Some(task) if shared.host.engine.get(&shared.owner, task).is_ok() => Some(shared.peer.watch_task(task, reply.clone())),
             _ => None,
         };
-        self.spawn_request(id, reply, move |cancel| async move {
+        self.spawn_answer(id, reply, async move {
             let _watching = watching;
-            tokio::select! {
-                _ = cancel.cancelled() => None,
-                answer = tasks::result(&shared.host, &shared.owner, &params) => Some(answer),
-            }
+            tasks::result(&shared.host, &shared.owner, &params).await
         });
-    }
-
-    /// A call's observer: its notifications go to `reply`, and it may ask the client.
-    fn notifier(&self, reply: &Arc<dyn Outlet>, plugin: &str, progress_token: Option<Value>) -> CallNotifier {
-        CallNotifier::new(reply.clone(), self.shared.levels.clone(), plugin, progress_token).asking(self.shared.peer.clone())
     }
 
     fn start_read(&self, id: RequestId, params: Map<String, Value>, reply: &Arc<dyn Outlet>) {
         let host = self.shared.host.clone();
-        let owner = resources::uri_param(&params).and_then(|uri| resources::owner(&host, uri));
-        let plugin = match owner {
-            Ok(plugin) => plugin,
+        let p = Params::new(&params);
+        let owner = resources::uri_param(p).and_then(|uri| Ok((uri.to_owned(), resources::owner(&host, uri)?)));
+        let (uri, plugin) = match owner {
+            Ok(found) => found,
             Err(e) => return self.reply(reply, &id, Err(e)),
         };
-        let this = self.clone_handle();
-        let reply_to = reply.clone();
-        self.spawn_request(id, reply, move |cancel| async move {
-            let uri = resources::uri_param(&params).expect("checked above");
-            let ctx = this.context(&plugin, &params, &reply_to, cancel);
-            resources::read(&host, &plugin, uri, ctx).await.ok()
-        });
+        let ctx = self.context(&plugin, p, reply);
+        self.spawn_request(id, reply, move |cancel| async move { resources::read(&host, &plugin, &uri, ctx(cancel)).await.ok() });
     }
 
     fn start_prompt(&self, id: RequestId, params: Map<String, Value>, reply: &Arc<dyn Outlet>) {
         let host = self.shared.host.clone();
-        let admitted = match prompts::admit(&host, &params) {
+        let p = Params::new(&params);
+        let admitted = match prompts::admit(&host, p) {
             Ok(admitted) => admitted,
             Err(e) => return self.reply(reply, &id, Err(e)),
         };
-        let this = self.clone_handle();
-        let reply_to = reply.clone();
-        self.spawn_request(id, reply, move |cancel| async move {
-            let ctx = this.context(&admitted.entry.plugin, &params, &reply_to, cancel);
-            prompts::get(&host, &admitted, ctx).await.ok()
-        });
+        let ctx = self.context(&admitted.entry.plugin, p, reply);
+        self.spawn_request(id, reply, move |cancel| async move { prompts::get(&host, &admitted, ctx(cancel)).await.ok() });
     }
 
     fn start_completion(&self, id: RequestId, params: Map<String, Value>, reply: &Arc<dyn Outlet>) {
         let host = self.shared.host.clone();
-        let admitted = match prompts::admit_completion(&host, &params) {
+        let p = Params::new(&params);
+        let admitted = match prompts::admit_completion(&host, p) {
             Ok(admitted) => admitted,
             Err(e) => return self.reply(reply, &id, Err(e)),
         };
-        let this = self.clone_handle();
-        let reply_to = reply.clone();
-        self.spawn_request(id, reply, move |cancel| async move {
-            let ctx = this.context(&admitted.plugin, &params, &reply_to, cancel);
-            prompts::complete(&host, &admitted, ctx).await.ok()
-        });
+        let ctx = self.context(&admitted.plugin, p, reply);
+        self.spawn_request(id, reply, move |cancel| async move { prompts::complete(&host, &admitted, ctx(cancel)).await.ok() });
+    }
+
+    /// The context of a call of `plugin` for this request, once the request has its cancel
+    /// handle: the plugin's limits, and a notifier that reports to `reply` and may ask the client.
+    fn context(&self, plugin: &Plugin, params: Params<'_>, reply: &Arc<dyn Outlet>) -> impl FnOnce(CancelHandle) -> CallContext + Send + 'static {
+        let observer = Arc::new(self.shared.notifier(reply, plugin, params.progress_token()));
+        let limits = plugin.limits.clone();
+        move |cancel| CallContext { limits, cancel, observer, denials: Arc::default() }
     }
 
     /// `resources/subscribe` (`on`) and `resources/unsubscribe`.
-    fn subscribe(&self, params: &Map<String, Value>, on: bool) -> Result<Value, RpcError> {
+    fn subscribe(&self, params: Params<'_>, on: bool) -> Result<Value, RpcError> {
         let uri = resources::uri_param(params)?;
         let mut subscriptions = self.shared.subscriptions.lock().unwrap();
         if on {
@@ -326,9 +306,18 @@ impl Session {
         Ok(json!({}))
     }
 
-    /// A handle on this session for work that outlives the current call.
-    fn clone_handle(&self) -> SessionHandle {
-        SessionHandle { shared: self.shared.clone() }
+    /// Runs `work` as a request that answers when it is done, unless the client cancels it
+    /// first (then no answer, as MCP wants).
+    fn spawn_answer<Fut>(&self, id: RequestId, reply: &Arc<dyn Outlet>, work: Fut)
+    where
+        Fut: std::future::Future<Output = Result<Value, RpcError>> + Send + 'static,
+    {
+        self.spawn_request(id, reply, move |cancel| async move {
+            tokio::select! {
+                _ = cancel.cancelled() => None,
+                answer = work => Some(answer),
+            }
+        });
     }
 
     /// Runs a request that may take a while on the runtime, cancellable by
@@ -371,16 +360,21 @@ impl Drop for Session {
     }
 }
 
-/// What a request's work needs of its session once it runs on its own.
-struct SessionHandle {
-    shared: Arc<Shared>,
+impl Shared {
+    /// A call's observer: its notifications go to `outlet`, and it may ask the client.
+    fn notifier(&self, outlet: &Arc<dyn Outlet>, plugin: &Plugin, progress_token: Option<Value>) -> CallNotifier {
+        CallNotifier::new(outlet.clone(), self.levels.clone(), &plugin.name, progress_token).asking(self.peer.clone())
+    }
 }
 
-impl SessionHandle {
-    fn context(&self, plugin: &crate::registry::Plugin, params: &Map<String, Value>, reply: &Arc<dyn Outlet>, cancel: CancelHandle) -> CallContext {
-        let progress_token = params.get("_meta").and_then(|m| m.get("progressToken")).filter(|t| t.is_string() || t.is_i64()).cloned();
-        let notifier = CallNotifier::new(reply.clone(), self.shared.levels.clone(), &plugin.name, progress_token).asking(self.shared.peer.clone());
-        CallContext { limits: plugin.limits.clone(), cancel, observer: Arc::new(notifier), denials: Arc::default() }
+/// Which methods a session in `phase` accepts: only `initialize` and `ping` before
+/// `initialize`, everything but `initialize` after.
+fn check_phase(method: Method, phase: Phase) -> Result<(), RpcError> {
+    match (method, phase) {
+        (Method::Ping, _) | (Method::Initialize, Phase::New) => Ok(()),
+        (Method::Initialize, Phase::Initialized) => Err(RpcError::invalid_request("the session is already initialized")),
+        (_, Phase::New) => Err(RpcError::invalid_request(format!("`{method}` before `initialize`: initialize the session first"))),
+        (_, Phase::Initialized) => Ok(()),
     }
 }
 
@@ -399,37 +393,5 @@ impl Listener for Shared {
             self.outlet.send(crate::mcp::jsonrpc::notification("notifications/resources/updated", json!({ "uri": uri })));
         }
         subscribed
-    }
-}
-
-/// Polls `request` once on this thread and spawns it only if it has to wait.
-///
-/// Most calls finish within their first poll (a fresh instance runs until the guest returns or
-/// the next epoch tick), so this saves the hand-off to a worker thread, which costs tens of
-/// microseconds on a small VM. A guest still computing at its first tick yields; the rest of
-/// the call then runs on the runtime's workers like any other task.
-fn run_inline_then_spawn<F>(request: F, runtime: &tokio::runtime::Handle)
-where
-    F: std::future::Future<Output = ()> + Send + 'static,
-{
-    let _context = runtime.enter();
-    let mut request = Box::pin(request);
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    if request.as_mut().poll(&mut cx).is_pending() {
-        // The first poll saw a no-op waker; the spawned task polls again with a real one.
-        runtime.spawn(request);
-    }
-}
-
-/// A request id as it appears in `notifications/cancelled`.
-struct IdKey(RequestId);
-
-impl<'de> serde::Deserialize<'de> for IdKey {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<IdKey, D::Error> {
-        match Value::deserialize(d)? {
-            Value::String(s) => Ok(IdKey(RequestId::Str(s))),
-            Value::Number(n) if n.is_i64() => Ok(IdKey(RequestId::Int(n.as_i64().unwrap()))),
-            _ => Err(serde::de::Error::custom("request ids are strings or integers")),
-        }
     }
 }

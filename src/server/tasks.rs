@@ -210,7 +210,8 @@ impl Executor for ToolExecutor {
                     let message = result.is_error.then(|| failure_message(&result));
                     Finished { status, message, outcome: Outcome::Result(serde_json::to_value(result).expect("results serialize")) }
                 }
-                Err(failure) => {
+                Err(tools::Cancelled) => {
+                    let failure = Failure::Cancelled;
                     let result = failure_result(&task.tool, &failure);
                     Finished {
                         status: TaskStatus::Failed,

@@ -4,8 +4,9 @@
 pub mod http;
 pub mod stdio;
 
-/// Resolves when the process is asked to stop (SIGTERM or Ctrl-C).
-pub(crate) async fn shutdown_signal() {
+/// Resolves when the process is asked to stop (SIGTERM or Ctrl-C): the shutdown `main` gives
+/// the transports.
+pub async fn shutdown_signal() {
     #[cfg(unix)]
     {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("installing a SIGTERM handler");

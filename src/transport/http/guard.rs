@@ -14,8 +14,9 @@ pub struct Guard {
     tokens: Vec<(String, Vec<u8>)>,
 }
 
-/// Why a request was turned away: the status and a message for the body.
-pub type Refusal = (StatusCode, String);
+/// Why a request's headers were turned away: the status and a message for the body. (Not a
+/// plugin's `registry::Refusal`.)
+pub type HeaderRefusal = (StatusCode, String);
 
 const LOOPBACK: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 
@@ -28,12 +29,13 @@ impl Guard {
         Guard { allowed_hosts, allowed_origins, tokens }
     }
 
+    /// Whether requests need a bearer token.
     pub fn auth_enabled(&self) -> bool {
         !self.tokens.is_empty()
     }
 
     /// Checks `Host` and `Origin` against the allowed names (ports are not compared).
-    pub fn check_origin(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+    pub fn check_origin(&self, headers: &HeaderMap) -> Result<(), HeaderRefusal> {
         if let Some(host) = headers.get("host") {
             let host = host.to_str().unwrap_or("");
             if !self.allowed_hosts.contains(&strip_port(host).to_ascii_lowercase()) {
@@ -59,7 +61,7 @@ impl Guard {
     }
 
     /// The caller's identity: the token's name when authentication is on, `None` when off.
-    pub fn authenticate(&self, headers: &HeaderMap) -> Result<Option<String>, Refusal> {
+    pub fn authenticate(&self, headers: &HeaderMap) -> Result<Option<String>, HeaderRefusal> {
         if self.tokens.is_empty() {
             return Ok(None);
         }

@@ -11,6 +11,7 @@ mod guard;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -31,7 +32,7 @@ pub use self::guard::parse_tokens;
 use self::guard::Guard;
 use crate::mcp::jsonrpc::{self, Incoming};
 use crate::mcp::types::SUPPORTED_PROTOCOL_VERSIONS;
-use crate::mcp::RpcError;
+use crate::mcp::{Method, RpcError};
 use crate::server::{Host, Outlet, Session};
 
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -42,15 +43,21 @@ const VERSION_HEADER: &str = "mcp-protocol-version";
 /// HTTP settings from the flags.
 #[derive(Clone, Debug)]
 pub struct HttpSettings {
+    /// Where [`serve`] listens (port 0 picks a free port).
     pub addr: SocketAddr,
+    /// `Host` names allowed besides the loopback names.
     pub allowed_hosts: Vec<String>,
+    /// `Origin`s allowed besides loopback origins.
     pub allowed_origins: Vec<String>,
     /// (identity, token) pairs; empty turns authentication off.
     pub tokens: Vec<(String, String)>,
+    /// Largest POST body accepted, in bytes.
     pub max_body: usize,
+    /// How long a session may go unused (no request, no open stream) before it is ended.
     pub session_idle: Duration,
     /// Server-initiated messages kept per session for `Last-Event-ID` resumption.
     pub event_buffer: usize,
+    /// Sessions open at once; `initialize` beyond it is refused with 503.
     pub max_sessions: usize,
 }
 
@@ -103,16 +110,29 @@ impl Outlet for ChannelOutlet {
     }
 }
 
-/// Serves until the process is told to stop.
-pub async fn serve(host: Arc<Host>, settings: HttpSettings) -> anyhow::Result<()> {
+/// Listens on `settings.addr` and serves until `shutdown` resolves.
+pub async fn serve(host: Arc<Host>, settings: HttpSettings, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(settings.addr).await.map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", settings.addr))?;
+    serve_on(host, listener, settings, shutdown).await
+}
+
+/// Serves on a listener the caller bound (a test binds port 0 and reads the port back) until
+/// `shutdown` resolves. When `shutdown` resolves every session's calls are cancelled and its
+/// streams closed, then open connections get [`SHUTDOWN_GRACE`] to finish. The idle-session
+/// reaper stops when this returns.
+pub async fn serve_on(
+    host: Arc<Host>,
+    listener: tokio::net::TcpListener,
+    settings: HttpSettings,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
     let guard = Guard::new(&settings.allowed_hosts, &settings.allowed_origins, settings.tokens.clone());
     if !addr.ip().is_loopback() && !guard.auth_enabled() {
         tracing::warn!("listening on {addr} without authentication: anyone who can reach it can run tools");
     }
     let app = Arc::new(App { host, guard, settings: settings.clone(), sessions: Mutex::new(HashMap::new()) });
-    tokio::spawn(reap_idle_sessions(Arc::downgrade(&app)));
+    let _reaper = AbortOnDrop(tokio::spawn(reap_idle_sessions(Arc::downgrade(&app))));
     let router = Router::new()
         .route("/mcp", get(open_stream).post(post_message).delete(end_session))
         .route("/healthz", get(|| async { Json(json!({ "status": "ok" })) }))
@@ -125,7 +145,7 @@ pub async fn serve(host: Arc<Host>, settings: HttpSettings) -> anyhow::Result<()
     // Open SSE responses would keep a graceful shutdown waiting forever: end every session's
     // calls and streams first, then let the server finish what is left.
     let shutdown = async move {
-        super::shutdown_signal().await;
+        shutdown.await;
         tracing::info!("signal received; shutting down");
         for (_, s) in stop_app.sessions.lock().unwrap().drain() {
             s.events.close();
@@ -143,6 +163,15 @@ pub async fn serve(host: Arc<Host>, settings: HttpSettings) -> anyhow::Result<()
     Ok(())
 }
 
+/// Aborts a background task when dropped, so it ends with the function that started it.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
     // -32001 (implementation-defined) marks "session not found", as other MCP servers do.
     let code = if status == StatusCode::NOT_FOUND { -32001 } else { jsonrpc::INVALID_REQUEST };
@@ -154,7 +183,7 @@ fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
 }
 
 /// Origin/Host, authentication and protocol version: the checks every method shares.
-fn admit(app: &App, headers: &HeaderMap) -> Result<Option<String>, Response> {
+fn check_headers(app: &App, headers: &HeaderMap) -> Result<Option<String>, Response> {
     app.guard.check_origin(headers).map_err(|(s, m)| refuse(s, m))?;
     let identity = app.guard.authenticate(headers).map_err(|(s, m)| refuse(s, m))?;
     if let Some(version) = headers.get(VERSION_HEADER) {
@@ -186,7 +215,7 @@ fn find_session(app: &App, headers: &HeaderMap, identity: &Option<String>) -> Re
 
 /// The shared checks, then the request's session (GET and DELETE need one).
 fn existing_session(app: &App, headers: &HeaderMap) -> Result<(String, Arc<HttpSession>), Response> {
-    let identity = admit(app, headers)?;
+    let identity = check_headers(app, headers)?;
     find_session(app, headers, &identity)
 }
 
@@ -206,7 +235,7 @@ fn new_session(app: &App, identity: Option<String>) -> Result<(String, Arc<HttpS
 }
 
 async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
-    let identity = match admit(&app, &headers) {
+    let identity = match check_headers(&app, &headers) {
         Ok(identity) => identity,
         Err(response) => return response,
     };
@@ -214,11 +243,15 @@ async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: Byt
         let error = RpcError::new(jsonrpc::PARSE_ERROR, "parse error: the body is not UTF-8");
         return (StatusCode::BAD_REQUEST, Json(jsonrpc::error_message(None, &error))).into_response();
     };
-    // One JSON-RPC message per POST; anything else is refused here, before any session sees it.
-    let (is_initialize, request_id) = match jsonrpc::parse(text) {
-        Ok(Incoming::Request { id, method, .. }) => (method == "initialize", Some(json!(id))),
-        Ok(_) => (false, None),
+    // One JSON-RPC message per POST; anything else is refused here, before any session sees
+    // it. The session gets the message as parsed here: it is parsed once.
+    let message = match jsonrpc::parse(text) {
+        Ok(message) => message,
         Err(rejected) => return (StatusCode::BAD_REQUEST, Json(jsonrpc::error_message(rejected.id.as_ref(), &rejected.error))).into_response(),
+    };
+    let (is_initialize, request_id) = match &message {
+        Incoming::Request { id, method, .. } => (method == Method::Initialize.as_str(), Some(json!(id))),
+        _ => (false, None),
     };
     let found = if is_initialize && !headers.contains_key(SESSION_HEADER) { new_session(&app, identity) } else { find_session(&app, &headers, &identity) };
     let (session_id, session) = match found {
@@ -229,12 +262,12 @@ async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: Byt
     let Some(request_id) = request_id else {
         // A notification or a response: nothing comes back on this request.
         let sink: Arc<dyn Outlet> = Arc::new(ChannelOutlet(mpsc::unbounded_channel().0));
-        session.session.handle_with(text, &sink);
+        session.session.handle(Ok(message), &sink);
         return StatusCode::ACCEPTED.into_response();
     };
     let (sender, mut answers) = mpsc::unbounded_channel();
     let reply: Arc<dyn Outlet> = Arc::new(ChannelOutlet(sender));
-    session.session.handle_with(text, &reply);
+    session.session.handle(Ok(message), &reply);
     drop(reply);
 
     let mut response = match answers.recv().await {
@@ -312,7 +345,7 @@ async fn end_session(State(app): State<Arc<App>>, headers: HeaderMap) -> Respons
 
 /// Prometheus metrics; behind the same Host/Origin checks and tokens as `/mcp`.
 async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    if let Err(response) = admit(&app, &headers) {
+    if let Err(response) = check_headers(&app, &headers) {
         return response;
     }
     let mut text = app.host.metrics.render(&app.host.engine);
