@@ -148,13 +148,7 @@ pub struct Counts {
 
 impl Engine {
     /// Starts the workers and the reaper, and recovers tasks a previous host left unfinished.
-    pub fn start(
-        store: Arc<dyn TaskStore>,
-        runners: Runners,
-        settings: EngineSettings,
-        executor: Arc<dyn Executor>,
-        wake: Wake,
-    ) -> Result<Engine, EngineError> {
+    pub fn start(store: Arc<dyn TaskStore>, runners: Runners, settings: EngineSettings, executor: Arc<dyn Executor>, wake: Wake) -> Result<Engine, EngineError> {
         let (queue, receiver) = mpsc::unbounded_channel();
         let inner = Arc::new(Inner {
             store,
