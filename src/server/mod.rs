@@ -15,6 +15,8 @@ mod results;
 mod session;
 mod sessions;
 mod tasks;
+#[cfg(test)]
+pub(crate) mod testing;
 mod tools;
 
 use std::sync::Arc;

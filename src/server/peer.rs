@@ -246,14 +246,7 @@ impl Drop for ResultStream {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[derive(Default)]
-    struct Collect(Mutex<Vec<Value>>);
-    impl Outlet for Collect {
-        fn send(&self, message: Value) {
-            self.0.lock().unwrap().push(message);
-        }
-    }
+    use crate::server::testing::Collect;
 
     #[test]
     fn capabilities_follow_the_spec() {

@@ -395,3 +395,6 @@ impl Listener for Shared {
         subscribed
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -99,3 +99,112 @@ fn read_lines(mut input: impl BufRead, session: &Weak<Session>, outlet: &Arc<dyn
         session.handle(message, outlet);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::{self, Cursor};
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::server::testing::{self, PATIENCE};
+    use crate::server::ServerOptions;
+
+    /// An output a test can read while `serve` writes to it.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Shared {
+        fn lines(&self) -> Vec<Value> {
+            let bytes = self.0.lock().unwrap().clone();
+            String::from_utf8(bytes).unwrap().lines().map(|l| serde_json::from_str(l).expect("every output line is JSON")).collect()
+        }
+    }
+
+    fn input(lines: &[Value]) -> Vec<u8> {
+        lines.iter().map(|l| format!("{l}\n")).collect::<String>().into_bytes()
+    }
+
+    fn request(id: i64, method: &str, params: Value) -> Value {
+        json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
+    }
+
+    fn initialize() -> Value {
+        request(1, "initialize", json!({ "protocolVersion": "2025-11-25", "capabilities": {} }))
+    }
+
+    /// Serves `input` to its end, with no shutdown, and returns what was written.
+    async fn serve_all(input: Vec<u8>) -> Vec<Value> {
+        let host = testing::host(&[], ServerOptions::default()).await;
+        let out = Shared::default();
+        let served = serve(host, Cursor::new(input), out.clone(), std::future::pending());
+        tokio::time::timeout(PATIENCE, served).await.expect("the end of the input ends serve").unwrap();
+        out.lines()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn answers_leave_in_request_order_and_the_end_of_input_ends_serve() {
+        let lines = [
+            initialize(),
+            request(2, "ping", json!({})),
+            request(3, "tools/list", json!({})),
+            request(4, "tasks/list", json!({})),
+            request(5, "tasks/get", json!({ "taskId": "nope" })),
+            request(6, "ping", json!({})),
+        ];
+        let out = serve_all(input(&lines)).await;
+        let ids: Vec<Value> = out.iter().map(|m| m["id"].clone()).collect();
+        assert_eq!(ids, [json!(1), json!(2), json!(3), json!(4), json!(5), json!(6)], "{out:?}");
+        assert_eq!(out[2]["result"]["tools"], json!([]));
+        assert_eq!(out[4]["error"]["message"], "Failed to retrieve task: Task not found");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_malformed_line_gets_a_parse_error_and_the_next_line_is_served() {
+        let mut bytes = b"{nope\n\xff\xfe\n\n".to_vec();
+        bytes.extend(input(&[initialize()]));
+        let out = serve_all(bytes).await;
+        assert_eq!(out.len(), 3, "{out:?}");
+        for rejected in &out[..2] {
+            assert_eq!((rejected["error"]["code"].as_i64(), &rejected["id"]), (Some(PARSE_ERROR as i64), &Value::Null), "{rejected}");
+        }
+        assert!(out[1]["error"]["message"].as_str().unwrap().starts_with("parse error: the line is not UTF-8"), "{}", out[1]);
+        assert_eq!(out[2]["id"], 1);
+        assert!(out[2]["result"]["protocolVersion"].is_string(), "{}", out[2]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn shutdown_ends_serve_and_nothing_is_served_after_it() {
+        let host = testing::host(&[], ServerOptions::default()).await;
+        let (reader, mut writer) = io::pipe().unwrap();
+        let out = Shared::default();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let served = tokio::spawn(serve(host.clone(), reader, out.clone(), async move {
+            let _ = stopped.await;
+        }));
+        writer.write_all(format!("{}\n", initialize()).as_bytes()).unwrap();
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        while out.lines().is_empty() {
+            assert!(tokio::time::Instant::now() < deadline, "no answer to initialize");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        stop.send(()).unwrap();
+        tokio::time::timeout(PATIENCE, served).await.expect("shutdown ends serve").unwrap().unwrap();
+        // The reading thread is still blocked in its read; its next line finds no session.
+        writer.write_all(format!("{}\n", request(2, "ping", json!({}))).as_bytes()).unwrap();
+        drop(writer);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(out.lines().len(), 1, "nothing is answered after shutdown: {:?}", out.lines());
+        assert_eq!(host.sessions.broadcast(&json!({})), 0, "the session left the host");
+    }
+}
