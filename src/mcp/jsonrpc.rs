@@ -3,17 +3,24 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
+/// The message is not JSON (or, over stdio, not UTF-8).
 pub const PARSE_ERROR: i32 = -32700;
+/// The JSON is not a JSON-RPC message corral accepts, or not now (before `initialize`).
 pub const INVALID_REQUEST: i32 = -32600;
+/// No such method (or a tool called the way its task policy forbids).
 pub const METHOD_NOT_FOUND: i32 = -32601;
+/// The method exists but its params do not fit.
 pub const INVALID_PARAMS: i32 = -32602;
+/// Something failed on corral's side.
 pub const INTERNAL_ERROR: i32 = -32603;
 
 /// A request id. MCP allows strings and integers; `null` is not an id.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(untagged)]
 pub enum RequestId {
+    /// An integer id (`0` included).
     Int(i64),
+    /// A string id.
     Str(String),
 }
 
@@ -50,28 +57,37 @@ impl std::fmt::Display for RequestId {
 /// An error answer: a JSON-RPC code, a message that names the problem, optional data.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RpcError {
+    /// The JSON-RPC code (the constants above, or MCP's and corral's own).
     pub code: i32,
+    /// What is wrong, in words a person can act on: tests and clients read it.
     pub message: String,
+    /// Structured detail (a failure's `kind`, schema violations...).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
 }
 
 impl RpcError {
+    /// An error with `code` and `message` and no data.
     pub fn new(code: i32, message: impl Into<String>) -> RpcError {
         RpcError { code, message: message.into(), data: None }
     }
+    /// [`INVALID_PARAMS`] with `message`.
     pub fn invalid_params(message: impl Into<String>) -> RpcError {
         RpcError::new(INVALID_PARAMS, message)
     }
+    /// [`METHOD_NOT_FOUND`] with `message`.
     pub fn method_not_found(message: impl Into<String>) -> RpcError {
         RpcError::new(METHOD_NOT_FOUND, message)
     }
+    /// [`INVALID_REQUEST`] with `message`.
     pub fn invalid_request(message: impl Into<String>) -> RpcError {
         RpcError::new(INVALID_REQUEST, message)
     }
+    /// [`INTERNAL_ERROR`] with `message`.
     pub fn internal(message: impl Into<String>) -> RpcError {
         RpcError::new(INTERNAL_ERROR, message)
     }
+    /// The same error with `data`.
     pub fn with_data(mut self, data: Value) -> RpcError {
         self.data = Some(data);
         self
@@ -81,19 +97,29 @@ impl RpcError {
 /// One message received from a client.
 #[derive(Debug)]
 pub enum Incoming {
+    /// A request, to be answered under `id`. The method stays a string here: a name corral
+    /// does not serve is the session's to refuse, with the id to refuse it under.
     Request {
+        /// What the answer is sent under.
         id: RequestId,
+        /// The method's name; [`super::Method`] parses it.
         method: String,
+        /// The params object (`{}` when absent or `null`).
         params: Map<String, Value>,
     },
+    /// A notification: never answered.
     Notification {
+        /// The notification's name.
         method: String,
+        /// The params object (`{}` when absent or `null`).
         params: Map<String, Value>,
     },
     /// A response to a request the server sent (`elicitation/create`, `sampling/createMessage`):
     /// its id (absent when the client could not read ours) and the result or the error.
     Response {
+        /// The id of the request it answers, when the client could read it.
         id: Option<RequestId>,
+        /// The client's result, or its error.
         outcome: Result<Value, RpcError>,
     },
 }
@@ -101,7 +127,9 @@ pub enum Incoming {
 /// A message that could not be accepted, and the id to answer it under when one was readable.
 #[derive(Debug)]
 pub struct Rejected {
+    /// The message's id, when it had a usable one.
     pub id: Option<RequestId>,
+    /// Why it was refused.
     pub error: RpcError,
 }
 
@@ -158,14 +186,17 @@ fn classify(value: Value) -> Result<Incoming, Rejected> {
     })
 }
 
+/// The answer to request `id`: `result`.
 pub fn result_message(id: &RequestId, result: Value) -> Value {
     json!({ "jsonrpc": "2.0", "id": id, "result": result })
 }
 
+/// The error answer to request `id` (`null` when the id could not be read).
 pub fn error_message(id: Option<&RequestId>, error: &RpcError) -> Value {
     json!({ "jsonrpc": "2.0", "id": id, "error": error })
 }
 
+/// A notification from corral to the client.
 pub fn notification(method: &str, params: Value) -> Value {
     json!({ "jsonrpc": "2.0", "method": method, "params": params })
 }

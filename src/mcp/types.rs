@@ -5,6 +5,7 @@ use serde_json::{Map, Value};
 
 /// The newest protocol version corral speaks, answered to clients asking for one it does not know.
 pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
+/// The protocol versions corral speaks, newest first.
 pub const SUPPORTED_PROTOCOL_VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
 
 /// Picks the version to answer `initialize` with: the client's when supported, else the latest.
@@ -16,24 +17,35 @@ pub fn negotiate_version(requested: &str) -> &'static str {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LogLevel {
+    /// `debug`
     Debug,
+    /// `info`
     Info,
+    /// `notice`
     Notice,
+    /// `warning`
     Warning,
+    /// `error`
     Error,
+    /// `critical`
     Critical,
+    /// `alert`
     Alert,
+    /// `emergency`
     Emergency,
 }
 
 impl LogLevel {
+    /// Every level, least severe first.
     pub const ALL: [LogLevel; 8] =
         [LogLevel::Debug, LogLevel::Info, LogLevel::Notice, LogLevel::Warning, LogLevel::Error, LogLevel::Critical, LogLevel::Alert, LogLevel::Emergency];
 
+    /// The level named `name` on the wire.
     pub fn parse(name: &str) -> Option<LogLevel> {
         LogLevel::ALL.into_iter().find(|l| l.as_str() == name)
     }
 
+    /// The level's name on the wire.
     pub fn as_str(self) -> &'static str {
         match self {
             LogLevel::Debug => "debug",
@@ -48,15 +60,20 @@ impl LogLevel {
     }
 }
 
+/// A tool's `execution.taskSupport`: whether it may, or must, be called as a task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TaskSupport {
+    /// Called directly only.
     Forbidden,
+    /// Either way.
     Optional,
+    /// As a task only.
     Required,
 }
 
 impl TaskSupport {
+    /// The policy's name on the wire.
     pub fn as_str(self) -> &'static str {
         match self {
             TaskSupport::Forbidden => "forbidden",
@@ -66,22 +83,29 @@ impl TaskSupport {
     }
 }
 
+/// What a tool says about itself (hints: clients must not rely on them for safety).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolAnnotations {
+    /// A display name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// It changes nothing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub read_only_hint: Option<bool>,
+    /// It may destroy something.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub destructive_hint: Option<bool>,
+    /// Calling it twice with the same arguments does no more than once.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idempotent_hint: Option<bool>,
+    /// It reaches outside the host (the network).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub open_world_hint: Option<bool>,
 }
 
 impl ToolAnnotations {
+    /// No hint given: the field is left out of `tools/list`.
     pub fn is_empty(&self) -> bool {
         *self == ToolAnnotations::default()
     }
@@ -89,7 +113,9 @@ impl ToolAnnotations {
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
+/// A tool's `execution`.
 pub struct ToolExecution {
+    /// Whether it may, or must, be called as a task.
     pub task_support: TaskSupport,
 }
 
@@ -97,15 +123,22 @@ pub struct ToolExecution {
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Tool {
+    /// What `tools/call` names it by.
     pub name: String,
+    /// A display name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// What it does, for the model.
     pub description: String,
+    /// The JSON Schema its arguments must match.
     pub input_schema: Value,
+    /// The JSON Schema its structured output matches, if it declares one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
+    /// Its hints.
     #[serde(skip_serializing_if = "ToolAnnotations::is_empty")]
     pub annotations: ToolAnnotations,
+    /// How it may be called.
     pub execution: ToolExecution,
 }
 
@@ -113,37 +146,56 @@ pub struct Tool {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentBlock {
+    /// Text.
     Text {
+        /// The text.
         text: String,
     },
+    /// An image.
     Image {
+        /// Base64 of the bytes.
         data: String,
+        /// Its media type.
         #[serde(rename = "mimeType")]
         mime_type: String,
     },
+    /// Audio.
     Audio {
+        /// Base64 of the bytes.
         data: String,
+        /// Its media type.
         #[serde(rename = "mimeType")]
         mime_type: String,
     },
+    /// A link to a resource the client may read.
     ResourceLink {
+        /// The resource's URI.
         uri: String,
+        /// Its name.
         name: String,
+        /// What it is.
         #[serde(skip_serializing_if = "Option::is_none")]
         description: Option<String>,
+        /// Its media type.
         #[serde(rename = "mimeType", skip_serializing_if = "Option::is_none")]
         mime_type: Option<String>,
     },
+    /// A resource embedded in the result.
     Resource {
+        /// Its contents.
         resource: ResourceContents,
     },
 }
 
+/// An embedded resource's contents: text or a blob.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ResourceContents {
+    /// The resource's URI.
     pub uri: String,
+    /// Its media type.
     #[serde(rename = "mimeType", skip_serializing_if = "Option::is_none")]
     pub mime_type: Option<String>,
+    /// The text, for a text resource.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
     /// Base64 of the bytes.
@@ -155,16 +207,21 @@ pub struct ResourceContents {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallToolResult {
+    /// What the tool returned, as content blocks.
     pub content: Vec<ContentBlock>,
+    /// Its structured output, checked against its output schema.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub structured_content: Option<Value>,
+    /// The call failed (a tool error, or a limit corral enforced); left out when false.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
+    /// corral's detail (`corral/error`, `corral/denied`).
     #[serde(rename = "_meta", skip_serializing_if = "Map::is_empty")]
     pub meta: Map<String, Value>,
 }
 
 impl CallToolResult {
+    /// An `isError` result with one text block.
     pub fn error_text(text: impl Into<String>) -> CallToolResult {
         CallToolResult { content: vec![ContentBlock::Text { text: text.into() }], structured_content: None, is_error: true, meta: Map::new() }
     }

@@ -35,6 +35,8 @@ pub use tools::{call_tool_once, list_entry, Cancelled};
 
 /// Where a session's outbound messages go (a stdout writer, an HTTP stream...).
 pub trait Outlet: Send + Sync + 'static {
+    /// Delivers one whole message (a line on stdout, an event on an HTTP stream); never
+    /// blocks on the client.
     fn send(&self, message: Value);
 
     /// False once nothing sent here can arrive any more (an HTTP response the client stopped
@@ -62,11 +64,17 @@ impl Default for ServerOptions {
 
 /// What every session of one host shares.
 pub struct Host {
+    /// The plugins served now, swapped whole on a hot reload.
     pub registry: Arc<Registry>,
+    /// Runs plugin exports in fresh sandboxed instances.
     pub runtime: Arc<Runtime>,
+    /// Tasks: calls that outlive their request.
     pub engine: Engine,
+    /// Settings every session shares.
     pub options: ServerOptions,
+    /// Counters and timings for `/metrics`.
     pub metrics: Arc<Metrics>,
+    /// The live sessions, for what concerns all of them (`list_changed`, resource updates).
     pub sessions: Sessions,
 }
 

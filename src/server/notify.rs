@@ -65,13 +65,7 @@ impl CallNotifier {
 
 impl CallObserver for CallNotifier {
     fn log(&self, level: runtime::LogLevel, message: &str) {
-        let level = match level {
-            runtime::LogLevel::Debug => LogLevel::Debug,
-            runtime::LogLevel::Info => LogLevel::Info,
-            runtime::LogLevel::Notice => LogLevel::Notice,
-            runtime::LogLevel::Warning => LogLevel::Warning,
-            runtime::LogLevel::Error => LogLevel::Error,
-        };
+        let level = mcp_level(level);
         if self.levels.allows(level) {
             let params = json!({ "level": level, "logger": self.plugin, "data": message });
             self.outlet.send(notification("notifications/message", params));
@@ -94,6 +88,19 @@ impl CallObserver for CallNotifier {
     fn sample(&self, task: Option<&str>, request: SamplingRequest) -> ClientAnswer<SamplingResponse> {
         let task = task.map(str::to_owned);
         self.ask(move |peer, via| async move { super::ask::sample(&peer, &via, task.as_deref(), request).await })
+    }
+}
+
+/// The MCP level of a guest's log line. The runtime has the other mapping (the contract's
+/// WIT levels to [`runtime::LogLevel`]); the two cannot meet in one place because the runtime
+/// knows nothing of MCP.
+fn mcp_level(level: runtime::LogLevel) -> LogLevel {
+    match level {
+        runtime::LogLevel::Debug => LogLevel::Debug,
+        runtime::LogLevel::Info => LogLevel::Info,
+        runtime::LogLevel::Notice => LogLevel::Notice,
+        runtime::LogLevel::Warning => LogLevel::Warning,
+        runtime::LogLevel::Error => LogLevel::Error,
     }
 }
 

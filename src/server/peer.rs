@@ -73,8 +73,11 @@ pub struct Peer {
 struct State {
     pending: HashMap<RequestId, Pending>,
     /// `tasks/result` requests in flight, by task id, oldest first.
-    result_streams: HashMap<String, Vec<(u64, Arc<dyn Outlet>)>>,
+    result_streams: HashMap<String, Vec<Watcher>>,
 }
+
+/// A `tasks/result` stream: its registration token and where it goes.
+type Watcher = (u64, Arc<dyn Outlet>);
 
 struct Pending {
     answer: oneshot::Sender<Result<Value, RpcError>>,

@@ -23,6 +23,7 @@ pub(crate) trait Listener: Send + Sync {
     fn resource_updated(&self, uri: &str) -> bool;
 }
 
+/// The live sessions of a host, held weakly.
 #[derive(Default)]
 pub struct Sessions {
     next_id: AtomicU64,

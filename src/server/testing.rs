@@ -14,7 +14,7 @@ use crate::registry::{load_dir, LoadSettings, Registry};
 use crate::runtime::{EngineSettings, Runtime, RuntimeSettings};
 use crate::tasks::{Durability, Engine, EngineSettings as TaskSettings, Runners, SqliteStore};
 
-#[allow(dead_code)]
+#[allow(dead_code, clippy::wrong_self_convention)]
 #[path = "../../tests/common/fixture.rs"]
 pub mod fixture;
 
