@@ -240,13 +240,14 @@ impl Session {
 
     fn start_task_result(&self, id: RequestId, params: Map<String, Value>, reply: &Arc<dyn Outlet>) {
         let shared = self.shared.clone();
-        // While this waits, what the task asks of the client goes on this request's stream.
-        let watching = match Params::new(&params).get_str("taskId") {
-            Some(task) if shared.host.engine.get(&shared.owner, task).is_ok() => Some(shared.peer.watch_task(task, reply.clone())),
-            _ => None,
-        };
+        let stream = reply.clone();
         self.spawn_answer(id, reply, async move {
-            let _watching = watching;
+            // While this waits, what the task asks of the client goes on this request's stream.
+            // This runs in the first poll, on the receiving thread, before the wait begins.
+            let _watching = match Params::new(&params).get_str("taskId") {
+                Some(task) if shared.host.engine.get(&shared.owner, task).is_ok() => Some(shared.peer.watch_task(task, stream)),
+                _ => None,
+            };
             tasks::result(&shared.host, &shared.owner, &params).await
         });
     }

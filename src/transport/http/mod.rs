@@ -385,3 +385,64 @@ async fn reap_idle_sessions(app: std::sync::Weak<App>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::testing::{self, PATIENCE};
+    use crate::server::ServerOptions;
+
+    fn settings(addr: SocketAddr) -> HttpSettings {
+        HttpSettings {
+            addr,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            tokens: Vec::new(),
+            max_body: 1 << 20,
+            session_idle: Duration::from_secs(60),
+            event_buffer: 16,
+            max_sessions: 4,
+        }
+    }
+
+    /// POSTs `body` to `/mcp` on a blocking thread: (status, session id, body).
+    async fn post(url: String, body: &'static str) -> (u16, Option<String>, String) {
+        tokio::task::spawn_blocking(move || {
+            let agent = ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(PATIENCE)).build().new_agent();
+            let request = ureq::http::Request::builder()
+                .method("POST")
+                .uri(url)
+                .header("accept", "application/json, text/event-stream")
+                .header("content-type", "application/json")
+                .body(body.to_owned())
+                .unwrap();
+            let response = agent.run(request).expect("POST /mcp");
+            let session = response.headers().get(SESSION_HEADER).map(|v| v.to_str().unwrap().to_owned());
+            (response.status().as_u16(), session, response.into_body().read_to_string().unwrap())
+        })
+        .await
+        .unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn serves_on_a_listener_the_caller_bound_until_shutdown() {
+        let host = testing::host(&[], ServerOptions::default()).await;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let served = tokio::spawn(serve_on(host.clone(), listener, settings("127.0.0.1:0".parse().unwrap()), async move {
+            let _ = stopped.await;
+        }));
+        let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{}}}"#;
+        let (status, session, body) = post(url.clone(), init).await;
+        assert_eq!(status, 200, "{body}");
+        assert!(session.is_some(), "initialize mints a session");
+        assert!(body.contains("\"protocolVersion\""), "{body}");
+        let (status, _, body) = post(url, "{nope").await;
+        assert_eq!(status, 400, "{body}");
+        assert!(body.contains("-32700"), "{body}");
+        stop.send(()).unwrap();
+        tokio::time::timeout(PATIENCE, served).await.expect("shutdown ends serve").unwrap().unwrap();
+        assert_eq!(host.sessions.broadcast(&json!({})), 0, "the HTTP session ended with serve");
+    }
+}
