@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use super::Session;
 use crate::mcp::jsonrpc::{self, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND};
 use crate::mcp::{Incoming, Rejected};
-use crate::server::testing::fixture::{Fixture, ToolDef};
+use crate::server::testing::fixture::{Fixture, TaskSupport, ToolDef};
 use crate::server::testing::{self, Collect, PATIENCE};
 use crate::server::{Outlet, ServerOptions};
 
@@ -25,7 +25,11 @@ struct Client {
 impl Client {
     /// A session on a host whose one plugin has the tools `echo`, `spin` and `zeta`.
     async fn new(page_size: usize) -> Client {
-        let plugin = Fixture::new().tool(ToolDef::new("echo")).tool(ToolDef::new("spin").body(SPIN)).tool(ToolDef::new("zeta")).build();
+        let plugin = Fixture::new()
+            .tool(ToolDef::new("echo").task_support(TaskSupport::Optional))
+            .tool(ToolDef::new("spin").body(SPIN))
+            .tool(ToolDef::new("zeta"))
+            .build();
         let host = testing::host(&[("fixture", plugin)], ServerOptions { page_size, list_changed: false }).await;
         let out = Arc::new(Collect::default());
         let session = Session::new(host, out.clone(), "test");
@@ -158,4 +162,22 @@ async fn tools_list_pages_with_a_cursor() {
     assert!(second.get("nextCursor").is_none(), "the last page has no cursor: {second}");
     let (code, message) = c.refused(3, "tools/list", json!({ "cursor": "nonsense" })).await;
     assert_eq!((code, message.as_str()), (INVALID_PARAMS as i64, "invalid cursor \"nonsense\": pass back a `nextCursor` from an earlier tools/list"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_augmented_call_answers_with_its_task_and_tasks_result_with_the_call() {
+    let c = Client::new(100).await;
+    c.initialize().await;
+    let created = c.ask(1, "tools/call", json!({ "name": "echo", "arguments": {}, "task": {} })).await;
+    let task = created["result"]["task"]["taskId"].as_str().unwrap_or_else(|| panic!("a task: {created}")).to_owned();
+    let result = c.ask(2, "tasks/result", json!({ "taskId": task })).await;
+    assert_eq!(result["result"]["content"][0]["text"], "echo ok", "{result}");
+    assert_eq!(result["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], task.as_str(), "{result}");
+    let got = c.ask(3, "tasks/get", json!({ "taskId": task })).await;
+    assert_eq!(got["result"]["status"], "completed", "{got}");
+    let (code, message) = c.refused(4, "tools/call", json!({ "name": "spin", "task": {} })).await;
+    assert_eq!(
+        (code, message.as_str()),
+        (METHOD_NOT_FOUND as i64, "tool `spin` cannot run as a task (its execution.taskSupport is \"forbidden\"): call it without `task`")
+    );
 }
