@@ -10,10 +10,10 @@ use super::notify::{CallNotifier, LevelFilter};
 use super::peer::{ClientCaps, Peer};
 use super::sessions::Listener;
 use super::{prompts, resources, tasks, tools, Host, Outlet};
+use crate::cancel::CancelHandle;
 use crate::mcp::jsonrpc::{self, error_message, result_message, Incoming};
 use crate::mcp::types::{negotiate_version, LogLevel};
 use crate::mcp::{RequestId, RpcError};
-use crate::cancel::CancelHandle;
 use crate::runtime::{CallContext, Failure};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -138,9 +138,7 @@ impl Session {
             ("tools/list", _) => tools::list(&shared.host, &params),
             ("logging/setLevel", _) => self.set_level(&params),
             ("tools/call", _) => return self.start_call(id, params, reply),
-            ("tasks/get", _) => tasks::get(&shared.host, &shared.owner, &params),
-            ("tasks/list", _) => tasks::list(&shared.host, &shared.owner, &params),
-            ("tasks/cancel", _) => tasks::cancel(&shared.host, &shared.owner, &params),
+            ("tasks/get", _) | ("tasks/list", _) | ("tasks/cancel", _) => return self.start_task_method(id, method, params, reply),
             ("tasks/result", _) => return self.start_task_result(id, params, reply),
             ("resources/list", _) => resources::list(&shared.host, &params),
             ("resources/templates/list", _) => resources::list_templates(&shared.host, &params),
@@ -231,8 +229,12 @@ impl Session {
             // A task outlives this request: its notifications go to the session's outlet.
             let notifier = CallNotifier::new(shared.outlet.clone(), shared.levels.clone(), &call.entry.plugin.name, call.progress_token.clone())
                 .asking(shared.peer.clone());
-            let answer = tasks::create(&shared.host, &shared.owner, call, task, &params, shared.outlet.clone(), Arc::new(notifier));
-            return self.reply(reply, &id, answer);
+            let (task, shared) = (task.clone(), shared.clone());
+            let observer: Arc<dyn crate::runtime::CallObserver> = Arc::new(notifier);
+            // Not cancellable: once admitted, the task exists whether or not the client waits.
+            return self.answer_later(id, reply, async move {
+                tasks::create(&shared.host, &shared.owner, call, &task, &params, shared.outlet.clone(), observer).await
+            });
         }
         let notifier = Arc::new(self.notifier(reply, &call.entry.plugin.name, call.progress_token.clone()));
         let limits = call.entry.plugin.limits.clone();
@@ -252,7 +254,7 @@ impl Session {
         let shared = self.shared.clone();
         // While this waits, what the task asks of the client goes on this request's stream.
         let watching = match params.get("taskId") {
-            Some(Value::String(task)) if shared.host.engine.get(&shared.owner, task).is_ok() => Some(shared.peer.watch_task(task, reply.clone())),
+            Some(Value::String(task)) if shared.host.engine.runs(&shared.owner, task) => Some(shared.peer.watch_task(task, reply.clone())),
             _ => None,
         };
         self.spawn_request(id, reply, move |cancel| async move {
@@ -262,6 +264,34 @@ impl Session {
                 answer = tasks::result(&shared.host, &shared.owner, &params) => Some(answer),
             }
         });
+    }
+
+    /// `tasks/get`, `tasks/list` and `tasks/cancel`: quick, but they wait for the store, so
+    /// they answer from their own task instead of holding up the next message.
+    fn start_task_method(&self, id: RequestId, method: &str, params: Map<String, Value>, reply: &Arc<dyn Outlet>) {
+        let shared = self.shared.clone();
+        let method = method.to_owned();
+        self.answer_later(id, reply, async move {
+            match method.as_str() {
+                "tasks/get" => tasks::get(&shared.host, &shared.owner, &params).await,
+                "tasks/list" => tasks::list(&shared.host, &shared.owner, &params).await,
+                _ => tasks::cancel(&shared.host, &shared.owner, &params).await,
+            }
+        });
+    }
+
+    /// Answers `id` with what `answer` comes to, without holding up the next message. Tracked
+    /// with the session's calls (so `drained` waits for it), but not cancellable.
+    fn answer_later(&self, id: RequestId, reply: &Arc<dyn Outlet>, answer: impl std::future::Future<Output = Result<Value, RpcError>> + Send + 'static) {
+        let reply = reply.clone();
+        let request = self.shared.calls.track_future(async move {
+            let message = match answer.await {
+                Ok(result) => result_message(&id, result),
+                Err(error) => error_message(Some(&id), &error),
+            };
+            reply.send(message);
+        });
+        run_inline_then_spawn(request, &self.shared.runtime);
     }
 
     /// A call's observer: its notifications go to `reply`, and it may ask the client.

@@ -105,8 +105,17 @@ pub fn admit(host: &Host, params: &Map<String, Value>, enforce_policy: bool) -> 
 /// Runs an admitted call to its result. Validation failures and limits become `isError`
 /// results; `Err(Failure::Cancelled)` means the caller cancelled and wants no answer.
 pub async fn run(runtime: &Runtime, metrics: &Metrics, call: &AdmittedCall, ctx: CallContext) -> Result<CallToolResult, Failure> {
+    run_counted(runtime, metrics, call, ctx, true).await
+}
+
+/// Like [`run`], for arguments already validated (a task's, checked at admission).
+pub async fn run_validated(runtime: &Runtime, metrics: &Metrics, call: &AdmittedCall, ctx: CallContext) -> Result<CallToolResult, Failure> {
+    run_counted(runtime, metrics, call, ctx, false).await
+}
+
+async fn run_counted(runtime: &Runtime, metrics: &Metrics, call: &AdmittedCall, ctx: CallContext, validate: bool) -> Result<CallToolResult, Failure> {
     let started = std::time::Instant::now();
-    let outcome = run_checked(runtime, call, ctx).await;
+    let outcome = run_checked(runtime, call, ctx, validate).await;
     let label = match &outcome {
         Ok(result) => match result.meta.get("corral/error").and_then(|e| e.get("kind")).and_then(Value::as_str) {
             Some(kind) => kind.to_owned(),
@@ -119,11 +128,13 @@ pub async fn run(runtime: &Runtime, metrics: &Metrics, call: &AdmittedCall, ctx:
     outcome
 }
 
-async fn run_checked(runtime: &Runtime, call: &AdmittedCall, ctx: CallContext) -> Result<CallToolResult, Failure> {
+async fn run_checked(runtime: &Runtime, call: &AdmittedCall, ctx: CallContext, validate: bool) -> Result<CallToolResult, Failure> {
     let entry = &call.entry;
-    let problems = violations(&entry.input_validator, &call.arguments);
-    if !problems.is_empty() {
-        return Ok(invalid_arguments_result(&entry.name, &problems));
+    if validate {
+        let problems = violations(&entry.input_validator, &call.arguments);
+        if !problems.is_empty() {
+            return Ok(invalid_arguments_result(&entry.name, &problems));
+        }
     }
     let _permit = tokio::select! {
         biased;
