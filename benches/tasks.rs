@@ -15,9 +15,10 @@ use std::time::{Duration, Instant};
 use corral::config::Limits;
 use corral::registry::{load_dir, LoadSettings, Registry};
 use corral::runtime::{Runtime, RuntimeSettings};
-use corral::server::ToolExecutor;
-use corral::tasks::{Admission, Durability, Engine, EngineSettings, Runners, SqliteStore};
+use corral::server::ToolRunner;
+use corral::tasks::{Admission, Durability, Engine, Runners, SqliteStore, TaskSettings};
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 fn main() {
     let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
@@ -47,7 +48,7 @@ struct Setup {
 }
 
 /// An engine on a fresh database file, serving `ticker` and a spinning fixture.
-async fn setup(settings: EngineSettings) -> Setup {
+async fn setup(settings: TaskSettings) -> Setup {
     let plugins = tempfile::tempdir().unwrap();
     let dist = example_dist();
     std::fs::copy(dist.join("ticker.wasm"), plugins.path().join("ticker.wasm")).unwrap();
@@ -60,8 +61,8 @@ async fn setup(settings: EngineSettings) -> Setup {
     let db = tempfile::tempdir().unwrap();
     let path = db.path().join("tasks.db");
     let store = Arc::new(SqliteStore::open(&path, Durability::Process).unwrap());
-    let executor = Arc::new(ToolExecutor { registry, runtime: runtime.clone(), metrics: Default::default() });
-    let engine = Engine::start(store, Runners::register(&path).unwrap(), settings, executor, runtime.waker()).unwrap();
+    let runner = Arc::new(ToolRunner { registry, runtime: runtime.clone(), metrics: Default::default() });
+    let engine = Engine::start(store, Runners::register(&path).unwrap(), settings, runner, runtime.waker(), CancellationToken::new()).await.unwrap();
     Setup { engine, runtime, _plugins: plugins, _db: db }
 }
 
@@ -73,7 +74,7 @@ fn tick(owner: &str) -> Admission {
         requested_ttl_ms: None,
         progress_token: None,
         idempotency_key: None,
-        observer: None,
+        requestor: None,
         events: None,
     }
 }
@@ -86,12 +87,12 @@ async fn wait_idle(engine: &Engine) {
 
 /// One client admitting tasks back to back: each admission is a durable insert.
 async fn admission_latency() {
-    let s = setup(EngineSettings { max_queued: 100_000, ..EngineSettings::default() }).await;
+    let s = setup(TaskSettings { max_queued: 100_000, ..TaskSettings::default() }).await;
     let n = 5_000;
     let mut samples = Vec::with_capacity(n);
     for _ in 0..n {
         let start = Instant::now();
-        s.engine.admit(tick("bench")).unwrap();
+        s.engine.admit(tick("bench")).await.unwrap();
         samples.push(start.elapsed());
     }
     report("admission latency, one client (durable insert + enqueue)", &mut samples);
@@ -100,19 +101,19 @@ async fn admission_latency() {
 
 /// Several clients admitting at once; group commit lets them share commits.
 async fn admission_throughput() {
-    let s = Arc::new(setup(EngineSettings { max_queued: 1_000_000, ..EngineSettings::default() }).await);
+    let s = Arc::new(setup(TaskSettings { max_queued: 1_000_000, ..TaskSettings::default() }).await);
     for clients in [1usize, 4, 16] {
         let duration = Duration::from_secs(3);
         let start = Instant::now();
-        let mut threads = Vec::new();
+        let mut clients_done = Vec::new();
         for c in 0..clients {
             let s = s.clone();
-            threads.push(std::thread::spawn(move || {
+            clients_done.push(tokio::spawn(async move {
                 let mut count = 0u64;
                 let mut samples = Vec::new();
                 while start.elapsed() < duration {
                     let t = Instant::now();
-                    s.engine.admit(tick(&format!("client-{c}"))).unwrap();
+                    s.engine.admit(tick(&format!("client-{c}"))).await.unwrap();
                     samples.push(t.elapsed());
                     count += 1;
                 }
@@ -121,8 +122,8 @@ async fn admission_throughput() {
         }
         let mut total = 0;
         let mut all = Vec::new();
-        for t in threads {
-            let (count, samples) = t.join().unwrap();
+        for client in clients_done {
+            let (count, samples) = client.await.unwrap();
             total += count;
             all.extend(samples);
         }
@@ -136,10 +137,10 @@ async fn admission_throughput() {
 /// Resident memory after 10 000 tasks have finished and are kept for their TTL.
 async fn memory_with_finished_tasks() {
     let before = rss_kib();
-    let s = setup(EngineSettings { max_queued: 100_000, ..EngineSettings::default() }).await;
+    let s = setup(TaskSettings { max_queued: 100_000, ..TaskSettings::default() }).await;
     let loaded = rss_kib();
     for _ in 0..10_000 {
-        s.engine.admit(tick("bench")).unwrap();
+        s.engine.admit(tick("bench")).await.unwrap();
     }
     wait_idle(&s.engine).await;
     let after = rss_kib();
@@ -149,13 +150,13 @@ async fn memory_with_finished_tasks() {
 /// `tasks/cancel` of a spinning guest: from the call until the guest is no longer running
 /// (watched from another thread), and until `cancel` returns (it also commits `cancelled`).
 async fn cancel_latency() {
-    let s = setup(EngineSettings { max_running: 1, ..EngineSettings::default() }).await;
+    let s = setup(TaskSettings { max_running: 1, ..TaskSettings::default() }).await;
     let (mut stopped, mut replied) = (Vec::new(), Vec::new());
     for _ in 0..300 {
         let mut spin = tick("bench");
         spin.tool = "spin".into();
         spin.arguments = json!({});
-        let task = s.engine.admit(spin).unwrap();
+        let task = s.engine.admit(spin).await.unwrap();
         while s.runtime.active_calls() == 0 {
             tokio::time::sleep(Duration::from_micros(200)).await;
         }
@@ -169,7 +170,7 @@ async fn cancel_latency() {
             }
             start.elapsed()
         });
-        s.engine.cancel("bench", &task.id).unwrap();
+        s.engine.cancel("bench", &task.id).await.unwrap();
         replied.push(start.elapsed());
         stopped.push(watcher.join().unwrap());
         while s.engine.counts().running > 0 {

@@ -10,9 +10,10 @@ use clap::{Args, Parser, Subcommand};
 use corral::config::{self, Limits};
 use corral::registry::{load_dir, Catalog, LoadSettings, Registry, Watcher};
 use corral::runtime::{CacheOutcome, CallContext, EngineSettings, Runtime, RuntimeSettings, Silent};
-use corral::server::{self, Host, ServerOptions, ToolExecutor};
-use corral::tasks::{Durability, Engine, EngineSettings as TaskSettings, Runners, SqliteStore};
+use corral::server::{self, Host, ServerOptions, ToolRunner};
+use corral::tasks::{Durability, Engine, Runners, SqliteStore, TaskSettings};
 use corral::transport;
+use tokio_util::sync::CancellationToken;
 
 #[derive(Parser)]
 #[command(name = "corral", version, about = "Serve WebAssembly component plugins as MCP tools, sandboxed and time-limited.")]
@@ -306,10 +307,12 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
                 true => Some(corral::registry::watch(&args.host.plugins, host.registry.clone(), host.runtime.clone(), load)?),
                 false => None,
             };
+            let serving = host.clone();
             match args.http.http {
-                Some(addr) => transport::http::serve(host, args.http.settings(addr)?, transport::shutdown_signal()).await?,
-                None => transport::stdio::serve(host, std::io::stdin(), std::io::stdout(), transport::shutdown_signal()).await?,
+                Some(addr) => transport::http::serve(serving, args.http.settings(addr)?, transport::shutdown_signal()).await?,
+                None => transport::stdio::serve(serving, std::io::stdin(), std::io::stdout(), transport::shutdown_signal()).await?,
             }
+            host.engine.shutdown().await;
             Ok(ExitCode::SUCCESS)
         }
         Command::Tools(args) => {
@@ -411,9 +414,10 @@ async fn build_host(
             .map_err(|e| anyhow::anyhow!("{e:#} (choose another file with --db PATH, or --db :memory: to keep tasks in memory)"))?,
     );
     let metrics = Arc::new(server::Metrics::default());
-    let executor = Arc::new(ToolExecutor { registry: registry.clone(), runtime: runtime.clone(), metrics: metrics.clone() });
+    let runner = Arc::new(ToolRunner { registry: registry.clone(), runtime: runtime.clone(), metrics: metrics.clone() });
     let runners = Runners::register(db).map_err(|e| anyhow::anyhow!("task store {}: cannot register this host: {e}", db.display()))?;
-    let engine = Engine::start(store, runners, tasks, executor, runtime.waker())?;
+    // Stopped by `Engine::shutdown` once the transport has returned (or when the host is dropped).
+    let engine = Engine::start(store, runners, tasks, runner, runtime.waker(), CancellationToken::new()).await?;
     Ok((Arc::new(Host { registry, runtime, engine, options, metrics, sessions: Default::default() }), load))
 }
 

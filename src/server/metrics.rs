@@ -30,6 +30,7 @@ struct StatusLabel {
     status: String,
 }
 
+/// The host's Prometheus registry and the metrics in it.
 pub struct Metrics {
     registry: Registry,
     calls: Family<CallLabels, Counter>,
@@ -62,12 +63,13 @@ impl Metrics {
         self.latency.get_or_create(&ToolLabel { tool: tool.to_owned() }).observe(took.as_secs_f64());
     }
 
-    /// The exposition text, with task figures read now.
-    pub fn render(&self, engine: &Engine) -> String {
+    /// The exposition text, with task figures read now (the counts by status from the store,
+    /// asynchronously: a scrape never holds the thread that serves clients).
+    pub async fn render(&self, engine: &Engine) -> String {
         let counts = engine.counts();
         self.queued.set(counts.queued as i64);
         self.running.set(counts.running as i64);
-        if let Ok(by_status) = engine.count_by_status() {
+        if let Ok(by_status) = engine.count_by_status().await {
             for status in crate::tasks::TaskStatus::ALL {
                 let n = by_status.iter().find(|(s, _)| *s == status).map_or(0, |(_, n)| *n);
                 self.tasks.get_or_create(&StatusLabel { status: status.as_str().to_owned() }).set(n as i64);

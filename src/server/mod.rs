@@ -14,6 +14,7 @@ mod resources;
 mod results;
 mod session;
 mod sessions;
+mod task_observer;
 mod tasks;
 #[cfg(test)]
 pub(crate) mod testing;
@@ -30,7 +31,7 @@ use crate::tasks::Engine;
 pub use metrics::Metrics;
 pub use session::Session;
 pub use sessions::{announce_changes, Sessions};
-pub use tasks::ToolExecutor;
+pub use tasks::ToolRunner;
 pub use tools::{call_tool_once, list_entry, Cancelled};
 
 /// Where a session's outbound messages go (a stdout writer, an HTTP stream...).

@@ -129,20 +129,21 @@ impl Session {
             Method::PromptsGet => return self.start_prompt(id, params, reply),
             Method::CompletionComplete => return self.start_completion(id, params, reply),
             Method::TasksResult => return self.start_task_result(id, params, reply),
-            // The task engine's entry points take the async path, so that an engine that waits
-            // on its store does not hold this thread; the first poll still runs here, so the
-            // answer of one that does not wait leaves in order.
+            // The task engine's entry points wait for the store, so they answer from their own
+            // future instead of holding this thread; the first poll still runs here, so an answer
+            // that does not wait leaves in order. Not cancellable: they are quick, and a cancel
+            // that reaches the store must not be dropped half-way.
             Method::TasksGet => {
                 let (host, owner) = self.host_and_owner();
-                return self.spawn_answer(id, reply, async move { tasks::get(&host, &owner, &params) });
+                return self.answer_later(id, reply, async move { tasks::get(&host, &owner, &params).await });
             }
             Method::TasksList => {
                 let (host, owner) = self.host_and_owner();
-                return self.spawn_answer(id, reply, async move { tasks::list(&host, &owner, &params) });
+                return self.answer_later(id, reply, async move { tasks::list(&host, &owner, &params).await });
             }
             Method::TasksCancel => {
                 let (host, owner) = self.host_and_owner();
-                return self.spawn_answer(id, reply, async move { tasks::cancel(&host, &owner, &params) });
+                return self.answer_later(id, reply, async move { tasks::cancel(&host, &owner, &params).await });
             }
         };
         self.reply(reply, &id, answer);
@@ -223,9 +224,10 @@ impl Session {
             // A task outlives this request: its notifications go to the session's outlet.
             let notifier = Arc::new(shared.notifier(&shared.outlet, &call.entry.plugin, call.progress_token.clone()));
             let (host, owner, outlet) = (shared.host.clone(), shared.owner.clone(), shared.outlet.clone());
-            return self.spawn_answer(id, reply, async move {
+            // Not cancellable: once admitted, the task exists whether or not the client waits.
+            return self.answer_later(id, reply, async move {
                 let task = params.get("task").cloned().unwrap_or_default();
-                tasks::create(&host, &owner, call, &task, &params, outlet, notifier)
+                tasks::create(&host, &owner, call, &task, &params, outlet, notifier).await
             });
         }
         let notifier = Arc::new(shared.notifier(reply, &call.entry.plugin, call.progress_token.clone()));
@@ -245,11 +247,25 @@ impl Session {
             // While this waits, what the task asks of the client goes on this request's stream.
             // This runs in the first poll, on the receiving thread, before the wait begins.
             let _watching = match Params::new(&params).get_str("taskId") {
-                Some(task) if shared.host.engine.get(&shared.owner, task).is_ok() => Some(shared.peer.watch_task(task, stream)),
+                Some(task) if shared.host.engine.runs(&shared.owner, task) => Some(shared.peer.watch_task(task, stream)),
                 _ => None,
             };
             tasks::result(&shared.host, &shared.owner, &params).await
         });
+    }
+
+    /// Answers `id` with what `answer` comes to, without holding up the next message. Tracked
+    /// with the session's calls (so `drained` waits for it), but not cancellable.
+    fn answer_later(&self, id: RequestId, reply: &Arc<dyn Outlet>, answer: impl std::future::Future<Output = Result<Value, RpcError>> + Send + 'static) {
+        let reply = reply.clone();
+        let request = self.shared.calls.track_future(async move {
+            let message = match answer.await {
+                Ok(result) => result_message(&id, result),
+                Err(error) => error_message(Some(&id), &error),
+            };
+            reply.send(message);
+        });
+        run_inline_then_spawn(request, &self.shared.runtime);
     }
 
     fn start_read(&self, id: RequestId, params: Map<String, Value>, reply: &Arc<dyn Outlet>) {

@@ -1,6 +1,10 @@
 //! The MCP tasks utility (2025-11-25): task-augmented `tools/call`, `tasks/get`, `tasks/result`,
-//! `tasks/list`, `tasks/cancel`, and the executor that runs a task's tool call.
+//! `tasks/list`, `tasks/cancel`, and the [`ToolRunner`] that runs a task's tool call.
+//!
+//! The engine stores what the runner returns without looking inside, and records cancellation
+//! and interruption as outcome kinds of its own; [`result`] renders those as MCP results.
 
+use std::any::Any;
 use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -10,15 +14,17 @@ use futures_util::future::BoxFuture;
 use serde_json::{json, Map, Value};
 
 use super::results::{error_result, failure_result, violations_json, violations_summary};
+use super::task_observer::TaskObserver;
 use super::tools::{self, AdmittedCall};
 use super::{Host, Outlet};
-use crate::cancel::CancelHandle;
 use crate::mcp::jsonrpc::notification;
+use crate::mcp::types::CallToolResult;
 use crate::mcp::RpcError;
 use crate::registry::{violations, Registry};
 use crate::runtime::{CallContext, CallObserver, Failure, Runtime, TaskSupport};
-use crate::tasks::{Admission, EngineError, Executor, Finished, Outcome, Task, TaskEvents, TaskStatus};
+use crate::tasks::{Admission, EngineError, Finished, Outcome, Task, TaskControl, TaskEvents, TaskRunner, TaskStatus};
 
+/// The `_meta` key that ties a message to its task.
 pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 const IDEMPOTENCY_KEY: &str = "corral/idempotency-key";
 /// JSON-RPC code for "the host cannot take more work now" (implementation-defined range).
@@ -56,6 +62,7 @@ fn engine_error(e: EngineError) -> RpcError {
         EngineError::OwnerLimit { active, limit } => {
             RpcError::new(OVERLOADED, e.to_string()).with_data(json!({ "kind": "overloaded", "scope": "owner", "active": active, "limit": limit }))
         }
+        EngineError::ShuttingDown => RpcError::new(OVERLOADED, e.to_string()).with_data(json!({ "kind": "shutting-down" })),
         EngineError::Store(s) => RpcError::internal(s.to_string()),
     }
 }
@@ -68,8 +75,9 @@ fn task_id(params: &Map<String, Value>) -> Result<&str, RpcError> {
     }
 }
 
-/// Admits a task-augmented `tools/call` and answers `CreateTaskResult`.
-pub fn create(
+/// Admits a task-augmented `tools/call` and answers `CreateTaskResult`. The arguments are
+/// validated here, once: the runner does not check them again.
+pub async fn create(
     host: &Host,
     owner: &str,
     call: AdmittedCall,
@@ -107,22 +115,25 @@ pub fn create(
         requested_ttl_ms,
         progress_token: call.progress_token,
         idempotency_key,
-        observer: Some(observer),
+        requestor: Some(Arc::new(observer) as Arc<dyn Any + Send + Sync>),
         events: Some(Arc::new(StatusNotifier { outlet })),
     };
-    let task = host.engine.admit(admission).map_err(engine_error)?;
+    let task = host.engine.admit(admission).await.map_err(engine_error)?;
     Ok(json!({ "task": task_json(&task) }))
 }
 
-pub fn get(host: &Host, owner: &str, params: &Map<String, Value>) -> Result<Value, RpcError> {
-    host.engine.get(owner, task_id(params)?).map(|t| task_json(&t)).map_err(engine_error)
+/// `tasks/get`: the task as it is now.
+pub async fn get(host: &Host, owner: &str, params: &Map<String, Value>) -> Result<Value, RpcError> {
+    host.engine.get(owner, task_id(params)?).await.map(|t| task_json(&t)).map_err(engine_error)
 }
 
-pub fn cancel(host: &Host, owner: &str, params: &Map<String, Value>) -> Result<Value, RpcError> {
-    host.engine.cancel(owner, task_id(params)?).map(|t| task_json(&t)).map_err(engine_error)
+/// `tasks/cancel`: the task, cancelled.
+pub async fn cancel(host: &Host, owner: &str, params: &Map<String, Value>) -> Result<Value, RpcError> {
+    host.engine.cancel(owner, task_id(params)?).await.map(|t| task_json(&t)).map_err(engine_error)
 }
 
-pub fn list(host: &Host, owner: &str, params: &Map<String, Value>) -> Result<Value, RpcError> {
+/// `tasks/list`: the owner's tasks in creation order, a page at a time.
+pub async fn list(host: &Host, owner: &str, params: &Map<String, Value>) -> Result<Value, RpcError> {
     let after = match params.get("cursor") {
         None | Some(Value::Null) => 0,
         Some(Value::String(c)) => {
@@ -130,7 +141,7 @@ pub fn list(host: &Host, owner: &str, params: &Map<String, Value>) -> Result<Val
         }
         Some(_) => return Err(RpcError::invalid_params("`cursor` must be a string")),
     };
-    let mut tasks = host.engine.list(owner, after, LIST_PAGE + 1).map_err(engine_error)?;
+    let mut tasks = host.engine.list(owner, after, LIST_PAGE + 1).await.map_err(engine_error)?;
     let more = tasks.len() > LIST_PAGE;
     tasks.truncate(LIST_PAGE);
     let mut result = json!({ "tasks": tasks.iter().map(task_json).collect::<Vec<_>>() });
@@ -148,18 +159,16 @@ fn decode_cursor(cursor: &str) -> Option<i64> {
 /// `tasks/result`: waits for the task to end, then answers exactly what the call produced.
 pub async fn result(host: &Host, owner: &str, params: &Map<String, Value>) -> Result<Value, RpcError> {
     let id = task_id(params)?.to_owned();
-    let (_, outcome) = host.engine.result(owner, &id).await.map_err(engine_error)?;
+    let (task, outcome) = host.engine.result(owner, &id).await.map_err(engine_error)?;
     let related = json!({ RELATED_TASK: { "taskId": id } });
+    let rendered = |result: CallToolResult| serde_json::to_value(result).expect("results serialize");
     match outcome {
-        Outcome::Result(mut value) => {
-            if let Value::Object(object) = &mut value {
-                let meta = object.entry("_meta").or_insert_with(|| json!({}));
-                if let (Value::Object(meta), Value::Object(related)) = (meta, related) {
-                    meta.extend(related);
-                }
-            }
-            Ok(value)
+        Outcome::Cancelled => Ok(with_related(rendered(failure_result(&task.tool, &Failure::Cancelled)), related)),
+        Outcome::Interrupted => {
+            let text = format!("tool `{}` was interrupted by a host restart; it is not marked idempotent, so it was not run again", task.tool);
+            Ok(with_related(rendered(error_result(text, "interrupted")), related))
         }
+        Outcome::Result(value) => Ok(with_related(value, related)),
         Outcome::Error(error) => {
             let code = error["code"].as_i64().unwrap_or(-32603) as i32;
             let message = error["message"].as_str().unwrap_or("the task failed").to_owned();
@@ -170,6 +179,17 @@ pub async fn result(host: &Host, owner: &str, params: &Map<String, Value>) -> Re
             Err(RpcError::new(code, message).with_data(data))
         }
     }
+}
+
+/// `value` with the related-task `_meta` patched in.
+fn with_related(mut value: Value, related: Value) -> Value {
+    if let Value::Object(object) = &mut value {
+        let meta = object.entry("_meta").or_insert_with(|| json!({}));
+        if let (Value::Object(meta), Value::Object(related)) = (meta, related) {
+            meta.extend(related);
+        }
+    }
+    value
 }
 
 /// Sends `notifications/tasks/status` to the session that created the task.
@@ -183,28 +203,36 @@ impl TaskEvents for StatusNotifier {
     }
 }
 
-/// Runs a task's tool call with the tool's task limits.
-pub struct ToolExecutor {
+/// Runs a task's tool call with the tool's task limits (the engine's [`TaskRunner`]).
+pub struct ToolRunner {
+    /// Where the task's tool is looked up when it runs (it may have been reloaded since).
     pub registry: Arc<Registry>,
+    /// Runs the call.
     pub runtime: Arc<Runtime>,
+    /// Counts the call like any other.
     pub metrics: Arc<super::Metrics>,
 }
 
-impl Executor for ToolExecutor {
-    fn execute(&self, task: Task, cancel: CancelHandle, observer: Arc<dyn CallObserver>) -> BoxFuture<'static, Finished> {
+impl TaskRunner for ToolRunner {
+    fn run(&self, task: &Task, control: TaskControl) -> BoxFuture<'static, Finished> {
         let entry = self.registry.snapshot().tool(&task.tool).cloned();
         let runtime = self.runtime.clone();
         let metrics = self.metrics.clone();
+        let (tool, arguments) = (task.tool.clone(), task.arguments.clone());
         Box::pin(async move {
             let Some(entry) = entry else {
-                let error = RpcError::invalid_params(format!("unknown tool `{}`: its plugin is no longer loaded", task.tool));
+                let error = RpcError::invalid_params(format!("unknown tool `{tool}`: its plugin is no longer loaded"));
                 return Finished { status: TaskStatus::Failed, message: Some(error.message.clone()), outcome: Outcome::Error(json!(error)) };
             };
+            // What `create` handed the engine: the requestor's notifier.
+            let forward = control.requestor().and_then(|r| r.downcast_ref::<Arc<dyn CallObserver>>()).cloned();
+            let cancel = control.cancel().clone();
+            let observer = Arc::new(TaskObserver::new(control, forward));
             let mut limits = entry.plugin.limits.clone();
             limits.timeout = limits.task_timeout;
             let ctx = CallContext { limits, cancel, observer, denials: Arc::default() };
-            let call = AdmittedCall { entry, arguments: task.arguments.clone(), progress_token: None };
-            match tools::run(&runtime, &metrics, &call, ctx).await {
+            let call = AdmittedCall { entry, arguments, progress_token: None };
+            match tools::run_validated(&runtime, &metrics, &call, ctx).await {
                 Ok(result) => {
                     let status = if result.is_error { TaskStatus::Failed } else { TaskStatus::Completed };
                     let message = result.is_error.then(|| failure_message(&result));
@@ -212,10 +240,10 @@ impl Executor for ToolExecutor {
                 }
                 Err(tools::Cancelled) => {
                     let failure = Failure::Cancelled;
-                    let result = failure_result(&task.tool, &failure);
+                    let result = failure_result(&tool, &failure);
                     Finished {
                         status: TaskStatus::Failed,
-                        message: Some(failure.describe(&task.tool)),
+                        message: Some(failure.describe(&tool)),
                         outcome: Outcome::Result(serde_json::to_value(result).expect("results serialize")),
                     }
                 }
@@ -223,22 +251,13 @@ impl Executor for ToolExecutor {
         })
     }
 
-    fn cancelled(&self, task: &Task) -> Outcome {
-        Outcome::Result(serde_json::to_value(failure_result(&task.tool, &Failure::Cancelled)).expect("results serialize"))
-    }
-
-    fn interrupted(&self, task: &Task) -> Outcome {
-        let text = format!("tool `{}` was interrupted by a host restart; it is not marked idempotent, so it was not run again", task.tool);
-        Outcome::Result(serde_json::to_value(error_result(text, "interrupted")).expect("results serialize"))
-    }
-
-    fn is_idempotent(&self, tool: &str) -> bool {
+    fn may_rerun(&self, tool: &str) -> bool {
         self.registry.snapshot().tool(tool).is_some_and(|t| t.annotations.idempotent == Some(true))
     }
 }
 
 /// The first text of an error result, as the task's `statusMessage`.
-fn failure_message(result: &crate::mcp::types::CallToolResult) -> String {
+fn failure_message(result: &CallToolResult) -> String {
     let text = result.content.iter().find_map(|c| match c {
         crate::mcp::types::ContentBlock::Text { text } => Some(text.as_str()),
         _ => None,

@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{Host, Metrics, Outlet, ServerOptions, ToolExecutor};
+use super::{Host, Metrics, Outlet, ServerOptions, ToolRunner};
 use crate::config::Limits;
 use crate::registry::{load_dir, LoadSettings, Registry};
 use crate::runtime::{EngineSettings, Runtime, RuntimeSettings};
-use crate::tasks::{Durability, Engine, EngineSettings as TaskSettings, Runners, SqliteStore};
+use crate::tasks::{Durability, Engine, Runners, SqliteStore, TaskSettings};
 
 #[allow(dead_code, clippy::wrong_self_convention)]
 #[path = "../../tests/common/fixture.rs"]
@@ -41,9 +41,11 @@ pub async fn host(plugins: &[(&str, Vec<u8>)], options: ServerOptions) -> Arc<Ho
     let memory = Path::new(":memory:");
     let store = Arc::new(SqliteStore::open(memory, Durability::Process).expect("an in-memory task store"));
     let metrics = Arc::new(Metrics::default());
-    let executor = Arc::new(ToolExecutor { registry: registry.clone(), runtime: runtime.clone(), metrics: metrics.clone() });
+    let runner = Arc::new(ToolRunner { registry: registry.clone(), runtime: runtime.clone(), metrics: metrics.clone() });
     let runners = Runners::register(memory).expect("registering the runner");
-    let engine = Engine::start(store, runners, TaskSettings::default(), executor, runtime.waker()).expect("the task engine");
+    let engine = Engine::start(store, runners, TaskSettings::default(), runner, runtime.waker(), tokio_util::sync::CancellationToken::new())
+        .await
+        .expect("the task engine");
     Arc::new(Host { registry, runtime, engine, options, metrics, sessions: Default::default() })
 }
 

@@ -91,8 +91,17 @@ pub fn admit_local(host: &Host, params: Params<'_>) -> Result<AdmittedCall, RpcE
 /// Runs an admitted call to its result. Validation failures and limits become `isError`
 /// results; `Err(Cancelled)` means the caller cancelled and wants no answer.
 pub async fn run(runtime: &Runtime, metrics: &Metrics, call: &AdmittedCall, ctx: CallContext) -> Result<CallToolResult, Cancelled> {
+    run_counted(runtime, metrics, call, ctx, true).await
+}
+
+/// Like [`run`], for arguments already validated (a task's, checked at admission).
+pub async fn run_validated(runtime: &Runtime, metrics: &Metrics, call: &AdmittedCall, ctx: CallContext) -> Result<CallToolResult, Cancelled> {
+    run_counted(runtime, metrics, call, ctx, false).await
+}
+
+async fn run_counted(runtime: &Runtime, metrics: &Metrics, call: &AdmittedCall, ctx: CallContext, validate: bool) -> Result<CallToolResult, Cancelled> {
     let started = std::time::Instant::now();
-    let outcome = run_checked(runtime, call, ctx).await;
+    let outcome = run_checked(runtime, call, ctx, validate).await;
     let label = match &outcome {
         Ok(result) => match result.meta.get("corral/error").and_then(|e| e.get("kind")).and_then(Value::as_str) {
             Some(kind) => kind.to_owned(),
@@ -105,11 +114,13 @@ pub async fn run(runtime: &Runtime, metrics: &Metrics, call: &AdmittedCall, ctx:
     outcome
 }
 
-async fn run_checked(runtime: &Runtime, call: &AdmittedCall, ctx: CallContext) -> Result<CallToolResult, Cancelled> {
+async fn run_checked(runtime: &Runtime, call: &AdmittedCall, ctx: CallContext, validate: bool) -> Result<CallToolResult, Cancelled> {
     let entry = &call.entry;
-    let problems = violations(&entry.input_validator, &call.arguments);
-    if !problems.is_empty() {
-        return Ok(invalid_arguments_result(&entry.name, &problems));
+    if validate {
+        let problems = violations(&entry.input_validator, &call.arguments);
+        if !problems.is_empty() {
+            return Ok(invalid_arguments_result(&entry.name, &problems));
+        }
     }
     let arguments = call.arguments.to_string();
     let denials = ctx.denials.clone();

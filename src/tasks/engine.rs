@@ -3,212 +3,209 @@
 //! Admission never waits for a worker: it checks capacity, writes the task record durably and
 //! queues the task id; a worker picks it up later. Everything a task produces goes through the
 //! store first, so what a client reads after a restart is what it would have read before.
+//!
+//! Lifetimes: [`Engine::start`] spawns the workers and the reaper; they stop when the caller's
+//! shutdown token fires, when [`Engine::shutdown`] is called or when the `Engine` is dropped.
+//! `shutdown` also waits for them and then closes the store.
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures_util::future::BoxFuture;
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::model::{now_ms, Outcome, Task, TaskStatus};
+use super::runner::{Live, TaskEvents, TaskRunner};
 use super::runners::Runners;
+use super::settings::TaskSettings;
 use super::store::{StoreError, TaskStore};
+use super::work;
 use crate::cancel::{CancelHandle, Wake};
-use crate::runtime::{CallObserver, ClientAnswer, ElicitResponse, LogLevel, RequestError, SamplingRequest, SamplingResponse};
-
-/// Engine limits and defaults.
-#[derive(Clone, Debug)]
-pub struct EngineSettings {
-    /// Tasks running at once, across all plugins.
-    pub max_running: usize,
-    /// Tasks admitted but not yet running; admission beyond it is refused as overloaded.
-    pub max_queued: usize,
-    /// Unfinished tasks (queued or running) one owner may have in this host.
-    pub max_per_owner: usize,
-    pub default_ttl: Duration,
-    pub max_ttl: Duration,
-    pub poll_interval: Duration,
-    /// How often expired tasks are deleted.
-    pub reap_every: Duration,
-}
-
-impl Default for EngineSettings {
-    fn default() -> EngineSettings {
-        EngineSettings {
-            max_running: 8,
-            max_queued: 1024,
-            max_per_owner: 256,
-            default_ttl: Duration::from_secs(3600),
-            max_ttl: Duration::from_secs(24 * 3600),
-            poll_interval: Duration::from_millis(1000),
-            reap_every: Duration::from_secs(30),
-        }
-    }
-}
 
 /// A task call that passed the protocol checks.
 pub struct Admission {
+    /// Who may see and steer the task.
     pub owner: String,
+    /// The tool to call.
     pub tool: String,
+    /// The call's arguments, already validated.
     pub arguments: Value,
     /// The TTL the client asked for, in milliseconds.
     pub requested_ttl_ms: Option<i64>,
+    /// The request's `progressToken`.
     pub progress_token: Option<Value>,
+    /// The owner's idempotency key: the same key names the same task while it is kept.
     pub idempotency_key: Option<String>,
-    /// Where the task's progress and logs go while the requestor is connected.
-    pub observer: Option<Arc<dyn CallObserver>>,
+    /// What the runner needs to reach the requestor while it is connected (its notifier),
+    /// handed back through [`TaskControl::requestor`](super::TaskControl::requestor). Opaque
+    /// here, so the engine needs to know nothing of the layer that runs tasks.
+    pub requestor: Option<Arc<dyn Any + Send + Sync>>,
     /// Told about every status change while the requestor is connected.
     pub events: Option<Arc<dyn TaskEvents>>,
 }
 
-/// Receives a task's status changes (`notifications/tasks/status`).
-pub trait TaskEvents: Send + Sync {
-    fn status_changed(&self, task: &Task);
-}
-
-/// How a task's run ended.
-pub struct Finished {
-    pub status: TaskStatus,
-    pub message: Option<String>,
-    pub outcome: Outcome,
-}
-
-/// Runs tasks' calls; provided by the layer that knows what a tool call is.
-pub trait Executor: Send + Sync + 'static {
-    /// Runs the call of `task`, reporting through `observer`, until it ends or `cancel` fires.
-    fn execute(&self, task: Task, cancel: CancelHandle, observer: Arc<dyn CallObserver>) -> BoxFuture<'static, Finished>;
-    /// The outcome stored for a task the client cancelled.
-    fn cancelled(&self, task: &Task) -> Outcome;
-    /// The outcome stored for a task a host restart interrupted.
-    fn interrupted(&self, task: &Task) -> Outcome;
-    /// Whether running the tool again after a restart is safe.
-    fn is_idempotent(&self, tool: &str) -> bool;
-}
-
+/// Why the engine refused or failed a request. The messages are what clients read.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
+    /// No such task for this owner.
     #[error("task not found")]
     NotFound,
+    /// The task's TTL has passed.
     #[error("task has expired")]
     Expired,
+    /// The task already ended (`tasks/cancel` of an ended task).
     #[error("task is already {0}")]
     Terminal(&'static str),
+    /// `max_queued` tasks are waiting already.
     #[error("the host is overloaded: {queued} tasks are waiting (limit {limit}); try again later")]
-    Overloaded { queued: usize, limit: usize },
+    Overloaded {
+        /// Tasks waiting now.
+        queued: usize,
+        /// `max_queued`.
+        limit: usize,
+    },
+    /// The owner has `max_per_owner` unfinished tasks already.
     #[error("too many unfinished tasks: you have {active} (limit {limit}); wait for some to end or cancel them")]
-    OwnerLimit { active: usize, limit: usize },
+    OwnerLimit {
+        /// The owner's unfinished tasks in this host.
+        active: usize,
+        /// `max_per_owner`.
+        limit: usize,
+    },
+    /// The engine is shutting down and takes no new tasks.
+    #[error("the host is shutting down; try again later")]
+    ShuttingDown,
+    /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
 }
 
-/// The state of a task this process is running or has queued.
-struct Live {
-    owner: String,
-    cancel: CancelHandle,
-    observer: Option<Arc<dyn CallObserver>>,
-    events: Option<Arc<dyn TaskEvents>>,
-    /// The newest progress message, shown as `statusMessage` while working.
-    message: Option<String>,
-    done: watch::Sender<bool>,
+/// Tasks this process has queued and is running.
+#[derive(Default, Clone, Copy, Debug)]
+pub struct Counts {
+    /// Admitted (or recovered) and waiting for a worker.
+    pub queued: usize,
+    /// On a worker now.
+    pub running: usize,
 }
 
+/// The task engine; see the module doc.
 pub struct Engine {
     inner: Arc<Inner>,
+    /// Stops the workers and the reaper: a child of the caller's shutdown token.
+    stop: CancellationToken,
+    /// The workers and the reaper, waited for by [`Engine::shutdown`].
+    tracker: TaskTracker,
 }
 
-struct Inner {
-    store: Arc<dyn TaskStore>,
-    runners: Runners,
-    settings: EngineSettings,
-    executor: Arc<dyn Executor>,
+pub(super) struct Inner {
+    pub(super) store: Arc<dyn TaskStore>,
+    pub(super) runners: Runners,
+    pub(super) settings: TaskSettings,
+    pub(super) runner: Arc<dyn TaskRunner>,
     /// Wakes a running task's work when it is cancelled.
-    wake: Wake,
-    live: Mutex<HashMap<String, Live>>,
-    counts: Mutex<Counts>,
+    pub(super) wake: Wake,
+    pub(super) live: Mutex<HashMap<String, Arc<Live>>>,
+    pub(super) counts: Mutex<Counts>,
     /// Unfinished tasks per owner in this host.
-    per_owner: Mutex<HashMap<String, usize>>,
-    queue: mpsc::UnboundedSender<Queued>,
-    /// Signals watchers of tasks that ended before this process started.
-    ended: watch::Sender<bool>,
+    pub(super) per_owner: Mutex<HashMap<String, usize>>,
+    /// To the workers. Unbounded as a channel, bounded in fact: every send follows a reserved
+    /// `counts.queued` slot, and admission refuses beyond `max_queued` (recovery adds the
+    /// orphans it claims, at most the tasks a dead host had).
+    pub(super) queue: mpsc::UnboundedSender<Queued>,
 }
 
 /// A queued task: its id and owner (every store read is scoped by owner).
-struct Queued {
-    id: String,
-    owner: String,
-}
-
-#[derive(Default, Clone, Copy, Debug)]
-pub struct Counts {
-    pub queued: usize,
-    pub running: usize,
+pub(super) struct Queued {
+    pub(super) id: String,
+    pub(super) owner: String,
 }
 
 impl Engine {
     /// Starts the workers and the reaper, and recovers tasks a previous host left unfinished.
-    pub fn start(store: Arc<dyn TaskStore>, runners: Runners, settings: EngineSettings, executor: Arc<dyn Executor>, wake: Wake) -> Result<Engine, EngineError> {
+    /// They stop when `shutdown` fires (or [`Engine::shutdown`] is called, or the engine is
+    /// dropped). `wake` makes each task's [`CancelHandle`] wake its work.
+    pub async fn start(
+        store: Arc<dyn TaskStore>,
+        runners: Runners,
+        settings: TaskSettings,
+        runner: Arc<dyn TaskRunner>,
+        wake: Wake,
+        shutdown: CancellationToken,
+    ) -> Result<Engine, EngineError> {
         let (queue, receiver) = mpsc::unbounded_channel();
         let inner = Arc::new(Inner {
             store,
             runners,
             settings,
-            executor,
+            runner,
             wake,
             live: Mutex::new(HashMap::new()),
             counts: Mutex::new(Counts::default()),
             per_owner: Mutex::new(HashMap::new()),
             queue,
-            ended: watch::channel(true).0,
         });
+        let engine = Engine { inner: inner.clone(), stop: shutdown.child_token(), tracker: TaskTracker::new() };
         let receiver = Arc::new(tokio::sync::Mutex::new(receiver));
         for _ in 0..inner.settings.max_running.max(1) {
-            tokio::spawn(worker(inner.clone(), receiver.clone()));
+            engine.tracker.spawn(work::worker(inner.clone(), receiver.clone(), engine.stop.clone()));
         }
-        tokio::spawn(reaper(Arc::downgrade(&inner)));
-        inner.recover()?;
-        Ok(Engine { inner })
+        engine.tracker.spawn(work::reaper(inner.clone(), engine.stop.clone()));
+        // On an error the engine is dropped, which stops what was spawned.
+        inner.recover().await?;
+        Ok(engine)
     }
 
+    /// Stops the workers and the reaper, waits for them, then closes the store. A task still
+    /// running is dropped where it is: it stays `working` in the store, and the next host to
+    /// start on the database recovers it.
+    pub async fn shutdown(&self) {
+        self.stop.cancel();
+        self.tracker.close();
+        self.tracker.wait().await;
+        self.inner.store.close().await;
+    }
+
+    /// Tasks queued and running in this process now.
     pub fn counts(&self) -> Counts {
         *self.inner.counts.lock().unwrap()
     }
 
     /// Stored tasks per status.
-    pub fn count_by_status(&self) -> Result<Vec<(TaskStatus, u64)>, EngineError> {
-        Ok(self.inner.store.count_by_status()?)
+    pub async fn count_by_status(&self) -> Result<Vec<(TaskStatus, u64)>, EngineError> {
+        Ok(self.inner.store.count_by_status().await?)
+    }
+
+    /// Whether this process runs (or has queued) `owner`'s task `id`; asks no store.
+    pub fn runs(&self, owner: &str, id: &str) -> bool {
+        self.inner.live.lock().unwrap().get(id).is_some_and(|live| live.owner == owner)
     }
 
     /// Admits a task: durable record first, then the queue. Returns the task as created, or
     /// the existing task when the idempotency key was used before by the same owner.
-    pub fn admit(&self, admission: Admission) -> Result<Task, EngineError> {
+    ///
+    /// Once capacity is reserved the rest runs on a task of its own, so a caller that stops
+    /// waiting (its client went away) cannot leave a stored record that nothing queued.
+    pub async fn admit(&self, admission: Admission) -> Result<Task, EngineError> {
         let inner = &self.inner;
+        if self.stop.is_cancelled() {
+            return Err(EngineError::ShuttingDown);
+        }
         if let Some(key) = &admission.idempotency_key {
-            if let Some(existing) = inner.store.find_by_key(&admission.owner, key)? {
+            if let Some(existing) = inner.store.find_by_key(&admission.owner, key).await? {
                 if !existing.is_expired(now_ms()) {
-                    return Ok(self.with_live_message(existing));
+                    return Ok(inner.with_live_message(existing));
                 }
                 // The key's old task expired but is not purged yet; it must go before the
                 // key can name a new one.
-                inner.store.purge_expired(now_ms())?;
+                inner.store.purge_expired(now_ms()).await?;
             }
         }
-        {
-            // Reserve a queue slot and an owner slot; the locks are not held across the
-            // durable insert, so concurrent admissions can share one commit.
-            let mut counts = inner.counts.lock().unwrap();
-            if counts.queued >= inner.settings.max_queued {
-                return Err(EngineError::Overloaded { queued: counts.queued, limit: inner.settings.max_queued });
-            }
-            let mut per_owner = inner.per_owner.lock().unwrap();
-            let active = per_owner.entry(admission.owner.clone()).or_default();
-            if *active >= inner.settings.max_per_owner {
-                return Err(EngineError::OwnerLimit { active: *active, limit: inner.settings.max_per_owner });
-            }
-            *active += 1;
-            counts.queued += 1;
-        }
+        let reserved = Reservation::take(inner, &admission.owner)?;
         let now = now_ms();
         let max_ttl = inner.settings.max_ttl.as_millis() as i64;
         let ttl = admission.requested_ttl_ms.unwrap_or(inner.settings.default_ttl.as_millis() as i64).clamp(1, max_ttl);
@@ -228,151 +225,130 @@ impl Engine {
             seq: 0,
             runner: inner.runners.id().to_owned(),
         };
-        if let Err(e) = inner.store.insert(&task) {
-            inner.counts.lock().unwrap().queued -= 1;
-            inner.release_owner_slot(&task.owner);
-            return Err(e.into());
+        let (requestor, events) = (admission.requestor, admission.events);
+        let inner = inner.clone();
+        let admitted = tokio::spawn(async move {
+            // Dropping `reserved` on an error gives the slots back: nothing half-created.
+            let task = inner.store.insert(task).await?;
+            reserved.keep();
+            inner.enqueue(&task, requestor, events);
+            Ok::<Task, EngineError>(task)
+        });
+        match admitted.await {
+            Ok(answer) => answer,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(_) => Err(EngineError::ShuttingDown),
         }
-        inner.live.lock().unwrap().insert(
-            task.id.clone(),
-            Live {
-                owner: task.owner.clone(),
-                cancel: CancelHandle::new(inner.wake.clone()),
-                observer: admission.observer,
-                events: admission.events,
-                message: None,
-                done: watch::channel(false).0,
-            },
-        );
-        inner.queue.send(Queued { id: task.id.clone(), owner: task.owner.clone() }).expect("the workers hold the queue's receiver");
-        Ok(task)
     }
 
     /// The task, if `owner` owns it and it has not expired.
-    pub fn get(&self, owner: &str, id: &str) -> Result<Task, EngineError> {
-        let task = self.inner.store.get(owner, id)?.ok_or(EngineError::NotFound)?;
+    pub async fn get(&self, owner: &str, id: &str) -> Result<Task, EngineError> {
+        let task = self.inner.store.get(owner, id).await?.ok_or(EngineError::NotFound)?;
         if task.is_expired(now_ms()) {
             return Err(EngineError::Expired);
         }
-        Ok(self.with_live_message(task))
+        Ok(self.inner.with_live_message(task))
     }
 
     /// `owner`'s tasks after position `after`, at most `limit`; the last one's `seq` is the
     /// position to continue from.
-    pub fn list(&self, owner: &str, after: i64, limit: usize) -> Result<Vec<Task>, EngineError> {
+    pub async fn list(&self, owner: &str, after: i64, limit: usize) -> Result<Vec<Task>, EngineError> {
         let now = now_ms();
-        let tasks = self.inner.store.list(owner, after, limit)?;
-        Ok(tasks.into_iter().filter(|t| !t.is_expired(now)).map(|t| self.with_live_message(t)).collect())
+        let tasks = self.inner.store.list(owner, after, limit).await?;
+        Ok(tasks.into_iter().filter(|t| !t.is_expired(now)).map(|t| self.inner.with_live_message(t)).collect())
     }
 
     /// Waits until the task has ended, then returns it with its outcome.
     pub async fn result(&self, owner: &str, id: &str) -> Result<(Task, Outcome), EngineError> {
         loop {
-            let mut done = match self.inner.live.lock().unwrap().get(id) {
-                Some(live) => live.done.subscribe(),
-                None => self.inner.ended.subscribe(),
-            };
-            let ended = tokio::task::block_in_place(|| -> Result<Option<(Task, Outcome)>, EngineError> {
-                let task = self.get(owner, id)?;
-                if !task.status.is_terminal() {
-                    return Ok(None);
+            // Subscribed before the read, so an end between the two is not missed.
+            let done = self.inner.live.lock().unwrap().get(id).map(|live| live.done.subscribe());
+            let task = self.get(owner, id).await?;
+            if task.status.is_terminal() {
+                let outcome = self.inner.store.outcome(id).await?.ok_or_else(|| StoreError::MissingOutcome { id: id.to_owned() })?;
+                return Ok((task, outcome));
+            }
+            match done {
+                Some(mut done) => {
+                    // Err: the task was retired meanwhile; the next read sees how it ended.
+                    let _ = done.wait_for(|ended| *ended).await;
                 }
-                let outcome = self.inner.store.outcome(id)?.ok_or_else(|| StoreError::Io(format!("task {id} ended without an outcome")))?;
-                Ok(Some((task, outcome)))
-            })?;
-            if let Some(ended) = ended {
-                return Ok(ended);
+                // FIXME(pg): not run by this process (another host runs it, or recovery has not
+                // queued it yet), so nothing here wakes us when it ends: poll. A PostgreSQL
+                // store can LISTEN for the row's change instead.
+                None => tokio::time::sleep(Duration::from_millis(50)).await,
             }
-            if !self.inner.live.lock().unwrap().contains_key(id) {
-                // Not run by this process and not ended: recovery is still deciding. Poll.
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-            let _ = done.wait_for(|ended| *ended).await;
         }
     }
 
-    /// Cancels a task: it is `cancelled` in the store before this returns, and its guest is
+    /// Cancels a task: it is `cancelled` in the store before this returns, and its work is
     /// told to stop.
-    pub fn cancel(&self, owner: &str, id: &str) -> Result<Task, EngineError> {
+    pub async fn cancel(&self, owner: &str, id: &str) -> Result<Task, EngineError> {
         let inner = &self.inner;
-        let task = self.get(owner, id)?;
+        let task = self.get(owner, id).await?;
         if task.status.is_terminal() {
             return Err(EngineError::Terminal(task.status.as_str()));
         }
-        // Stop the guest first: the store write below takes a commit, and a cancelled worker
+        // Stop the work first: the store write below takes a commit, and a cancelled worker
         // never stores an outcome of its own, so nothing can overwrite `cancelled`.
-        if let Some(live) = inner.live.lock().unwrap().get(id) {
+        let live = inner.live.lock().unwrap().get(id).cloned();
+        if let Some(live) = &live {
             live.cancel.cancel();
         }
-        let outcome = inner.executor.cancelled(&task);
-        if !inner.store.finish(id, TaskStatus::Cancelled, Some("cancelled by the client"), &outcome)? {
-            let now = self.get(owner, id)?;
+        let Some(cancelled) = inner.store.finish(id, TaskStatus::Cancelled, Some("cancelled by the client"), &Outcome::Cancelled).await? else {
+            let now = self.get(owner, id).await?;
             return Err(EngineError::Terminal(now.status.as_str()));
+        };
+        if let Some(live) = &live {
+            live.announce(&cancelled);
         }
-        let cancelled = self.get(owner, id)?;
-        inner.announce(&cancelled);
-        // Waiters on `tasks/result` can answer now; the guest winds down on its own.
+        // Waiters on `tasks/result` can answer now; the work winds down on its own.
         inner.retire(id);
         Ok(cancelled)
     }
+}
 
-    fn with_live_message(&self, mut task: Task) -> Task {
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+impl Inner {
+    /// Makes `task` live in this process and hands it to the workers. Its queue and owner
+    /// slots are already reserved.
+    pub(super) fn enqueue(&self, task: &Task, requestor: Option<Arc<dyn Any + Send + Sync>>, events: Option<Arc<dyn TaskEvents>>) {
+        let live = Live {
+            id: task.id.clone(),
+            owner: task.owner.clone(),
+            cancel: CancelHandle::new(self.wake.clone()),
+            requestor,
+            events,
+            message: Mutex::new(None),
+            done: watch::channel(false).0,
+        };
+        self.live.lock().unwrap().insert(task.id.clone(), Arc::new(live));
+        if self.queue.send(Queued { id: task.id.clone(), owner: task.owner.clone() }).is_err() {
+            // The workers stopped (shutdown): the task stays `working` in the store for the
+            // next host to recover.
+            tracing::warn!(task = %task.id, "the engine is shutting down; the task waits for the next start");
+            self.counts.lock().unwrap().queued -= 1;
+            self.retire(&task.id);
+        }
+    }
+
+    /// Shows the newest progress message of a task that is still working.
+    pub(super) fn with_live_message(&self, mut task: Task) -> Task {
         if !task.status.is_terminal() {
-            if let Some(message) = self.inner.live.lock().unwrap().get(&task.id).and_then(|l| l.message.clone()) {
+            if let Some(message) = self.live.lock().unwrap().get(&task.id).and_then(|l| l.message.lock().unwrap().clone()) {
                 task.status_message = Some(message);
             }
         }
         task
     }
-}
-
-impl Inner {
-    /// Tasks left `working` or `input_required` by a host that died: idempotent tools run
-    /// again, the others fail with a message saying why.
-    fn recover(&self) -> Result<(), EngineError> {
-        let inner = self;
-        for task in inner.store.unfinished()? {
-            if inner.runners.is_alive(&task.runner) {
-                continue;
-            }
-            if inner.executor.is_idempotent(&task.tool) {
-                if !inner.store.claim(&task.id, &task.runner, inner.runners.id())? {
-                    continue;
-                }
-                tracing::info!(task = %task.id, tool = %task.tool, "running an interrupted idempotent task again");
-                inner.counts.lock().unwrap().queued += 1;
-                *inner.per_owner.lock().unwrap().entry(task.owner.clone()).or_default() += 1;
-                inner.live.lock().unwrap().insert(
-                    task.id.clone(),
-                    Live {
-                        owner: task.owner.clone(),
-                        cancel: CancelHandle::new(inner.wake.clone()),
-                        observer: None,
-                        events: None,
-                        message: None,
-                        done: watch::channel(false).0,
-                    },
-                );
-                inner.queue.send(Queued { id: task.id.clone(), owner: task.owner.clone() }).expect("the workers hold the queue's receiver");
-            } else {
-                tracing::warn!(task = %task.id, tool = %task.tool, "failing a task its host left unfinished");
-                let outcome = inner.executor.interrupted(&task);
-                inner.store.finish(&task.id, TaskStatus::Failed, Some("interrupted by a host restart before it finished"), &outcome)?;
-            }
-        }
-        Ok(())
-    }
-
-    fn announce(&self, task: &Task) {
-        let events = self.live.lock().unwrap().get(&task.id).and_then(|l| l.events.clone());
-        if let Some(events) = events {
-            events.status_changed(task);
-        }
-    }
 
     /// Marks a task ended in memory: wakes `tasks/result` waiters and forgets the live state.
-    fn retire(&self, id: &str) {
+    pub(super) fn retire(&self, id: &str) {
         let live = self.live.lock().unwrap().remove(id);
         if let Some(live) = live {
             live.done.send_replace(true);
@@ -391,164 +367,47 @@ impl Inner {
     }
 }
 
-async fn worker(inner: Arc<Inner>, queue: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<Queued>>>) {
-    loop {
-        let Some(next) = queue.lock().await.recv().await else { return };
-        {
-            let mut counts = inner.counts.lock().unwrap();
-            counts.queued -= 1;
-            counts.running += 1;
+/// A queue slot and an owner slot, given back on drop unless [`Reservation::keep`] is called.
+pub(super) struct Reservation {
+    inner: Option<(Arc<Inner>, String)>,
+}
+
+impl Reservation {
+    /// Reserves a slot within the caps, or says which cap refuses. The locks are not held
+    /// across the durable insert, so concurrent admissions can share one commit.
+    fn take(inner: &Arc<Inner>, owner: &str) -> Result<Reservation, EngineError> {
+        let mut counts = inner.counts.lock().unwrap();
+        if counts.queued >= inner.settings.max_queued {
+            return Err(EngineError::Overloaded { queued: counts.queued, limit: inner.settings.max_queued });
         }
-        run_one(&inner, &next).await;
-        inner.counts.lock().unwrap().running -= 1;
+        let mut per_owner = inner.per_owner.lock().unwrap();
+        let active = per_owner.entry(owner.to_owned()).or_default();
+        if *active >= inner.settings.max_per_owner {
+            return Err(EngineError::OwnerLimit { active: *active, limit: inner.settings.max_per_owner });
+        }
+        *active += 1;
+        counts.queued += 1;
+        Ok(Reservation { inner: Some((inner.clone(), owner.to_owned())) })
+    }
+
+    /// Reserves without the caps, for an orphan recovery claimed.
+    pub(super) fn force(inner: &Arc<Inner>, owner: &str) -> Reservation {
+        inner.counts.lock().unwrap().queued += 1;
+        *inner.per_owner.lock().unwrap().entry(owner.to_owned()).or_default() += 1;
+        Reservation { inner: Some((inner.clone(), owner.to_owned())) }
+    }
+
+    /// The slots now belong to a queued task (the worker and `retire` give them back).
+    pub(super) fn keep(mut self) {
+        self.inner = None;
     }
 }
 
-async fn run_one(inner: &Arc<Inner>, queued: &Queued) {
-    let (id, owner) = (queued.id.as_str(), queued.owner.as_str());
-    let task = tokio::task::block_in_place(|| inner.store.get(owner, id)).ok().flatten().filter(|t| !t.status.is_terminal());
-    let Some(task) = task else {
-        // Cancelled (or purged) while it waited in the queue.
-        inner.retire(id);
-        return;
-    };
-    let (cancel, observer) = {
-        let live = inner.live.lock().unwrap();
-        match live.get(id) {
-            Some(l) => (l.cancel.clone(), l.observer.clone()),
-            None => return,
-        }
-    };
-    if cancel.is_cancelled() {
-        inner.retire(id);
-        return;
-    }
-    let reporter = Arc::new(TaskReporter { inner: Arc::downgrade(inner), id: id.to_owned(), cancel: cancel.clone(), forward: observer });
-    let finished = inner.executor.execute(task, cancel.clone(), reporter).await;
-    if !cancel.is_cancelled() {
-        let stored = tokio::task::block_in_place(|| inner.store.finish(id, finished.status, finished.message.as_deref(), &finished.outcome));
-        match stored {
-            Ok(true) => {
-                if let Some(task) = tokio::task::block_in_place(|| inner.store.get(owner, id).ok().flatten()) {
-                    inner.announce(&task);
-                }
-            }
-            Ok(false) => {}
-            Err(e) => tracing::error!(task = %id, "storing the task's outcome failed: {e}"),
-        }
-    }
-    inner.retire(id);
-}
-
-/// A task's observer: records progress messages as the status message and forwards progress
-/// and logs to the requestor, until the task ends. A request to the requestor (elicitation,
-/// sampling) turns the task `input_required` until the answer is in.
-struct TaskReporter {
-    inner: std::sync::Weak<Inner>,
-    id: String,
-    cancel: CancelHandle,
-    forward: Option<Arc<dyn CallObserver>>,
-}
-
-impl TaskReporter {
-    /// Moves the task to `status` (stored, announced, shown with `message`); false when the
-    /// task has ended meanwhile.
-    fn set_status(&self, status: TaskStatus, message: Option<String>) -> bool {
-        let Some(inner) = self.inner.upgrade() else { return false };
-        let owner = match inner.live.lock().unwrap().get_mut(&self.id) {
-            Some(live) => {
-                live.message = message.clone();
-                live.owner.clone()
-            }
-            None => return false,
-        };
-        let stored = tokio::task::block_in_place(|| inner.store.set_status(&self.id, status, message.as_deref()));
-        match stored {
-            Ok(true) => {
-                if let Some(task) = tokio::task::block_in_place(|| inner.store.get(&owner, &self.id).ok().flatten()) {
-                    inner.announce(&task);
-                }
-                true
-            }
-            Ok(false) => false,
-            Err(e) => {
-                tracing::error!(task = %self.id, "storing the task's status failed: {e}");
-                false
-            }
-        }
-    }
-
-    /// Runs a request to the requestor with the task `input_required` meanwhile.
-    fn ask<T: Send + 'static>(&self, waiting_for: String, ask: impl FnOnce(&dyn CallObserver, &str) -> ClientAnswer<T>) -> ClientAnswer<T> {
-        let Some(forward) = &self.forward else {
-            let why = "the client that started this task is not connected (the host restarted since), so nobody can be asked";
-            return Box::pin(std::future::ready(Err(RequestError::Unavailable(why.into()))));
-        };
-        if self.cancel.is_cancelled() {
-            return Box::pin(std::future::ready(Err(RequestError::Unavailable("the task was cancelled".into()))));
-        }
-        self.set_status(TaskStatus::InputRequired, Some(waiting_for));
-        let asked = ask(forward.as_ref(), &self.id);
-        let back = TaskReporter { inner: self.inner.clone(), id: self.id.clone(), cancel: self.cancel.clone(), forward: None };
-        Box::pin(async move {
-            let answer = asked.await;
-            // Cancelled or out of time, the task ends from `input_required`; this is not reached.
-            back.set_status(TaskStatus::Working, None);
-            answer
-        })
-    }
-}
-
-impl CallObserver for TaskReporter {
-    fn log(&self, level: LogLevel, message: &str) {
-        if let (Some(forward), false) = (&self.forward, self.cancel.is_cancelled()) {
-            forward.log(level, message);
-        }
-    }
-
-    fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
-        if self.cancel.is_cancelled() {
-            return;
-        }
-        if let (Some(inner), Some(text)) = (self.inner.upgrade(), &message) {
-            if let Some(live) = inner.live.lock().unwrap().get_mut(&self.id) {
-                live.message = Some(text.clone());
-            }
-        }
-        if let Some(forward) = &self.forward {
-            forward.progress(progress, total, message);
-        }
-    }
-
-    fn elicit(&self, _task: Option<&str>, message: String, requested_schema: String) -> ClientAnswer<ElicitResponse> {
-        let waiting = format!("waiting for the user: {message}");
-        self.ask(waiting, move |forward, id| forward.elicit(Some(id), message, requested_schema))
-    }
-
-    fn sample(&self, _task: Option<&str>, request: SamplingRequest) -> ClientAnswer<SamplingResponse> {
-        self.ask("waiting for the client's model to answer".into(), move |forward, id| forward.sample(Some(id), request))
-    }
-}
-
-async fn reaper(inner: std::sync::Weak<Inner>) {
-    let every = match inner.upgrade() {
-        Some(i) => i.settings.reap_every,
-        None => return,
-    };
-    let mut ticks = tokio::time::interval(every);
-    loop {
-        ticks.tick().await;
-        let Some(inner) = inner.upgrade() else { return };
-        // Hosts sharing the database may have died since the last look.
-        if let Err(e) = tokio::task::block_in_place(|| inner.recover()) {
-            tracing::error!("recovering orphaned tasks failed: {e}");
-        }
-        let store = inner.store.clone();
-        match tokio::task::spawn_blocking(move || store.purge_expired(now_ms())).await {
-            Ok(Ok(0)) => {}
-            Ok(Ok(n)) => tracing::info!("deleted {n} expired tasks"),
-            Ok(Err(e)) => tracing::error!("deleting expired tasks failed: {e}"),
-            Err(e) => tracing::error!("the task reaper panicked: {e}"),
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if let Some((inner, owner)) = self.inner.take() {
+            inner.counts.lock().unwrap().queued -= 1;
+            inner.release_owner_slot(&owner);
         }
     }
 }

@@ -1,14 +1,27 @@
 //! Tasks: calls that outlive their request. The model and its transitions, the store (SQLite
-//! behind a trait) and the engine that admits, queues, runs, cancels and expires them.
+//! behind an async trait) and the engine that admits, queues, runs, cancels and expires them.
+//!
+//! A leaf: it knows nothing of MCP, the runtime or the server. Whoever runs tasks implements
+//! [`TaskRunner`] and gets a [`TaskControl`] for each run; outcomes are opaque values.
 
 mod engine;
 mod model;
+mod runner;
 mod runners;
+mod settings;
 mod sqlite;
 mod store;
+#[cfg(test)]
+pub(crate) mod store_suite;
+mod work;
 
-pub use engine::{Admission, Counts, Engine, EngineError, EngineSettings, Executor, Finished, TaskEvents};
+#[cfg(test)]
+mod engine_tests;
+
+pub use engine::{Admission, Counts, Engine, EngineError};
 pub use model::{now_ms, Outcome, Task, TaskStatus};
+pub use runner::{Finished, TaskControl, TaskEvents, TaskRunner};
 pub use runners::Runners;
+pub use settings::TaskSettings;
 pub use sqlite::{Durability, SqliteStore};
-pub use store::{StoreError, StoreResult, TaskStore};
+pub use store::{StoreError, StoreFuture, StoreResult, TaskStore};

@@ -7,16 +7,23 @@ use serde_json::Value;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskStatus {
+    /// Running or queued to run.
     Working,
+    /// Waiting for the client (an elicitation or a sampling request).
     InputRequired,
+    /// Ended with a result.
     Completed,
+    /// Ended with an error (an error result, a failure, or a host restart).
     Failed,
+    /// Ended because the client cancelled it.
     Cancelled,
 }
 
 impl TaskStatus {
+    /// Every status, in the order metrics list them.
     pub const ALL: [TaskStatus; 5] = [TaskStatus::Working, TaskStatus::InputRequired, TaskStatus::Completed, TaskStatus::Failed, TaskStatus::Cancelled];
 
+    /// The status as MCP spells it.
     pub fn as_str(self) -> &'static str {
         match self {
             TaskStatus::Working => "working",
@@ -27,10 +34,12 @@ impl TaskStatus {
         }
     }
 
+    /// The status spelled `s`, as [`TaskStatus::as_str`] writes it.
     pub fn parse(s: &str) -> Option<TaskStatus> {
         TaskStatus::ALL.into_iter().find(|t| t.as_str() == s)
     }
 
+    /// Whether the status is final (`completed`, `failed`, `cancelled`).
     pub fn is_terminal(self) -> bool {
         matches!(self, TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled)
     }
@@ -45,7 +54,12 @@ impl TaskStatus {
     }
 }
 
-/// What a finished task produced: exactly what the original request would have answered.
+/// What a finished task produced. The engine never looks inside: `Result` and `Error` hold what
+/// the runner returned, and the two kinds the engine records itself (`Cancelled`,
+/// `Interrupted`) are rendered by the layer that knows the protocol when a client asks.
+///
+/// Stored as JSON (`{"result": …}`, `{"error": …}`, `"cancelled"`, `"interrupted"`), so a
+/// database written before the last two existed reads unchanged.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
@@ -53,26 +67,38 @@ pub enum Outcome {
     Result(Value),
     /// A JSON-RPC error object: `{code, message, data?}`.
     Error(Value),
+    /// The client cancelled the task before it ended.
+    Cancelled,
+    /// A host restart interrupted the task and its tool is not safe to run again.
+    Interrupted,
 }
 
 /// One task as stored.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Task {
+    /// A UUID, the `taskId` clients see.
     pub id: String,
     /// Who may see and steer the task (stdio: the local client; HTTP: a session or identity).
     pub owner: String,
+    /// The tool the task calls.
     pub tool: String,
     /// The call's arguments, kept so a restarted host can run an idempotent task again.
     pub arguments: Value,
+    /// Where the task is in its life.
     pub status: TaskStatus,
+    /// What a client is shown beside the status (`statusMessage`).
     pub status_message: Option<String>,
     /// Milliseconds since the Unix epoch.
     pub created_at: i64,
+    /// When the status last changed, in milliseconds since the Unix epoch.
     pub updated_at: i64,
     /// Retention from `created_at` in milliseconds; `None` keeps the task until deleted.
     pub ttl_ms: Option<i64>,
+    /// How often clients are asked to poll, in milliseconds.
     pub poll_interval_ms: i64,
+    /// The `progressToken` of the request that created the task.
     pub progress_token: Option<Value>,
+    /// The owner's `corral/idempotency-key`: the same key names the same task while it is kept.
     pub idempotency_key: Option<String>,
     /// Insertion order; `tasks/list` pages by it so a cursor stays valid while tasks are added.
     pub seq: i64,
@@ -81,10 +107,12 @@ pub struct Task {
 }
 
 impl Task {
+    /// When the task may be deleted, in milliseconds since the Unix epoch.
     pub fn expires_at(&self) -> Option<i64> {
         self.ttl_ms.map(|ttl| self.created_at.saturating_add(ttl))
     }
 
+    /// Whether the task's TTL has passed at `now_ms`.
     pub fn is_expired(&self, now_ms: i64) -> bool {
         self.expires_at().is_some_and(|at| now_ms >= at)
     }

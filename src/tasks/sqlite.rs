@@ -1,21 +1,31 @@
 //! The task store on embedded SQLite, in WAL mode, with group commit.
 //!
-//! One thread owns the connection. Callers hand it operations over a channel; it runs every
-//! operation waiting at that moment inside one transaction (each in its own savepoint, so one
-//! failure spoils nothing else) and commits once, then answers each caller. Under load many
-//! admissions share one commit, which is how thousands of durable admissions per second fit
-//! in the time of a few syncs.
+//! One thread owns the writing connection. Callers hand it operations over a channel; it runs
+//! every operation waiting at that moment inside one transaction (each in its own savepoint, so
+//! one failure spoils nothing else) and commits once, then answers each caller over its own
+//! `oneshot`. Under load many admissions share one commit, which is how thousands of durable
+//! admissions per second fit in the time of a few syncs.
+//!
+//! Reads of a file database go to a second, read-only connection on a thread of its own: WAL
+//! lets it read the last commit while the writer writes the next, so `tasks/get` polls never
+//! wait behind a write batch. An in-memory database is private to its connection, so there
+//! reads join the writer's batches.
+//!
+//! Callers never block: they `await` a slot in a bounded channel (async back-pressure) and
+//! then their answer. Only the store's own threads block, on `blocking_recv`.
 
 use std::path::Path;
-use std::sync::mpsc::{self, Receiver, SyncSender};
-use std::sync::Mutex;
-use std::thread;
+use std::sync::{mpsc as std_mpsc, Arc, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
 
-use rusqlite::{params, Connection, OptionalExtension, Row, TransactionBehavior};
+use futures_util::future::BoxFuture;
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row, Transaction, TransactionBehavior};
 use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
 
 use super::model::{Outcome, Task, TaskStatus};
-use super::store::{StoreError, StoreResult, TaskStore};
+use super::store::{StoreError, StoreFuture, StoreResult, TaskStore};
 
 /// How hard a commit tries to reach the disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,7 +37,13 @@ pub enum Durability {
 }
 
 const SCHEMA_VERSION: i64 = 2;
+/// Operations per transaction at most, so one commit's answers are not held back for long.
 const MAX_BATCH: usize = 512;
+/// Operations waiting for a thread at most; a caller beyond it waits (asynchronously) for a
+/// slot. The engine's own bound on admissions is `max_queued`, far below this under load.
+const CHANNEL_BOUND: usize = 4096;
+/// How often the WAL is copied back into the database file.
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS tasks (
@@ -61,11 +77,32 @@ CREATE TABLE IF NOT EXISTS outcomes (
 const COLUMNS: &str =
     "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner";
 
-type Deliver = Box<dyn FnOnce(Result<(), String>) + Send>;
-type Op = Box<dyn FnOnce(&mut rusqlite::Transaction) -> Deliver + Send>;
+/// What a write batch's commit came to, told to every operation of the batch.
+type Commit = Result<(), Arc<rusqlite::Error>>;
+/// Answers one caller once its batch has committed (or not).
+type Deliver = Box<dyn FnOnce(&Commit) + Send>;
+/// A write: runs inside the batch's transaction (or is told the transaction could not begin).
+type WriteOp = Box<dyn FnOnce(Result<&mut Transaction, &Arc<rusqlite::Error>>) -> Deliver + Send>;
+/// A read on the read-only connection; answers its caller itself.
+type ReadOp = Box<dyn FnOnce(&Connection) + Send>;
 
+/// What a store thread is sent: work, or the order to stop once what came before is done.
+enum Msg<Op> {
+    Run(Op),
+    Stop,
+}
+
+/// The task store on one SQLite database; see the module doc.
 pub struct SqliteStore {
-    ops: Mutex<SyncSender<Op>>,
+    /// To the writer thread; bounded by [`CHANNEL_BOUND`].
+    writes: mpsc::Sender<Msg<WriteOp>>,
+    /// To the reader thread of a file database (bounded by [`CHANNEL_BOUND`]); `None` for
+    /// `:memory:`, whose reads go to the writer.
+    reads: Option<mpsc::Sender<Msg<ReadOp>>>,
+    /// Dropping it stops the checkpointer (it waits on the receiver between checkpoints).
+    checkpoint_stop: Mutex<Option<std_mpsc::Sender<()>>>,
+    /// The store's threads, joined when it is closed or dropped.
+    threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl SqliteStore {
@@ -73,24 +110,45 @@ impl SqliteStore {
     /// A file that is not a corral task database is an error naming the file, never reset.
     pub fn open(path: &Path, durability: Durability) -> StoreResult<SqliteStore> {
         let shown = path.display().to_string();
-        let fail = |e: &dyn std::fmt::Display| StoreError::Open { path: shown.clone(), message: e.to_string() };
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty() && path != Path::new(":memory:")) {
-            std::fs::create_dir_all(parent).map_err(|e| fail(&e))?;
+        let in_memory = path == Path::new(":memory:");
+        let io = |source| StoreError::Io { path: shown.clone(), source };
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty() && !in_memory) {
+            std::fs::create_dir_all(parent).map_err(io)?;
         }
-        let conn = Connection::open(path).map_err(|e| fail(&e))?;
-        prepare(&conn, durability).map_err(|e| fail(&format!("{e} (is it a corral task database? move it away to start afresh)")))?;
-        if path != Path::new(":memory:") {
-            start_checkpointer(path).map_err(|e| fail(&e))?;
+        let open = |source| StoreError::Open { path: shown.clone(), source };
+        let conn = Connection::open(path).map_err(open)?;
+        prepare(&conn, durability).map_err(|source| StoreError::NotTaskDatabase { path: shown.clone(), source })?;
+        let mut threads = Vec::new();
+        let mut checkpoint_stop = None;
+        let mut reads = None;
+        if !in_memory {
+            let checkpointer = Connection::open(path).map_err(open)?;
+            checkpointer.execute_batch("PRAGMA busy_timeout = 5000;").map_err(open)?;
+            let (stop, stopped) = std_mpsc::channel();
+            threads.push(spawn("corral-checkpoint", move || run_checkpointer(checkpointer, stopped)).map_err(io)?);
+            checkpoint_stop = Some(stop);
+            let reader = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX).map_err(open)?;
+            reader.execute_batch("PRAGMA busy_timeout = 5000;").map_err(open)?;
+            let (sender, queue) = mpsc::channel(CHANNEL_BOUND);
+            threads.push(spawn("corral-taskdb-read", move || run_reader(reader, queue)).map_err(io)?);
+            reads = Some(sender);
         }
-        let (ops, queue) = mpsc::sync_channel::<Op>(4096);
-        thread::Builder::new().name("corral-taskdb".into()).spawn(move || run_writer(conn, queue)).map_err(|e| fail(&e))?;
-        Ok(SqliteStore { ops: Mutex::new(ops) })
+        let (writes, queue) = mpsc::channel(CHANNEL_BOUND);
+        threads.push(spawn("corral-taskdb", move || run_writer(conn, queue)).map_err(io)?);
+        Ok(SqliteStore { writes, reads, checkpoint_stop: Mutex::new(checkpoint_stop), threads: Mutex::new(threads) })
     }
 
-    /// Runs `f` on the store thread inside the current batch and waits for the commit.
-    fn exec<T: Send + 'static>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static) -> StoreResult<T> {
-        let (reply, answer) = mpsc::sync_channel::<Result<T, String>>(1);
-        let op: Op = Box::new(move |txn| {
+    /// Runs `f` on the writer thread inside the next batch; resolves once the batch committed.
+    fn write<T: Send + 'static>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static) -> StoreFuture<T> {
+        let (reply, answer) = oneshot::channel::<StoreResult<T>>();
+        let op: WriteOp = Box::new(move |txn| -> Deliver {
+            let txn = match txn {
+                Ok(txn) => txn,
+                Err(begin) => {
+                    let _ = reply.send(Err(StoreError::Batch(begin.clone())));
+                    return Box::new(|_| ());
+                }
+            };
             let result = (|| {
                 let savepoint = txn.savepoint()?;
                 let value = f(&savepoint)?;
@@ -99,16 +157,68 @@ impl SqliteStore {
             })();
             Box::new(move |commit| {
                 let _ = reply.send(match (result, commit) {
-                    (Err(e), _) => Err(e.to_string()),
-                    (Ok(_), Err(e)) => Err(e),
+                    (Err(e), _) => Err(StoreError::Sqlite(e)),
+                    (Ok(_), Err(e)) => Err(StoreError::Batch(e.clone())),
                     (Ok(v), Ok(())) => Ok(v),
                 });
             })
         });
-        let sender = self.ops.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        sender.send(op).map_err(|_| StoreError::Io("the store thread has stopped".into()))?;
-        answer.recv().map_err(|_| StoreError::Io("the operation was not run (see the host log)".into()))?.map_err(StoreError::Io)
+        let writes = self.writes.clone();
+        Box::pin(async move {
+            writes.send(Msg::Run(op)).await.map_err(|_| StoreError::Closed)?;
+            answer.await.map_err(|_| StoreError::Closed)?
+        })
     }
+
+    /// Runs `f` on the read-only connection (on the writer's for `:memory:`).
+    fn read<T: Send + 'static>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static) -> StoreFuture<T> {
+        let Some(reads) = &self.reads else { return self.write(f) };
+        let (reply, answer) = oneshot::channel::<StoreResult<T>>();
+        let op: ReadOp = Box::new(move |conn| {
+            let _ = reply.send(f(conn).map_err(StoreError::Sqlite));
+        });
+        let reads = reads.clone();
+        Box::pin(async move {
+            reads.send(Msg::Run(op)).await.map_err(|_| StoreError::Closed)?;
+            answer.await.map_err(|_| StoreError::Closed)?
+        })
+    }
+
+    /// Tells every thread to stop after the work sent before; returns the threads to join.
+    fn stop_threads(&self) -> Vec<JoinHandle<()>> {
+        // A full channel cannot take `Stop`; the thread then stops when the store (and with it
+        // the channel's last sender) is dropped, after the work already queued.
+        let _ = self.writes.try_send(Msg::Stop);
+        if let Some(reads) = &self.reads {
+            let _ = reads.try_send(Msg::Stop);
+        }
+        self.checkpoint_stop.lock().unwrap().take();
+        std::mem::take(&mut *self.threads.lock().unwrap())
+    }
+}
+
+impl Drop for SqliteStore {
+    fn drop(&mut self) {
+        let threads = self.stop_threads();
+        // Joining waits for the batch in progress. Off a tokio runtime that is fine; on one, a
+        // blocking thread waits instead, so a worker never does.
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn_blocking(move || join(threads))),
+            Err(_) => join(threads),
+        }
+    }
+}
+
+fn join(threads: Vec<JoinHandle<()>>) {
+    for thread in threads {
+        if thread.join().is_err() {
+            tracing::error!("a task store thread panicked");
+        }
+    }
+}
+
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> std::io::Result<JoinHandle<()>> {
+    thread::Builder::new().name(name.into()).spawn(f)
 }
 
 fn prepare(conn: &Connection, durability: Durability) -> rusqlite::Result<()> {
@@ -134,46 +244,55 @@ fn prepare(conn: &Connection, durability: Durability) -> rusqlite::Result<()> {
 }
 
 /// Copies the WAL back into the database file every second, beside the writer: a passive
-/// checkpoint never blocks commits, so its file sync stays off the admission path.
-fn start_checkpointer(path: &Path) -> rusqlite::Result<()> {
-    let conn = Connection::open(path)?;
-    conn.execute_batch("PRAGMA busy_timeout = 5000;")?;
-    thread::Builder::new()
-        .name("corral-checkpoint".into())
-        .spawn(move || loop {
-            thread::sleep(std::time::Duration::from_secs(1));
-            if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
-                tracing::warn!("task store checkpoint failed: {e}");
-            }
-        })
-        .map_err(|e| rusqlite::Error::InvalidParameterName(e.to_string()))?;
-    Ok(())
+/// checkpoint never blocks commits, so its file sync stays off the admission path. Stops when
+/// `stop` is dropped.
+fn run_checkpointer(conn: Connection, stop: std_mpsc::Receiver<()>) {
+    while let Err(std_mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(CHECKPOINT_EVERY) {
+        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+            tracing::warn!("task store checkpoint failed: {e}");
+        }
+    }
 }
 
-fn run_writer(mut conn: Connection, queue: Receiver<Op>) {
-    while let Ok(first) = queue.recv() {
+fn run_reader(conn: Connection, mut queue: mpsc::Receiver<Msg<ReadOp>>) {
+    while let Some(Msg::Run(op)) = queue.blocking_recv() {
+        op(&conn);
+    }
+}
+
+fn run_writer(mut conn: Connection, mut queue: mpsc::Receiver<Msg<WriteOp>>) {
+    let mut stopping = false;
+    while !stopping {
+        let Some(Msg::Run(first)) = queue.blocking_recv() else { break };
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
             match queue.try_recv() {
-                Ok(op) => batch.push(op),
+                Ok(Msg::Run(op)) => batch.push(op),
+                Ok(Msg::Stop) => {
+                    stopping = true;
+                    break;
+                }
                 Err(_) => break,
             }
         }
         let mut txn = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
             Ok(txn) => txn,
             Err(e) => {
-                // Dropping the batch makes each waiting caller fail with a store error.
                 tracing::error!("task store: cannot begin a transaction: {e}");
+                let e = Arc::new(e);
+                for op in batch {
+                    let _answered = op(Err(&e));
+                }
                 continue;
             }
         };
-        let deliveries: Vec<Deliver> = batch.into_iter().map(|op| op(&mut txn)).collect();
-        let commit = txn.commit().map_err(|e| e.to_string());
+        let deliveries: Vec<Deliver> = batch.into_iter().map(|op| op(Ok(&mut txn))).collect();
+        let commit = txn.commit().map_err(Arc::new);
         if let Err(e) = &commit {
             tracing::error!("task store: commit failed: {e}");
         }
         for deliver in deliveries {
-            deliver(commit.clone());
+            deliver(&commit);
         }
     }
 }
@@ -203,113 +322,131 @@ fn now() -> i64 {
     super::model::now_ms()
 }
 
+/// Statuses a task may move to `status` from, as a JSON array for `json_each`.
+fn allowed_from(status: TaskStatus) -> String {
+    let from: Vec<&'static str> = TaskStatus::ALL.iter().filter(|from| from.can_become(status)).map(|s| s.as_str()).collect();
+    serde_json::to_string(&from).expect("strings serialize")
+}
+
 impl TaskStore for SqliteStore {
-    fn insert(&self, task: &Task) -> StoreResult<()> {
-        let t = task.clone();
-        self.exec(move |c| {
-            c.execute(
+    fn insert(&self, task: Task) -> StoreFuture<Task> {
+        self.write(move |c| {
+            let seq = c.query_row(
                 "INSERT INTO tasks (id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, progress_token, idempotency_key, runner)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) RETURNING seq",
                 params![
-                    t.id,
-                    t.owner,
-                    t.tool,
-                    t.arguments.to_string(),
-                    t.status.as_str(),
-                    t.status_message,
-                    t.created_at,
-                    t.updated_at,
-                    t.ttl_ms,
-                    t.expires_at(),
-                    t.poll_interval_ms,
-                    t.progress_token.as_ref().map(Value::to_string),
-                    t.idempotency_key,
-                    t.runner
+                    task.id,
+                    task.owner,
+                    task.tool,
+                    task.arguments.to_string(),
+                    task.status.as_str(),
+                    task.status_message,
+                    task.created_at,
+                    task.updated_at,
+                    task.ttl_ms,
+                    task.expires_at(),
+                    task.poll_interval_ms,
+                    task.progress_token.as_ref().map(Value::to_string),
+                    task.idempotency_key,
+                    task.runner
                 ],
-            )
-            .map(|_| ())
+                |r| r.get(0),
+            )?;
+            Ok(Task { seq, ..task })
         })
     }
 
-    fn get(&self, owner: &str, id: &str) -> StoreResult<Option<Task>> {
+    fn get(&self, owner: &str, id: &str) -> StoreFuture<Option<Task>> {
         let (owner, id) = (owner.to_owned(), id.to_owned());
-        self.exec(move |c| c.query_row(&format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1 AND owner = ?2"), params![id, owner], read_task).optional())
+        self.read(move |c| {
+            c.prepare_cached(&format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1 AND owner = ?2"))?.query_row(params![id, owner], read_task).optional()
+        })
     }
 
-    fn list(&self, owner: &str, after: i64, limit: usize) -> StoreResult<Vec<Task>> {
+    fn list(&self, owner: &str, after: i64, limit: usize) -> StoreFuture<Vec<Task>> {
         let owner = owner.to_owned();
-        self.exec(move |c| {
+        self.read(move |c| {
             let mut stmt = c.prepare_cached(&format!("SELECT {COLUMNS} FROM tasks WHERE owner = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3"))?;
             let rows = stmt.query_map(params![owner, after, limit as i64], read_task)?;
             rows.collect()
         })
     }
 
-    fn set_status(&self, id: &str, status: TaskStatus, message: Option<&str>) -> StoreResult<bool> {
+    fn set_status(&self, id: &str, status: TaskStatus, message: Option<&str>) -> StoreFuture<Option<Task>> {
         let (id, message) = (id.to_owned(), message.map(str::to_owned));
-        let allowed_from: Vec<&'static str> = TaskStatus::ALL.iter().filter(|from| from.can_become(status)).map(|s| s.as_str()).collect();
-        self.exec(move |c| {
-            let changed = c.execute(
-                "UPDATE tasks SET status = ?2, status_message = ?3, updated_at = ?4 WHERE id = ?1 AND status IN (SELECT value FROM json_each(?5))",
-                params![id, status.as_str(), message, now(), serde_json::to_string(&allowed_from).unwrap()],
-            )?;
-            Ok(changed == 1)
+        let from = allowed_from(status);
+        self.write(move |c| {
+            c.prepare_cached(&format!(
+                "UPDATE tasks SET status = ?2, status_message = ?3, updated_at = ?4 WHERE id = ?1 AND status IN (SELECT value FROM json_each(?5)) RETURNING {COLUMNS}"
+            ))?
+            .query_row(params![id, status.as_str(), message, now(), from], read_task)
+            .optional()
         })
     }
 
-    fn finish(&self, id: &str, status: TaskStatus, message: Option<&str>, outcome: &Outcome) -> StoreResult<bool> {
+    fn finish(&self, id: &str, status: TaskStatus, message: Option<&str>, outcome: &Outcome) -> StoreFuture<Option<Task>> {
         debug_assert!(status.is_terminal());
         let (id, message) = (id.to_owned(), message.map(str::to_owned));
         let body = serde_json::to_string(outcome).expect("outcomes serialize");
-        self.exec(move |c| {
-            let changed = c.execute(
-                "UPDATE tasks SET status = ?2, status_message = ?3, updated_at = ?4 WHERE id = ?1 AND status IN ('working', 'input_required')",
-                params![id, status.as_str(), message, now()],
-            )?;
-            if changed == 1 {
+        self.write(move |c| {
+            let ended = c
+                .prepare_cached(&format!(
+                    "UPDATE tasks SET status = ?2, status_message = ?3, updated_at = ?4 WHERE id = ?1 AND status IN ('working', 'input_required') RETURNING {COLUMNS}"
+                ))?
+                .query_row(params![id, status.as_str(), message, now()], read_task)
+                .optional()?;
+            if ended.is_some() {
                 c.execute("INSERT OR REPLACE INTO outcomes (task_id, body) VALUES (?1, ?2)", params![id, body])?;
             }
-            Ok(changed == 1)
+            Ok(ended)
         })
     }
 
-    fn outcome(&self, id: &str) -> StoreResult<Option<Outcome>> {
+    fn outcome(&self, id: &str) -> StoreFuture<Option<Outcome>> {
         let id = id.to_owned();
-        let body: Option<String> = self.exec(move |c| c.query_row("SELECT body FROM outcomes WHERE task_id = ?1", params![id], |r| r.get(0)).optional())?;
-        body.map(|b| serde_json::from_str(&b).map_err(|e| StoreError::Io(format!("stored outcome is not valid: {e}")))).transpose()
+        let query = id.clone();
+        let body = self.read(move |c| c.query_row("SELECT body FROM outcomes WHERE task_id = ?1", params![query], |r| r.get::<_, String>(0)).optional());
+        Box::pin(async move {
+            let Some(body) = body.await? else { return Ok(None) };
+            serde_json::from_str(&body).map(Some).map_err(|source| StoreError::CorruptOutcome { id, source })
+        })
     }
 
-    fn find_by_key(&self, owner: &str, key: &str) -> StoreResult<Option<Task>> {
+    fn find_by_key(&self, owner: &str, key: &str) -> StoreFuture<Option<Task>> {
         let (owner, key) = (owner.to_owned(), key.to_owned());
-        self.exec(move |c| {
+        self.read(move |c| {
             c.query_row(&format!("SELECT {COLUMNS} FROM tasks WHERE owner = ?1 AND idempotency_key = ?2"), params![owner, key], read_task).optional()
         })
     }
 
-    fn unfinished(&self) -> StoreResult<Vec<Task>> {
-        self.exec(|c| {
+    fn unfinished(&self) -> StoreFuture<Vec<Task>> {
+        self.read(|c| {
             let mut stmt = c.prepare(&format!("SELECT {COLUMNS} FROM tasks WHERE status IN ('working', 'input_required') ORDER BY seq"))?;
             let rows = stmt.query_map([], read_task)?;
             rows.collect()
         })
     }
 
-    fn claim(&self, id: &str, from: &str, to: &str) -> StoreResult<bool> {
+    fn claim(&self, id: &str, from: &str, to: &str) -> StoreFuture<Option<Task>> {
         let (id, from, to) = (id.to_owned(), from.to_owned(), to.to_owned());
-        self.exec(move |c| {
-            let changed =
-                c.execute("UPDATE tasks SET runner = ?3 WHERE id = ?1 AND runner = ?2 AND status IN ('working', 'input_required')", params![id, from, to])?;
-            Ok(changed == 1)
+        self.write(move |c| {
+            c.query_row(
+                &format!("UPDATE tasks SET runner = ?3 WHERE id = ?1 AND runner = ?2 AND status IN ('working', 'input_required') RETURNING {COLUMNS}"),
+                params![id, from, to],
+                read_task,
+            )
+            .optional()
         })
     }
 
-    fn purge_expired(&self, now_ms: i64) -> StoreResult<usize> {
-        self.exec(move |c| c.execute("DELETE FROM tasks WHERE expires_at IS NOT NULL AND expires_at <= ?1", params![now_ms]))
+    fn purge_expired(&self, now_ms: i64) -> StoreFuture<usize> {
+        // Outcomes go with their tasks (ON DELETE CASCADE).
+        self.write(move |c| c.execute("DELETE FROM tasks WHERE expires_at IS NOT NULL AND expires_at <= ?1", params![now_ms]))
     }
 
-    fn count_by_status(&self) -> StoreResult<Vec<(TaskStatus, u64)>> {
-        self.exec(|c| {
-            let mut stmt = c.prepare("SELECT status, count(*) FROM tasks GROUP BY status")?;
+    fn count_by_status(&self) -> StoreFuture<Vec<(TaskStatus, u64)>> {
+        self.read(|c| {
+            let mut stmt = c.prepare_cached("SELECT status, count(*) FROM tasks GROUP BY status")?;
             let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
             let mut counts = Vec::new();
             for row in rows {
@@ -320,5 +457,76 @@ impl TaskStore for SqliteStore {
             }
             Ok(counts)
         })
+    }
+
+    fn close(&self) -> BoxFuture<'static, ()> {
+        let writes = self.writes.clone();
+        let reads = self.reads.clone();
+        self.checkpoint_stop.lock().unwrap().take();
+        let threads = std::mem::take(&mut *self.threads.lock().unwrap());
+        Box::pin(async move {
+            // Sent with back-pressure, so `Stop` comes after everything submitted before.
+            let _ = writes.send(Msg::Stop).await;
+            if let Some(reads) = reads {
+                let _ = reads.send(Msg::Stop).await;
+            }
+            let _ = tokio::task::spawn_blocking(move || join(threads)).await;
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    crate::tasks::store_suite::store_suite!(memory, || (SqliteStore::open(Path::new(":memory:"), Durability::Process).unwrap(), ()));
+
+    crate::tasks::store_suite::store_suite!(file, || {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("tasks.db"), Durability::Process).unwrap();
+        (store, dir)
+    });
+
+    #[tokio::test]
+    async fn a_closed_store_refuses_work_and_its_threads_are_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("tasks.db"), Durability::Process).unwrap();
+        store.close().await;
+        assert!(store.threads.lock().unwrap().is_empty());
+        assert!(matches!(store.count_by_status().await, Err(StoreError::Closed)));
+        assert!(matches!(store.purge_expired(0).await, Err(StoreError::Closed)));
+    }
+
+    #[tokio::test]
+    async fn an_old_outcome_reads_and_a_corrupt_one_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tasks.db");
+        let store = SqliteStore::open(&path, Durability::Process).unwrap();
+        store.close().await;
+        drop(store);
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "INSERT INTO tasks (id, owner, tool, arguments, status, created_at, updated_at, poll_interval_ms, runner) VALUES
+               ('old', 'o', 't', '{}', 'completed', 0, 0, 1000, ''), ('bad', 'o', 't', '{}', 'completed', 0, 0, 1000, '');
+             INSERT INTO outcomes (task_id, body) VALUES ('old', '{\"result\":{\"content\":[]}}'), ('bad', 'not json');",
+        )
+        .unwrap();
+        drop(conn);
+        let store = SqliteStore::open(&path, Durability::Process).unwrap();
+        assert_eq!(store.outcome("old").await.unwrap(), Some(Outcome::Result(serde_json::json!({ "content": [] }))));
+        let bad = store.outcome("bad").await.unwrap_err();
+        assert!(matches!(bad, StoreError::CorruptOutcome { .. }), "{bad:?}");
+        assert!(bad.to_string().contains("outcome of task bad is not valid"), "{bad}");
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_task_database_is_named_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("notes.txt");
+        std::fs::write(&path, "not a database, just notes").unwrap();
+        let e = SqliteStore::open(&path, Durability::Process).err().expect("refused");
+        assert!(matches!(e, StoreError::NotTaskDatabase { .. }), "{e:?}");
+        assert!(e.to_string().contains("is it a corral task database?"), "{e}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "not a database, just notes");
     }
 }

@@ -1,54 +1,124 @@
-//! Where tasks live. SQLite today; a shared PostgreSQL store for several hosts can implement
+//! Where tasks live. SQLite today; a shared PostgreSQL store for several hosts will implement
 //! the same trait.
+//!
+//! The trait is async so that no store call ever holds a tokio worker: the SQLite store answers
+//! from its own threads, a PostgreSQL store from the network. It returns boxed futures
+//! ([`StoreFuture`]) rather than using `async fn`, because the engine holds the store as
+//! `Arc<dyn TaskStore>` and `async fn` in traits is not object-safe; writing the box by hand
+//! costs one allocation per call (what `async-trait` would generate) without another
+//! dependency. Every future is `'static`: implementations copy what they need from the
+//! arguments before the future is made, so callers never have to keep them alive.
+//!
+//! Shaped for several hosts on one database: writes are conditional on the row's current
+//! state and return the row they wrote (`UPDATE … RETURNING`), so no caller re-reads after a
+//! write and two hosts racing for one row learn which of them won.
+
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
 
 use super::model::{Outcome, Task, TaskStatus};
 
+/// What every store call returns.
 pub type StoreResult<T> = Result<T, StoreError>;
 
+/// A store call in flight; it owns everything it needs.
+pub type StoreFuture<T> = BoxFuture<'static, StoreResult<T>>;
+
+/// Why a store call failed. Each variant keeps its source, so the log shows the SQLite error.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("task store {path}: {message}")]
-    Open { path: String, message: String },
+    /// The database cannot be opened or created.
+    #[error("task store {path}: {source}")]
+    Open {
+        /// The database file as given.
+        path: String,
+        /// What SQLite said.
+        source: rusqlite::Error,
+    },
+    /// The file opened but is not a task database this corral understands.
+    #[error("task store {path}: {source} (is it a corral task database? move it away to start afresh)")]
+    NotTaskDatabase {
+        /// The database file as given.
+        path: String,
+        /// What SQLite said.
+        source: rusqlite::Error,
+    },
+    /// The directory for the database, or a store thread, cannot be made.
+    #[error("task store {path}: {source}")]
+    Io {
+        /// The database file as given.
+        path: String,
+        /// What the operating system said.
+        source: std::io::Error,
+    },
+    /// One operation failed; the others of its batch are unaffected.
     #[error("task store: {0}")]
-    Io(String),
+    Sqlite(#[from] rusqlite::Error),
+    /// The batch an operation was part of could not begin or commit: nothing of it was stored.
+    /// Shared by every operation of the batch, hence the `Arc`.
+    #[error("task store: {0}")]
+    Batch(Arc<rusqlite::Error>),
+    /// The store was shut down (or its thread died): the operation was not run.
+    #[error("task store: the store thread has stopped")]
+    Closed,
+    /// A stored outcome is not JSON this corral can read.
+    #[error("task store: stored outcome of task {id} is not valid: {source}")]
+    CorruptOutcome {
+        /// The task whose outcome it is.
+        id: String,
+        /// What the JSON parser said.
+        source: serde_json::Error,
+    },
+    /// A task ended without an outcome, which a store must never let happen.
+    #[error("task store: task {id} ended without an outcome")]
+    MissingOutcome {
+        /// The task.
+        id: String,
+    },
 }
 
-/// Every write is durable when the call returns: a record before its `CreateTaskResult`
-/// is sent, an outcome before its terminal status can be seen.
+/// Every write is durable when its future resolves: a record before its `CreateTaskResult` is
+/// sent, an outcome before its terminal status can be seen.
 pub trait TaskStore: Send + Sync + 'static {
-    /// Stores a new task.
-    fn insert(&self, task: &Task) -> StoreResult<()>;
+    /// Stores a new task; returns it as stored (with its `seq`).
+    fn insert(&self, task: Task) -> StoreFuture<Task>;
 
     /// The task `id` if `owner` owns it.
-    fn get(&self, owner: &str, id: &str) -> StoreResult<Option<Task>>;
+    fn get(&self, owner: &str, id: &str) -> StoreFuture<Option<Task>>;
 
     /// Up to `limit` of `owner`'s tasks with `seq` above `after`, in `seq` order.
-    fn list(&self, owner: &str, after: i64, limit: usize) -> StoreResult<Vec<Task>>;
+    fn list(&self, owner: &str, after: i64, limit: usize) -> StoreFuture<Vec<Task>>;
 
-    /// Moves a task to a non-terminal status. False when the move is not allowed (e.g. the
-    /// task already ended).
-    fn set_status(&self, id: &str, status: TaskStatus, message: Option<&str>) -> StoreResult<bool>;
+    /// Moves a task to a non-terminal status; returns the row as written, or `None` when the
+    /// move is not allowed (e.g. the task already ended).
+    fn set_status(&self, id: &str, status: TaskStatus, message: Option<&str>) -> StoreFuture<Option<Task>>;
 
-    /// Ends a task: its outcome and terminal status in one transaction. False when the task
-    /// had already ended (a cancelled task stays cancelled).
-    fn finish(&self, id: &str, status: TaskStatus, message: Option<&str>, outcome: &Outcome) -> StoreResult<bool>;
+    /// Ends a task: its outcome and terminal status in one transaction. Returns the row as
+    /// written, or `None` when the task had already ended (a cancelled task stays cancelled).
+    fn finish(&self, id: &str, status: TaskStatus, message: Option<&str>, outcome: &Outcome) -> StoreFuture<Option<Task>>;
 
     /// The outcome of an ended task.
-    fn outcome(&self, id: &str) -> StoreResult<Option<Outcome>>;
+    fn outcome(&self, id: &str) -> StoreFuture<Option<Outcome>>;
 
     /// The task `owner` created with this idempotency key, if it is still kept.
-    fn find_by_key(&self, owner: &str, key: &str) -> StoreResult<Option<Task>>;
+    fn find_by_key(&self, owner: &str, key: &str) -> StoreFuture<Option<Task>>;
 
-    /// Tasks that were running or waiting when the host stopped.
-    fn unfinished(&self) -> StoreResult<Vec<Task>>;
+    /// Tasks that are `working` or `input_required`, in `seq` order.
+    fn unfinished(&self) -> StoreFuture<Vec<Task>>;
 
-    /// Moves an unfinished task from the dead host `from` to `to`. False when another host
-    /// claimed it first or it has ended.
-    fn claim(&self, id: &str, from: &str, to: &str) -> StoreResult<bool>;
+    /// Moves an unfinished task from the dead host `from` to `to`, fenced on `from`: returns
+    /// the claimed row, or `None` when another host claimed it first or it has ended.
+    fn claim(&self, id: &str, from: &str, to: &str) -> StoreFuture<Option<Task>>;
 
-    /// Deletes tasks (and outcomes) whose TTL has passed; returns how many.
-    fn purge_expired(&self, now_ms: i64) -> StoreResult<usize>;
+    /// Deletes tasks (and their outcomes) whose TTL has passed at `now_ms`; returns how many.
+    fn purge_expired(&self, now_ms: i64) -> StoreFuture<usize>;
 
     /// Tasks per status, for metrics and tests.
-    fn count_by_status(&self) -> StoreResult<Vec<(TaskStatus, u64)>>;
+    fn count_by_status(&self) -> StoreFuture<Vec<(TaskStatus, u64)>>;
+
+    /// Stops the store: what was submitted before is answered, later calls fail with
+    /// [`StoreError::Closed`], and the store's threads (or connections) are gone when this
+    /// resolves.
+    fn close(&self) -> BoxFuture<'static, ()>;
 }

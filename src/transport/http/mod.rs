@@ -356,7 +356,7 @@ async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     if let Err(response) = check_headers(&app, &headers) {
         return response;
     }
-    let mut text = app.host.metrics.render(&app.host.engine);
+    let mut text = app.host.metrics.render(&app.host.engine).await;
     text.push_str(&format!(
         "# HELP corral_http_sessions Open MCP sessions.\n# TYPE corral_http_sessions gauge\ncorral_http_sessions {}\n",
         app.sessions.lock().unwrap().len()

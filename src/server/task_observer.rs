@@ -1,0 +1,81 @@
+//! A task's call observer: what a guest reports while it runs as a task goes to the client that
+//! created the task (while it is connected) and onto the task's record.
+//!
+//! It sits here, not in the engine, because it joins the two sides the engine must not know: the
+//! runtime's [`CallObserver`] and the session's notifier below, the engine's [`TaskControl`]
+//! above. A request to the client (elicitation, sampling) turns the task `input_required` until
+//! the answer is in.
+
+use std::sync::Arc;
+
+use crate::runtime::{CallObserver, ClientAnswer, ElicitResponse, LogLevel, RequestError, SamplingRequest, SamplingResponse};
+use crate::tasks::TaskControl;
+
+/// Forwards a task's logs and progress to its requestor, records progress messages as its
+/// status message, and brackets requests to the client with `input_required` / `working`.
+pub(super) struct TaskObserver {
+    control: TaskControl,
+    /// The session's notifier; `None` once the requestor is gone (a task recovered after a
+    /// restart).
+    forward: Option<Arc<dyn CallObserver>>,
+}
+
+impl TaskObserver {
+    pub(super) fn new(control: TaskControl, forward: Option<Arc<dyn CallObserver>>) -> TaskObserver {
+        TaskObserver { control, forward }
+    }
+
+    /// Runs a request to the requestor with the task `input_required` meanwhile.
+    fn ask<T, F>(&self, waiting_for: String, ask: F) -> ClientAnswer<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&dyn CallObserver, &str) -> ClientAnswer<T> + Send + 'static,
+    {
+        let Some(forward) = self.forward.clone() else {
+            let why = "the client that started this task is not connected (the host restarted since), so nobody can be asked";
+            return Box::pin(std::future::ready(Err(RequestError::Unavailable(why.into()))));
+        };
+        if self.control.cancel().is_cancelled() {
+            return Box::pin(std::future::ready(Err(RequestError::Unavailable("the task was cancelled".into()))));
+        }
+        let control = self.control.clone();
+        Box::pin(async move {
+            // Stored before the client is asked, so a client that sees the request and polls
+            // finds the task waiting for it.
+            control.set_input_required(waiting_for).await;
+            let answer = ask(forward.as_ref(), control.id()).await;
+            // Cancelled or out of time, the task ends from `input_required`: this write is refused.
+            control.set_working().await;
+            answer
+        })
+    }
+}
+
+impl CallObserver for TaskObserver {
+    fn log(&self, level: LogLevel, message: &str) {
+        if let (Some(forward), false) = (&self.forward, self.control.cancel().is_cancelled()) {
+            forward.log(level, message);
+        }
+    }
+
+    fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        if self.control.cancel().is_cancelled() {
+            return;
+        }
+        if let Some(text) = &message {
+            self.control.set_message(text.clone());
+        }
+        if let Some(forward) = &self.forward {
+            forward.progress(progress, total, message);
+        }
+    }
+
+    fn elicit(&self, _task: Option<&str>, message: String, requested_schema: String) -> ClientAnswer<ElicitResponse> {
+        let waiting = format!("waiting for the user: {message}");
+        self.ask(waiting, move |forward, id| forward.elicit(Some(id), message, requested_schema))
+    }
+
+    fn sample(&self, _task: Option<&str>, request: SamplingRequest) -> ClientAnswer<SamplingResponse> {
+        self.ask("waiting for the client's model to answer".into(), move |forward, id| forward.sample(Some(id), request))
+    }
+}

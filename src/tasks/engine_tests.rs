@@ -1,0 +1,304 @@
+//! The engine in-process, on SQLite, with a fake runner: caps, cancellation, recovery,
+//! idempotency keys, the input-required bracket and shutdown.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use serde_json::json;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use super::*;
+
+/// A runner whose tools say what they do: `quick` ends at once; anything else (when `hold`)
+/// waits for a permit from `release` or for cancellation, then ends `completed` all the same
+/// (a late result, which must not overwrite `cancelled`). `ask` brackets the wait with
+/// `input_required`; `progress` reports a message first. Tools ending in `idem` may run again.
+struct Fake {
+    hold: bool,
+    release: Arc<Semaphore>,
+    started: Mutex<Vec<String>>,
+    saw_cancel: Arc<Mutex<Vec<String>>>,
+    ended: Arc<AtomicUsize>,
+}
+
+impl Fake {
+    fn new(hold: bool) -> Arc<Fake> {
+        Arc::new(Fake { hold, release: Arc::new(Semaphore::new(0)), started: Mutex::default(), saw_cancel: Arc::default(), ended: Arc::default() })
+    }
+
+    fn started(&self) -> Vec<String> {
+        self.started.lock().unwrap().clone()
+    }
+}
+
+impl TaskRunner for Fake {
+    fn run(&self, task: &Task, control: TaskControl) -> BoxFuture<'static, Finished> {
+        self.started.lock().unwrap().push(task.id.clone());
+        let (tool, id, hold) = (task.tool.clone(), task.id.clone(), self.hold && task.tool != "quick");
+        let (release, saw_cancel, ended) = (self.release.clone(), self.saw_cancel.clone(), self.ended.clone());
+        Box::pin(async move {
+            if tool == "ask" {
+                assert!(control.set_input_required("waiting for the user".into()).await);
+            }
+            if tool == "progress" {
+                control.set_message("half way".into());
+            }
+            if hold {
+                tokio::select! {
+                    _ = control.cancel().cancelled() => saw_cancel.lock().unwrap().push(id.clone()),
+                    permit = release.acquire() => permit.unwrap().forget(),
+                }
+            }
+            if tool == "ask" {
+                control.set_working().await;
+            }
+            ended.fetch_add(1, Ordering::SeqCst);
+            Finished { status: TaskStatus::Completed, message: None, outcome: Outcome::Result(json!({ "ran": id })) }
+        })
+    }
+
+    fn may_rerun(&self, tool: &str) -> bool {
+        tool.ends_with("idem")
+    }
+}
+
+/// Every status announced, by task.
+#[derive(Default)]
+struct Seen(Mutex<HashMap<String, Vec<TaskStatus>>>);
+
+impl TaskEvents for Seen {
+    fn status_changed(&self, task: &Task) {
+        self.0.lock().unwrap().entry(task.id.clone()).or_default().push(task.status);
+    }
+}
+
+impl Seen {
+    fn of(&self, id: &str) -> Vec<TaskStatus> {
+        self.0.lock().unwrap().get(id).cloned().unwrap_or_default()
+    }
+}
+
+fn call(owner: &str, tool: &str) -> Admission {
+    Admission {
+        owner: owner.into(),
+        tool: tool.into(),
+        arguments: json!({}),
+        requested_ttl_ms: None,
+        progress_token: None,
+        idempotency_key: None,
+        requestor: None,
+        events: None,
+    }
+}
+
+fn settings(max_running: usize, max_queued: usize, max_per_owner: usize) -> TaskSettings {
+    TaskSettings { max_running, max_queued, max_per_owner, ..TaskSettings::default() }
+}
+
+async fn start_on(db: &Path, settings: TaskSettings, runner: Arc<Fake>, wakes: Arc<AtomicUsize>) -> Engine {
+    let store = Arc::new(SqliteStore::open(db, Durability::Process).unwrap());
+    let wake = Arc::new(move || {
+        wakes.fetch_add(1, Ordering::SeqCst);
+    });
+    Engine::start(store, Runners::register(db).unwrap(), settings, runner, wake, CancellationToken::new()).await.unwrap()
+}
+
+async fn start(settings: TaskSettings, runner: Arc<Fake>) -> Engine {
+    start_on(Path::new(":memory:"), settings, runner, Arc::default()).await
+}
+
+/// Waits (up to five seconds) until `done` holds.
+async fn eventually(what: &str, done: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !done() {
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+async fn stored(engine: &Engine) -> u64 {
+    engine.count_by_status().await.unwrap().iter().map(|(_, n)| n).sum()
+}
+
+#[tokio::test]
+async fn the_queue_cap_refuses_as_overloaded_and_creates_nothing() {
+    let fake = Fake::new(true);
+    let engine = start(settings(1, 2, 100), fake.clone()).await;
+    engine.admit(call("o", "hold")).await.unwrap();
+    eventually("the first task runs", || fake.started().len() == 1).await;
+    engine.admit(call("o", "hold")).await.unwrap();
+    engine.admit(call("o", "hold")).await.unwrap();
+    assert_eq!(engine.counts().queued, 2);
+    let refused = engine.admit(call("o", "hold")).await.unwrap_err();
+    assert!(matches!(refused, EngineError::Overloaded { queued: 2, limit: 2 }), "{refused:?}");
+    assert_eq!(refused.to_string(), "the host is overloaded: 2 tasks are waiting (limit 2); try again later");
+    assert_eq!(stored(&engine).await, 3, "the refused task was not stored");
+    assert_eq!(engine.counts().queued, 2, "nor did it keep a queue slot");
+    fake.release.add_permits(3);
+    eventually("all three ran", || fake.ended.load(Ordering::SeqCst) == 3).await;
+    engine.admit(call("o", "hold")).await.expect("room again once the queue drained");
+}
+
+#[tokio::test]
+async fn the_per_client_cap_refuses_and_frees_a_slot_when_a_task_ends() {
+    let fake = Fake::new(true);
+    let engine = start(settings(4, 100, 2), fake.clone()).await;
+    let first = engine.admit(call("alice", "hold")).await.unwrap();
+    engine.admit(call("alice", "hold")).await.unwrap();
+    let refused = engine.admit(call("alice", "hold")).await.unwrap_err();
+    assert!(matches!(refused, EngineError::OwnerLimit { active: 2, limit: 2 }), "{refused:?}");
+    assert_eq!(refused.to_string(), "too many unfinished tasks: you have 2 (limit 2); wait for some to end or cancel them");
+    engine.admit(call("bob", "hold")).await.expect("another client has its own cap");
+    assert_eq!(stored(&engine).await, 3, "nothing half-created");
+    engine.cancel("alice", &first.id).await.unwrap();
+    engine.admit(call("alice", "hold")).await.expect("a cancelled task frees its slot");
+}
+
+#[tokio::test]
+async fn a_task_cancelled_while_queued_never_runs() {
+    let fake = Fake::new(true);
+    let engine = start(settings(1, 10, 10), fake.clone()).await;
+    let running = engine.admit(call("o", "hold")).await.unwrap();
+    eventually("the first task runs", || fake.started().len() == 1).await;
+    let queued = engine.admit(call("o", "hold")).await.unwrap();
+    let cancelled = engine.cancel("o", &queued.id).await.unwrap();
+    assert_eq!((cancelled.status, cancelled.status_message.as_deref()), (TaskStatus::Cancelled, Some("cancelled by the client")));
+    fake.release.add_permits(1);
+    engine.result("o", &running.id).await.unwrap();
+    eventually("the queue drained", || engine.counts().queued + engine.counts().running == 0).await;
+    assert_eq!(fake.started(), [running.id.clone()], "the cancelled task never ran");
+    assert_eq!(engine.result("o", &queued.id).await.unwrap().1, Outcome::Cancelled);
+    let again = engine.cancel("o", &queued.id).await.unwrap_err();
+    assert_eq!(again.to_string(), "task is already cancelled");
+}
+
+#[tokio::test]
+async fn a_running_task_is_told_and_stays_cancelled_despite_a_late_result() {
+    let fake = Fake::new(true);
+    let wakes = Arc::new(AtomicUsize::new(0));
+    let engine = start_on(Path::new(":memory:"), settings(2, 10, 10), fake.clone(), wakes.clone()).await;
+    let seen = Arc::new(Seen::default());
+    let task = engine.admit(Admission { events: Some(seen.clone()), ..call("o", "hold") }).await.unwrap();
+    eventually("the task runs", || fake.started().len() == 1).await;
+    let cancelled = engine.cancel("o", &task.id).await.unwrap();
+    assert_eq!(cancelled.status, TaskStatus::Cancelled);
+    assert_eq!(wakes.load(Ordering::SeqCst), 1, "cancel woke the work");
+    eventually("the runner returned its late result", || fake.ended.load(Ordering::SeqCst) == 1).await;
+    assert_eq!(*fake.saw_cancel.lock().unwrap(), [task.id.clone()], "the runner saw its handle cancelled");
+    eventually("the worker is free", || engine.counts().running == 0).await;
+    let (ended, outcome) = engine.result("o", &task.id).await.unwrap();
+    assert_eq!((ended.status, outcome), (TaskStatus::Cancelled, Outcome::Cancelled), "the late result did not overwrite it");
+    assert_eq!(seen.of(&task.id), [TaskStatus::Cancelled], "announced once, as cancelled");
+}
+
+#[tokio::test]
+async fn recovery_reruns_idempotent_tasks_and_fails_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("tasks.db");
+    let first = Fake::new(true);
+    let dead = start_on(&db, settings(4, 10, 10), first.clone(), Arc::default()).await;
+    let again = dead.admit(call("o", "hold-idem")).await.unwrap();
+    let lost = dead.admit(call("o", "hold")).await.unwrap();
+    eventually("both run", || first.started().len() == 2).await;
+    // The host goes away mid-run: its tasks stay `working`, its runner lock goes.
+    dead.shutdown().await;
+    drop(dead);
+
+    let second = Fake::new(false);
+    let engine = start_on(&db, settings(4, 10, 10), second.clone(), Arc::default()).await;
+    let (rerun, outcome) = engine.result("o", &again.id).await.unwrap();
+    assert_eq!((rerun.status, outcome), (TaskStatus::Completed, Outcome::Result(json!({ "ran": again.id }))));
+    assert_ne!(rerun.runner, again.runner, "claimed by the new host");
+    let (failed, outcome) = engine.result("o", &lost.id).await.unwrap();
+    assert_eq!((failed.status, failed.status_message.as_deref()), (TaskStatus::Failed, Some("interrupted by a host restart before it finished")));
+    assert_eq!(outcome, Outcome::Interrupted);
+    assert_eq!(second.started(), [again.id.clone()], "only the idempotent task ran again");
+}
+
+#[tokio::test]
+async fn an_idempotency_key_names_one_task_until_it_expires() {
+    let fake = Fake::new(false);
+    let engine = start(settings(2, 10, 10), fake.clone()).await;
+    let keyed = |key: &str, ttl: i64| Admission { idempotency_key: Some(key.into()), requested_ttl_ms: Some(ttl), ..call("o", "quick") };
+    let kept = engine.admit(keyed("kept", 60_000)).await.unwrap();
+    assert_eq!(engine.admit(keyed("kept", 60_000)).await.unwrap().id, kept.id, "the same key names the same task");
+    let other = engine.admit(Admission { owner: "p".into(), ..keyed("kept", 60_000) }).await.unwrap();
+    assert_ne!(other.id, kept.id, "keys are per owner");
+
+    let short = engine.admit(keyed("short", 1)).await.unwrap();
+    engine.result("o", &short.id).await.ok();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let fresh = engine.admit(keyed("short", 60_000)).await.unwrap();
+    assert_ne!(fresh.id, short.id, "an expired key names a new task");
+    assert!(matches!(engine.get("o", &short.id).await, Err(EngineError::NotFound)), "the expired task is gone");
+    assert_eq!(engine.get("o", &fresh.id).await.unwrap().idempotency_key.as_deref(), Some("short"));
+}
+
+#[tokio::test]
+async fn ttls_are_clamped_to_the_settings() {
+    let engine = start(TaskSettings { max_ttl: Duration::from_secs(60), ..settings(1, 10, 10) }, Fake::new(false)).await;
+    let long = engine.admit(Admission { requested_ttl_ms: Some(10_000_000), ..call("o", "quick") }).await.unwrap();
+    assert_eq!(long.ttl_ms, Some(60_000));
+    let zero = engine.admit(Admission { requested_ttl_ms: Some(0), ..call("o", "quick") }).await.unwrap();
+    assert_eq!(zero.ttl_ms, Some(1));
+    let default = engine.admit(call("o", "quick")).await.unwrap();
+    assert_eq!(default.ttl_ms, Some(60_000), "the default (an hour) is clamped too");
+}
+
+#[tokio::test]
+async fn the_input_required_bracket_is_stored_and_announced() {
+    let fake = Fake::new(true);
+    let engine = start(settings(2, 10, 10), fake.clone()).await;
+    let seen = Arc::new(Seen::default());
+    let task = engine.admit(Admission { events: Some(seen.clone()), ..call("o", "ask") }).await.unwrap();
+    eventually("the task asks", || seen.of(&task.id) == [TaskStatus::InputRequired]).await;
+    let waiting = engine.get("o", &task.id).await.unwrap();
+    assert_eq!((waiting.status, waiting.status_message.as_deref()), (TaskStatus::InputRequired, Some("waiting for the user")));
+    fake.release.add_permits(1);
+    let (ended, _) = engine.result("o", &task.id).await.unwrap();
+    assert_eq!(ended.status, TaskStatus::Completed);
+    assert_eq!(seen.of(&task.id), [TaskStatus::InputRequired, TaskStatus::Working, TaskStatus::Completed]);
+}
+
+#[tokio::test]
+async fn a_progress_message_shows_while_the_task_works() {
+    let fake = Fake::new(true);
+    let engine = start(settings(2, 10, 10), fake.clone()).await;
+    let task = engine.admit(call("o", "progress")).await.unwrap();
+    eventually("the task runs", || fake.started().len() == 1).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let now = engine.get("o", &task.id).await.unwrap();
+        if now.status_message.as_deref() == Some("half way") {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the message never showed: {now:?}");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    assert_eq!(engine.list("o", 0, 10).await.unwrap()[0].status_message.as_deref(), Some("half way"));
+    fake.release.add_permits(1);
+    assert_eq!(engine.result("o", &task.id).await.unwrap().0.status_message, None, "an ended task shows its stored message");
+}
+
+#[tokio::test]
+async fn shutdown_stops_the_workers_and_closes_the_store() {
+    let fake = Fake::new(true);
+    let token = CancellationToken::new();
+    let store = Arc::new(SqliteStore::open(Path::new(":memory:"), Durability::Process).unwrap());
+    let engine = Engine::start(store, Runners::register(Path::new(":memory:")).unwrap(), settings(2, 10, 10), fake.clone(), Arc::new(|| {}), token.clone())
+        .await
+        .unwrap();
+    engine.admit(call("o", "hold")).await.unwrap();
+    eventually("the task runs", || fake.started().len() == 1).await;
+    token.cancel();
+    tokio::time::timeout(Duration::from_secs(5), engine.shutdown()).await.expect("shutdown finishes");
+    assert_eq!(engine.counts().running, 0, "the running task was dropped");
+    assert_eq!(fake.ended.load(Ordering::SeqCst), 0, "and did not end");
+    assert!(matches!(engine.admit(call("o", "hold")).await, Err(EngineError::ShuttingDown)));
+    assert!(matches!(engine.count_by_status().await, Err(EngineError::Store(StoreError::Closed))));
+}

@@ -1,0 +1,136 @@
+//! The engine's one port to whoever knows what a task does ([`TaskRunner`]), and what a running
+//! task may do to its own record ([`TaskControl`]).
+//!
+//! Data flows one way: the server implements [`TaskRunner`] and calls down into the engine
+//! through [`TaskControl`]; the engine never knows what a tool call, a guest or MCP is.
+
+use std::any::Any;
+use std::sync::{Arc, Mutex};
+
+use futures_util::future::BoxFuture;
+use tokio::sync::watch;
+
+use super::model::{Outcome, Task, TaskStatus};
+use super::store::TaskStore;
+use crate::cancel::CancelHandle;
+
+/// Runs tasks; provided by the layer that knows what a tool call is.
+pub trait TaskRunner: Send + Sync + 'static {
+    /// Runs `task` until it ends or `control.cancel()` fires. What it returns is stored as it
+    /// is, unless the task was cancelled meanwhile (then `cancelled` stays).
+    fn run(&self, task: &Task, control: TaskControl) -> BoxFuture<'static, Finished>;
+
+    /// Whether running `tool` again after a host restart is safe.
+    fn may_rerun(&self, tool: &str) -> bool;
+}
+
+/// How a task's run ended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Finished {
+    /// `completed` or `failed`.
+    pub status: TaskStatus,
+    /// Shown as the task's `statusMessage`.
+    pub message: Option<String>,
+    /// What `tasks/result` answers, opaque to the engine.
+    pub outcome: Outcome,
+}
+
+/// Receives a task's status changes (`notifications/tasks/status`).
+pub trait TaskEvents: Send + Sync {
+    /// `task` as the store wrote it.
+    fn status_changed(&self, task: &Task);
+}
+
+/// What a running task may do to its own record: notice cancellation, wait for its client, and
+/// say what it is doing. Clones share the task.
+#[derive(Clone)]
+pub struct TaskControl {
+    pub(super) live: Arc<Live>,
+    pub(super) store: Arc<dyn TaskStore>,
+}
+
+impl TaskControl {
+    /// The task's id.
+    pub fn id(&self) -> &str {
+        &self.live.id
+    }
+
+    /// The task's stop button: fired by `tasks/cancel`, it also wakes the work.
+    pub fn cancel(&self) -> &CancelHandle {
+        &self.live.cancel
+    }
+
+    /// What the admission handed the runner for reaching the client that asked (see
+    /// [`Admission::requestor`](super::Admission::requestor)); `None` for a task recovered after
+    /// a restart, whose client is gone.
+    pub fn requestor(&self) -> Option<&Arc<dyn Any + Send + Sync>> {
+        self.live.requestor.as_ref()
+    }
+
+    /// Marks the task `input_required` with `message` (stored, then announced). False when the
+    /// task has ended or been cancelled meanwhile.
+    pub async fn set_input_required(&self, message: String) -> bool {
+        self.set_status(TaskStatus::InputRequired, Some(message)).await
+    }
+
+    /// Marks the task `working` again once its client answered (stored, then announced). False
+    /// when the task has ended meanwhile.
+    pub async fn set_working(&self) -> bool {
+        self.set_status(TaskStatus::Working, None).await
+    }
+
+    /// Shows `message` as the task's `statusMessage` while it works (a progress report).
+    ///
+    /// Kept in memory, not stored nor announced: progress comes as often as a guest likes, and
+    /// a commit and a `notifications/tasks/status` for each would cost more than the call. The
+    /// progress itself reaches the client as `notifications/progress`.
+    pub fn set_message(&self, message: String) {
+        if !self.live.has_ended() {
+            *self.live.message.lock().unwrap() = Some(message);
+        }
+    }
+
+    async fn set_status(&self, status: TaskStatus, message: Option<String>) -> bool {
+        if self.live.has_ended() || self.live.cancel.is_cancelled() {
+            return false;
+        }
+        *self.live.message.lock().unwrap() = message.clone();
+        match self.store.set_status(&self.live.id, status, message.as_deref()).await {
+            Ok(Some(task)) => {
+                self.live.announce(&task);
+                true
+            }
+            Ok(None) => false,
+            Err(e) => {
+                tracing::error!(task = %self.live.id, "storing the task's status failed: {e}");
+                false
+            }
+        }
+    }
+}
+
+/// A task this process has queued or is running.
+pub(super) struct Live {
+    pub(super) id: String,
+    pub(super) owner: String,
+    pub(super) cancel: CancelHandle,
+    pub(super) requestor: Option<Arc<dyn Any + Send + Sync>>,
+    pub(super) events: Option<Arc<dyn TaskEvents>>,
+    /// The newest progress message, shown as `statusMessage` while working.
+    pub(super) message: Mutex<Option<String>>,
+    /// Becomes true once the task ended in this process; `tasks/result` waits on it.
+    pub(super) done: watch::Sender<bool>,
+}
+
+impl Live {
+    pub(super) fn has_ended(&self) -> bool {
+        *self.done.borrow()
+    }
+
+    /// Tells the requestor about `task`, the row a write returned.
+    pub(super) fn announce(&self, task: &Task) {
+        if let Some(events) = &self.events {
+            events.status_changed(task);
+        }
+    }
+}

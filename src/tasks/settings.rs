@@ -1,0 +1,36 @@
+//! The task engine's limits and defaults.
+
+use std::time::Duration;
+
+/// Task engine limits and defaults. (The runtime has its own `EngineSettings`, for wasmtime.)
+#[derive(Clone, Debug)]
+pub struct TaskSettings {
+    /// Tasks running at once, across all plugins.
+    pub max_running: usize,
+    /// Tasks admitted but not yet running; admission beyond it is refused as overloaded.
+    pub max_queued: usize,
+    /// Unfinished tasks (queued or running) one owner may have in this host.
+    pub max_per_owner: usize,
+    /// The TTL of a task whose client asked for none.
+    pub default_ttl: Duration,
+    /// The longest TTL a client may ask for; longer requests are clamped to it.
+    pub max_ttl: Duration,
+    /// How often clients are asked to poll (`pollInterval`).
+    pub poll_interval: Duration,
+    /// How often expired tasks are deleted (and orphans of dead hosts recovered).
+    pub reap_every: Duration,
+}
+
+impl Default for TaskSettings {
+    fn default() -> TaskSettings {
+        TaskSettings {
+            max_running: 8,
+            max_queued: 1024,
+            max_per_owner: 256,
+            default_ttl: Duration::from_secs(3600),
+            max_ttl: Duration::from_secs(24 * 3600),
+            poll_interval: Duration::from_millis(1000),
+            reap_every: Duration::from_secs(30),
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! One test suite for every [`TaskStore`], written once: `store_suite!(name, make)` expands to a
+//! `#[tokio::test]` per rule below, each on a fresh store from `make()` (which returns the store
+//! and whatever must live as long as it, such as a temporary directory). The SQLite store runs
+//! it on `:memory:` and on a file; a PostgreSQL store runs the same suite.
+
+use serde_json::json;
+
+use super::model::{now_ms, Outcome, Task, TaskStatus};
+use super::store::TaskStore;
+
+/// A working task of `owner`, run by host `runner`, kept for an hour.
+pub(crate) fn task(id: &str, owner: &str, runner: &str) -> Task {
+    let now = now_ms();
+    Task {
+        id: id.to_owned(),
+        owner: owner.to_owned(),
+        tool: "tool".to_owned(),
+        arguments: json!({ "n": 1 }),
+        status: TaskStatus::Working,
+        status_message: None,
+        created_at: now,
+        updated_at: now,
+        ttl_ms: Some(3_600_000),
+        poll_interval_ms: 1000,
+        progress_token: None,
+        idempotency_key: None,
+        seq: 0,
+        runner: runner.to_owned(),
+    }
+}
+
+pub(crate) async fn insert_then_get_scoped_by_owner(store: &dyn TaskStore) {
+    let stored = store.insert(task("t1", "alice", "h")).await.unwrap();
+    assert!(stored.seq > 0, "insert returns the row with its seq: {stored:?}");
+    let got = store.get("alice", "t1").await.unwrap().expect("stored");
+    assert_eq!(got, stored);
+    assert_eq!(got.arguments, json!({ "n": 1 }));
+    assert_eq!(store.get("bob", "t1").await.unwrap(), None, "another owner sees nothing");
+    assert_eq!(store.get("alice", "nope").await.unwrap(), None);
+    assert!(store.insert(task("t1", "alice", "h")).await.is_err(), "ids are unique");
+}
+
+pub(crate) async fn claim_is_fenced(store: &dyn TaskStore) {
+    store.insert(task("t", "o", "dead")).await.unwrap();
+    assert_eq!(store.claim("t", "someone-else", "me").await.unwrap(), None, "a claim from the wrong host fails");
+    let claimed = store.claim("t", "dead", "me").await.unwrap().expect("claimed");
+    assert_eq!(claimed.runner, "me", "the claim returns the row it wrote");
+    assert_eq!(store.claim("t", "dead", "other").await.unwrap(), None, "a second claim from a stale `from` fails");
+    assert_eq!(store.get("o", "t").await.unwrap().unwrap().runner, "me");
+    store.finish("t", TaskStatus::Completed, None, &Outcome::Result(json!({}))).await.unwrap().unwrap();
+    assert_eq!(store.claim("t", "me", "other").await.unwrap(), None, "an ended task cannot be claimed");
+}
+
+pub(crate) async fn transitions_never_leave_a_terminal_state(store: &dyn TaskStore) {
+    store.insert(task("t", "o", "h")).await.unwrap();
+    let waiting = store.set_status("t", TaskStatus::InputRequired, Some("waiting")).await.unwrap().expect("allowed");
+    assert_eq!((waiting.status, waiting.status_message.as_deref()), (TaskStatus::InputRequired, Some("waiting")), "returns the row it wrote");
+    assert_eq!(store.set_status("t", TaskStatus::InputRequired, None).await.unwrap(), None, "input_required → input_required is no move");
+    let working = store.set_status("t", TaskStatus::Working, None).await.unwrap().expect("allowed");
+    assert_eq!((working.status, working.status_message), (TaskStatus::Working, None));
+    for end in [TaskStatus::Completed, TaskStatus::Failed, TaskStatus::Cancelled] {
+        let id = format!("t-{}", end.as_str());
+        store.insert(task(&id, "o", "h")).await.unwrap();
+        store.finish(&id, end, None, &Outcome::Cancelled).await.unwrap().expect("ends");
+        for next in [TaskStatus::Working, TaskStatus::InputRequired] {
+            assert_eq!(store.set_status(&id, next, None).await.unwrap(), None, "{end:?} → {next:?}");
+        }
+        assert_eq!(store.get("o", &id).await.unwrap().unwrap().status, end, "{end:?} is final");
+    }
+    assert_eq!(store.set_status("missing", TaskStatus::Working, None).await.unwrap(), None);
+}
+
+pub(crate) async fn finish_stores_the_outcome_once(store: &dyn TaskStore) {
+    store.insert(task("t", "o", "h")).await.unwrap();
+    assert_eq!(store.outcome("t").await.unwrap(), None, "no outcome before the end");
+    let first = Outcome::Result(json!({ "content": [{ "type": "text", "text": "done" }] }));
+    let ended = store.finish("t", TaskStatus::Failed, Some("it broke"), &first).await.unwrap().expect("ends");
+    assert_eq!((ended.status, ended.status_message.as_deref()), (TaskStatus::Failed, Some("it broke")), "returns the row it wrote");
+    assert_eq!(store.outcome("t").await.unwrap(), Some(first.clone()), "status and outcome together");
+    let late = store.finish("t", TaskStatus::Completed, None, &Outcome::Error(json!({ "code": 1, "message": "late" }))).await.unwrap();
+    assert_eq!(late, None, "a second finish is refused");
+    assert_eq!(store.outcome("t").await.unwrap(), Some(first), "and changes nothing");
+    assert_eq!(store.get("o", "t").await.unwrap().unwrap().status, TaskStatus::Failed);
+    assert_eq!(store.finish("missing", TaskStatus::Completed, None, &Outcome::Cancelled).await.unwrap(), None);
+}
+
+pub(crate) async fn outcome_kinds_round_trip(store: &dyn TaskStore) {
+    let kinds = [
+        Outcome::Result(json!({ "content": [], "isError": false })),
+        Outcome::Error(json!({ "code": -32602, "message": "bad", "data": { "kind": "x" } })),
+        Outcome::Cancelled,
+        Outcome::Interrupted,
+    ];
+    for (i, outcome) in kinds.iter().enumerate() {
+        let id = format!("t{i}");
+        store.insert(task(&id, "o", "h")).await.unwrap();
+        store.finish(&id, TaskStatus::Failed, None, outcome).await.unwrap().unwrap();
+        assert_eq!(store.outcome(&id).await.unwrap().as_ref(), Some(outcome));
+    }
+}
+
+pub(crate) async fn idempotency_keys_are_scoped_by_owner(store: &dyn TaskStore) {
+    let keyed = |id: &str, owner: &str| Task { idempotency_key: Some("k".into()), ..task(id, owner, "h") };
+    store.insert(keyed("a1", "alice")).await.unwrap();
+    store.insert(keyed("b1", "bob")).await.unwrap();
+    assert_eq!(store.find_by_key("alice", "k").await.unwrap().unwrap().id, "a1");
+    assert_eq!(store.find_by_key("bob", "k").await.unwrap().unwrap().id, "b1");
+    assert_eq!(store.find_by_key("carol", "k").await.unwrap(), None);
+    assert_eq!(store.find_by_key("alice", "other").await.unwrap(), None);
+    assert!(store.insert(keyed("a2", "alice")).await.is_err(), "one task per owner and key");
+}
+
+pub(crate) async fn list_pages_by_seq_per_owner(store: &dyn TaskStore) {
+    for i in 0..5 {
+        store.insert(task(&format!("a{i}"), "alice", "h")).await.unwrap();
+        if i % 2 == 0 {
+            store.insert(task(&format!("b{i}"), "bob", "h")).await.unwrap();
+        }
+    }
+    let first = store.list("alice", 0, 2).await.unwrap();
+    assert_eq!(first.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), ["a0", "a1"]);
+    let rest = store.list("alice", first[1].seq, 10).await.unwrap();
+    assert_eq!(rest.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), ["a2", "a3", "a4"]);
+    assert!(rest.windows(2).all(|w| w[0].seq < w[1].seq), "in seq order");
+    assert_eq!(store.list("bob", 0, 10).await.unwrap().len(), 3, "only the owner's");
+    assert!(store.list("alice", rest[2].seq, 10).await.unwrap().is_empty());
+}
+
+pub(crate) async fn purge_deletes_expired_tasks_and_their_outcomes(store: &dyn TaskStore) {
+    let old = Task { created_at: now_ms() - 10_000, ttl_ms: Some(1_000), ..task("old", "o", "h") };
+    let forever = Task { ttl_ms: None, ..task("forever", "o", "h") };
+    store.insert(old).await.unwrap();
+    store.insert(forever).await.unwrap();
+    store.insert(task("young", "o", "h")).await.unwrap();
+    store.finish("old", TaskStatus::Completed, None, &Outcome::Result(json!({}))).await.unwrap().unwrap();
+    assert_eq!(store.purge_expired(now_ms()).await.unwrap(), 1);
+    assert_eq!(store.get("o", "old").await.unwrap(), None);
+    assert_eq!(store.outcome("old").await.unwrap(), None, "the outcome went with its task");
+    assert!(store.get("o", "young").await.unwrap().is_some() && store.get("o", "forever").await.unwrap().is_some());
+    assert_eq!(store.purge_expired(now_ms()).await.unwrap(), 0);
+}
+
+pub(crate) async fn counts_and_unfinished_follow_the_statuses(store: &dyn TaskStore) {
+    for id in ["w1", "w2", "i", "c", "f"] {
+        store.insert(task(id, "o", "h")).await.unwrap();
+    }
+    store.set_status("i", TaskStatus::InputRequired, None).await.unwrap().unwrap();
+    store.finish("c", TaskStatus::Completed, None, &Outcome::Result(json!({}))).await.unwrap().unwrap();
+    store.finish("f", TaskStatus::Failed, None, &Outcome::Interrupted).await.unwrap().unwrap();
+    let mut counts = store.count_by_status().await.unwrap();
+    counts.sort_by_key(|(s, _)| s.as_str());
+    assert_eq!(counts, [(TaskStatus::Completed, 1), (TaskStatus::Failed, 1), (TaskStatus::InputRequired, 1), (TaskStatus::Working, 2)]);
+    let unfinished = store.unfinished().await.unwrap();
+    assert_eq!(unfinished.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), ["w1", "w2", "i"]);
+}
+
+/// Expands to one `#[tokio::test]` per rule of the suite, in a module `$name`, each on a fresh
+/// store from `$make()` (a closure returning `(store, keep_alive)`).
+macro_rules! store_suite {
+    ($name:ident, $make:expr) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::tasks::store_suite::store_suite!(@tests $make;
+                insert_then_get_scoped_by_owner,
+                claim_is_fenced,
+                transitions_never_leave_a_terminal_state,
+                finish_stores_the_outcome_once,
+                outcome_kinds_round_trip,
+                idempotency_keys_are_scoped_by_owner,
+                list_pages_by_seq_per_owner,
+                purge_deletes_expired_tasks_and_their_outcomes,
+                counts_and_unfinished_follow_the_statuses
+            );
+        }
+    };
+    (@tests $make:expr; $($rule:ident),*) => {
+        $(
+            #[tokio::test]
+            async fn $rule() {
+                let (store, _keep) = ($make)();
+                $crate::tasks::store_suite::$rule(&store).await;
+                $crate::tasks::TaskStore::close(&store).await;
+            }
+        )*
+    };
+}
+
+pub(crate) use store_suite;

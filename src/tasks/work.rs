@@ -1,0 +1,116 @@
+//! What the engine does on its own: the workers that run queued tasks, recovery of tasks a dead
+//! host left unfinished, and the reaper that deletes expired tasks.
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::engine::{EngineError, Inner, Queued, Reservation};
+use super::model::{now_ms, Outcome, TaskStatus};
+use super::runner::TaskControl;
+
+/// The workers share one receiver; whoever holds the lock takes the next task.
+pub(super) type SharedQueue = Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<Queued>>>;
+
+/// Runs queued tasks one at a time until `stop` fires.
+pub(super) async fn worker(inner: Arc<Inner>, queue: SharedQueue, stop: CancellationToken) {
+    loop {
+        let next = tokio::select! {
+            _ = stop.cancelled() => return,
+            next = async { queue.lock().await.recv().await } => next,
+        };
+        let Some(next) = next else { return };
+        {
+            let mut counts = inner.counts.lock().unwrap();
+            counts.queued -= 1;
+            counts.running += 1;
+        }
+        tokio::select! {
+            // Shutdown drops the run where it is; see `Engine::shutdown`.
+            _ = stop.cancelled() => {}
+            _ = run_one(&inner, &next) => {}
+        }
+        inner.counts.lock().unwrap().running -= 1;
+        if stop.is_cancelled() {
+            return;
+        }
+    }
+}
+
+async fn run_one(inner: &Arc<Inner>, queued: &Queued) {
+    let (id, owner) = (queued.id.as_str(), queued.owner.as_str());
+    let Some(live) = inner.live.lock().unwrap().get(id).cloned() else { return };
+    if live.cancel.is_cancelled() {
+        inner.retire(id);
+        return;
+    }
+    // Read, not taken from the queue: another host sharing the database may have cancelled it.
+    let task = match inner.store.get(owner, id).await {
+        Ok(Some(task)) if !task.status.is_terminal() => task,
+        Ok(_) => {
+            // Cancelled (or purged) while it waited in the queue.
+            inner.retire(id);
+            return;
+        }
+        Err(e) => {
+            tracing::error!(task = %id, "reading a queued task failed: {e}");
+            inner.retire(id);
+            return;
+        }
+    };
+    let control = TaskControl { live: live.clone(), store: inner.store.clone() };
+    let finished = inner.runner.run(&task, control).await;
+    if !live.cancel.is_cancelled() {
+        match inner.store.finish(id, finished.status, finished.message.as_deref(), &finished.outcome).await {
+            Ok(Some(ended)) => live.announce(&ended),
+            Ok(None) => {}
+            Err(e) => tracing::error!(task = %id, "storing the task's outcome failed: {e}"),
+        }
+    }
+    inner.retire(id);
+}
+
+impl Inner {
+    /// Tasks left `working` or `input_required` by a host that died: those the runner may run
+    /// again are claimed and queued, the others fail with a message saying why.
+    pub(super) async fn recover(self: &Arc<Self>) -> Result<(), EngineError> {
+        for task in self.store.unfinished().await? {
+            if self.runners.is_alive(&task.runner) {
+                continue;
+            }
+            if self.runner.may_rerun(&task.tool) {
+                let Some(claimed) = self.store.claim(&task.id, &task.runner, self.runners.id()).await? else { continue };
+                tracing::info!(task = %claimed.id, tool = %claimed.tool, "running an interrupted idempotent task again");
+                Reservation::force(self, &claimed.owner).keep();
+                self.enqueue(&claimed, None, None);
+            } else {
+                tracing::warn!(task = %task.id, tool = %task.tool, "failing a task its host left unfinished");
+                self.store.finish(&task.id, TaskStatus::Failed, Some("interrupted by a host restart before it finished"), &Outcome::Interrupted).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Every `reap_every`: recovers orphans of hosts that died since, and deletes expired tasks.
+/// Stops when `stop` fires.
+pub(super) async fn reaper(inner: Arc<Inner>, stop: CancellationToken) {
+    let every = inner.settings.reap_every;
+    // The first look is `Engine::start`'s own recovery.
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = ticks.tick() => {}
+        }
+        if let Err(e) = inner.recover().await {
+            tracing::error!("recovering orphaned tasks failed: {e}");
+        }
+        match inner.store.purge_expired(now_ms()).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!("deleted {n} expired tasks"),
+            Err(e) => tracing::error!("deleting expired tasks failed: {e}"),
+        }
+    }
+}
