@@ -302,3 +302,19 @@ async fn shutdown_stops_the_workers_and_closes_the_store() {
     assert!(matches!(engine.admit(call("o", "hold")).await, Err(EngineError::ShuttingDown)));
     assert!(matches!(engine.count_by_status().await, Err(EngineError::Store(StoreError::Closed))));
 }
+
+#[tokio::test]
+async fn an_admission_whose_caller_stops_waiting_still_queues_its_task() {
+    let fake = Fake::new(false);
+    let engine = start(settings(2, 10, 10), fake.clone()).await;
+    // The caller gives up during the durable insert (its client went away): polled once, dropped.
+    let mut admitting = Box::pin(engine.admit(call("o", "quick")));
+    let polled = std::future::Future::poll(admitting.as_mut(), &mut std::task::Context::from_waker(std::task::Waker::noop()));
+    assert!(polled.is_pending(), "the insert takes a commit, longer than one poll");
+    drop(admitting);
+    eventually("the stored task ran all the same", || fake.ended.load(Ordering::SeqCst) == 1).await;
+    let tasks = engine.list("o", 0, 10).await.unwrap();
+    assert_eq!(tasks.len(), 1);
+    eventually("its slots are back", || engine.counts().queued + engine.counts().running == 0).await;
+    assert_eq!(engine.result("o", &tasks[0].id).await.unwrap().0.status, TaskStatus::Completed);
+}
