@@ -10,10 +10,10 @@ use super::notify::{CallNotifier, LevelFilter};
 use super::peer::{ClientCaps, Peer};
 use super::sessions::Listener;
 use super::{prompts, resources, tasks, tools, Host, Outlet};
-use crate::cancel::CancelHandle;
 use crate::mcp::jsonrpc::{self, error_message, result_message, Incoming};
 use crate::mcp::types::{negotiate_version, LogLevel};
 use crate::mcp::{RequestId, RpcError};
+use crate::cancel::CancelHandle;
 use crate::runtime::{CallContext, Failure};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
