@@ -15,10 +15,6 @@ use serde_json::{json, Map, Value};
 use crate::mcp::{Params, RpcError};
 
 const AFTER_KEY: &str = "after";
-// FIXME(issue 12, merge): `server/tasks.rs::list` still has its own copy of the `seq:` codec;
-// the lead points it here (`resume(params, "tasks/list", decode_seq)`, `seq_cursor`) and
-// drops these allows.
-#[allow(dead_code)]
 const AFTER_SEQ: &str = "seq";
 
 /// One page of `map` (ordered by key) after the params' `cursor`, as `field` plus `nextCursor`
@@ -69,13 +65,11 @@ pub fn decode_key(cursor: &str) -> Option<String> {
 }
 
 /// The cursor of a page that ends at sequence number `seq` (`tasks/list`).
-#[allow(dead_code)]
 pub fn seq_cursor(seq: i64) -> String {
     encode(AFTER_SEQ, &seq.to_string())
 }
 
 /// The sequence number a [`seq_cursor`] resumes after.
-#[allow(dead_code)]
 pub fn decode_seq(cursor: &str) -> Option<i64> {
     decode(AFTER_SEQ, cursor)?.parse().ok()
 }

@@ -8,18 +8,16 @@ use std::any::Any;
 use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD as CURSOR;
-use base64::Engine as _;
 use futures_util::future::BoxFuture;
 use serde_json::{json, Map, Value};
 
 use super::results::{error_result, failure_result, violations_json, violations_summary};
 use super::task_observer::TaskObserver;
 use super::tools::{self, AdmittedCall};
-use super::{Host, Outlet};
+use super::{paging, Host, Outlet};
 use crate::mcp::jsonrpc::notification;
 use crate::mcp::types::CallToolResult;
-use crate::mcp::RpcError;
+use crate::mcp::{Params, RpcError};
 use crate::registry::{violations, Registry};
 use crate::runtime::{CallContext, CallObserver, Failure, Runtime, TaskSupport};
 use crate::tasks::{Admission, EngineError, Finished, Outcome, Task, TaskControl, TaskEvents, TaskRunner, TaskStatus};
@@ -68,11 +66,7 @@ fn engine_error(e: EngineError) -> RpcError {
 }
 
 fn task_id(params: &Map<String, Value>) -> Result<&str, RpcError> {
-    match params.get("taskId") {
-        Some(Value::String(id)) => Ok(id),
-        Some(_) => Err(RpcError::invalid_params("`taskId` must be a string")),
-        None => Err(RpcError::invalid_params("missing `taskId`")),
-    }
+    Params::new(params).required_str("taskId", "")
 }
 
 /// Admits a task-augmented `tools/call` and answers `CreateTaskResult`. The arguments are
@@ -94,20 +88,13 @@ pub async fn create(
         )));
     }
     let Value::Object(task) = task else { return Err(RpcError::invalid_params("`task` must be an object such as {} or {\"ttl\": 60000}")) };
-    let requested_ttl_ms = match task.get("ttl") {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(v.as_i64().filter(|t| *t >= 0).ok_or_else(|| RpcError::invalid_params("`task.ttl` must be a non-negative integer (milliseconds)"))?),
-    };
+    let requested_ttl_ms = Params::new(task).optional_non_negative("ttl", "`task.ttl` must be a non-negative integer (milliseconds)")?;
     let problems = violations(&entry.input_validator, &call.arguments);
     if !problems.is_empty() {
         return Err(RpcError::invalid_params(format!("invalid arguments for tool `{}`: {}", entry.name, violations_summary(&problems)))
             .with_data(json!({ "kind": "invalid-arguments", "violations": violations_json(&problems) })));
     }
-    let idempotency_key = match params.get("_meta").and_then(|m| m.get(IDEMPOTENCY_KEY)) {
-        None | Some(Value::Null) => None,
-        Some(Value::String(k)) => Some(k.clone()),
-        Some(_) => return Err(RpcError::invalid_params(format!("`_meta[\"{IDEMPOTENCY_KEY}\"]` must be a string"))),
-    };
+    let idempotency_key = Params::new(params).meta_str(IDEMPOTENCY_KEY)?.map(str::to_owned);
     let admission = Admission {
         owner: owner.to_owned(),
         tool: entry.name.clone(),
@@ -134,26 +121,15 @@ pub async fn cancel(host: &Host, owner: &str, params: &Map<String, Value>) -> Re
 
 /// `tasks/list`: the owner's tasks in creation order, a page at a time.
 pub async fn list(host: &Host, owner: &str, params: &Map<String, Value>) -> Result<Value, RpcError> {
-    let after = match params.get("cursor") {
-        None | Some(Value::Null) => 0,
-        Some(Value::String(c)) => {
-            decode_cursor(c).ok_or_else(|| RpcError::invalid_params(format!("invalid cursor {c:?}: pass back a `nextCursor` from an earlier tasks/list")))?
-        }
-        Some(_) => return Err(RpcError::invalid_params("`cursor` must be a string")),
-    };
+    let after = paging::resume(Params::new(params), "tasks/list", paging::decode_seq)?.unwrap_or(0);
     let mut tasks = host.engine.list(owner, after, LIST_PAGE + 1).await.map_err(engine_error)?;
     let more = tasks.len() > LIST_PAGE;
     tasks.truncate(LIST_PAGE);
     let mut result = json!({ "tasks": tasks.iter().map(task_json).collect::<Vec<_>>() });
     if let (true, Some(last)) = (more, tasks.last()) {
-        result["nextCursor"] = json!(CURSOR.encode(format!("seq:{}", last.seq)));
+        result["nextCursor"] = json!(paging::seq_cursor(last.seq));
     }
     Ok(result)
-}
-
-fn decode_cursor(cursor: &str) -> Option<i64> {
-    let text = String::from_utf8(CURSOR.decode(cursor).ok()?).ok()?;
-    text.strip_prefix("seq:")?.parse().ok()
 }
 
 /// `tasks/result`: waits for the task to end, then answers exactly what the call produced.

@@ -171,7 +171,7 @@ async fn a_task_cancelled_while_queued_never_runs() {
     fake.release.add_permits(1);
     engine.result("o", &running.id).await.unwrap();
     eventually("the queue drained", || engine.counts().queued + engine.counts().running == 0).await;
-    assert_eq!(fake.started(), [running.id.clone()], "the cancelled task never ran");
+    assert_eq!(fake.started(), [running.id.as_str()], "the cancelled task never ran");
     assert_eq!(engine.result("o", &queued.id).await.unwrap().1, Outcome::Cancelled);
     let again = engine.cancel("o", &queued.id).await.unwrap_err();
     assert_eq!(again.to_string(), "task is already cancelled");
@@ -189,7 +189,7 @@ async fn a_running_task_is_told_and_stays_cancelled_despite_a_late_result() {
     assert_eq!(cancelled.status, TaskStatus::Cancelled);
     assert_eq!(wakes.load(Ordering::SeqCst), 1, "cancel woke the work");
     eventually("the runner returned its late result", || fake.ended.load(Ordering::SeqCst) == 1).await;
-    assert_eq!(*fake.saw_cancel.lock().unwrap(), [task.id.clone()], "the runner saw its handle cancelled");
+    assert_eq!(*fake.saw_cancel.lock().unwrap(), [task.id.as_str()], "the runner saw its handle cancelled");
     eventually("the worker is free", || engine.counts().running == 0).await;
     let (ended, outcome) = engine.result("o", &task.id).await.unwrap();
     assert_eq!((ended.status, outcome), (TaskStatus::Cancelled, Outcome::Cancelled), "the late result did not overwrite it");
@@ -217,7 +217,7 @@ async fn recovery_reruns_idempotent_tasks_and_fails_the_others() {
     let (failed, outcome) = engine.result("o", &lost.id).await.unwrap();
     assert_eq!((failed.status, failed.status_message.as_deref()), (TaskStatus::Failed, Some("interrupted by a host restart before it finished")));
     assert_eq!(outcome, Outcome::Interrupted);
-    assert_eq!(second.started(), [again.id.clone()], "only the idempotent task ran again");
+    assert_eq!(second.started(), [again.id.as_str()], "only the idempotent task ran again");
 }
 
 #[tokio::test]
@@ -301,4 +301,20 @@ async fn shutdown_stops_the_workers_and_closes_the_store() {
     assert_eq!(fake.ended.load(Ordering::SeqCst), 0, "and did not end");
     assert!(matches!(engine.admit(call("o", "hold")).await, Err(EngineError::ShuttingDown)));
     assert!(matches!(engine.count_by_status().await, Err(EngineError::Store(StoreError::Closed))));
+}
+
+#[tokio::test]
+async fn an_admission_whose_caller_stops_waiting_still_queues_its_task() {
+    let fake = Fake::new(false);
+    let engine = start(settings(2, 10, 10), fake.clone()).await;
+    // The caller gives up during the durable insert (its client went away): polled once, dropped.
+    let mut admitting = Box::pin(engine.admit(call("o", "quick")));
+    let polled = std::future::Future::poll(admitting.as_mut(), &mut std::task::Context::from_waker(std::task::Waker::noop()));
+    assert!(polled.is_pending(), "the insert takes a commit, longer than one poll");
+    drop(admitting);
+    eventually("the stored task ran all the same", || fake.ended.load(Ordering::SeqCst) == 1).await;
+    let tasks = engine.list("o", 0, 10).await.unwrap();
+    assert_eq!(tasks.len(), 1);
+    eventually("its slots are back", || engine.counts().queued + engine.counts().running == 0).await;
+    assert_eq!(engine.result("o", &tasks[0].id).await.unwrap().0.status, TaskStatus::Completed);
 }

@@ -488,6 +488,22 @@ mod tests {
     });
 
     #[tokio::test]
+    async fn reads_of_a_file_database_do_not_wait_behind_a_write_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("tasks.db"), Durability::Process).unwrap();
+        store.insert(crate::tasks::store_suite::task("t", "o", "h")).await.unwrap();
+        let slow = tokio::spawn(store.write(|_| {
+            std::thread::sleep(Duration::from_millis(600));
+            Ok(())
+        }));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let asked = std::time::Instant::now();
+        assert!(store.get("o", "t").await.unwrap().is_some());
+        assert!(asked.elapsed() < Duration::from_millis(300), "the read waited for the writer: {:?}", asked.elapsed());
+        slow.await.unwrap().unwrap();
+    }
+
+    #[tokio::test]
     async fn a_closed_store_refuses_work_and_its_threads_are_gone() {
         let dir = tempfile::tempdir().unwrap();
         let store = SqliteStore::open(&dir.path().join("tasks.db"), Durability::Process).unwrap();
