@@ -37,6 +37,7 @@ pub struct Cli {
 
 /// The subcommands.
 #[derive(Subcommand)]
+#[allow(clippy::large_enum_variant, reason = "parsed once per process; boxing `serve`'s flags would buy nothing")]
 pub enum Command {
     /// Serve the plugins' tools over MCP on stdin/stdout, or over HTTP with --http.
     Serve(ServeArgs),

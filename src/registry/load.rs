@@ -4,6 +4,9 @@
 //! A plugin either passes every step or is refused whole, with a [`Refusal`] saying why; the
 //! other plugins load regardless.
 
+// A `Refusal` is large, but it is made at most once per plugin load, far from any call path.
+#![allow(clippy::result_large_err)]
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
