@@ -198,7 +198,7 @@ fn check_tools(declared: Vec<Tool>, plugin: &Arc<Plugin>, loaded: &Catalog, refu
     let mut tools: Vec<ToolEntry> = Vec::with_capacity(declared.len());
     for tool in declared {
         let tool_name = tool.name.clone();
-        check_name(&tool.name).map_err(|e| refuse.tool(RefusalKind::InvalidToolName, &tool_name, e))?;
+        check_name(&tool.name).map_err(|e| refuse.tool(RefusalKind::InvalidToolName, &tool_name, e.to_string()))?;
         if tools.iter().any(|t| t.name == tool.name) {
             return Err(refuse.tool(RefusalKind::DuplicateTool, &tool_name, "the plugin lists this name twice".into()));
         }
