@@ -100,6 +100,21 @@ fn a_bad_manifest_is_refused() {
 }
 
 #[test]
+fn a_refused_manifest_points_at_its_key_or_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_plugin(dir.path(), "good", &Fixture::new().tool(ToolDef::new("good")).build());
+    write_manifest(dir.path(), "good", "[limits]\ntimeout = \"soon\"\n");
+    let (report, code) = inspect_json(&file);
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(report["refusal"]["kind"], "invalid-manifest");
+    assert_eq!(report["refusal"]["key"], "limits.timeout", "{report:#}");
+    assert!(report["refusal"]["message"].as_str().unwrap().contains("[limits] timeout: `soon` is not a duration"), "{report:#}");
+    write_manifest(dir.path(), "good", "[limits]\nfuel = \"lots\"\n");
+    let (report, _) = inspect_json(&file);
+    assert_eq!((report["refusal"]["line"].as_u64(), report["refusal"].get("key")), (Some(2), None), "{report:#}");
+}
+
+#[test]
 fn a_file_that_is_not_a_component_is_refused_and_a_missing_file_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let file = write_plugin(dir.path(), "junk", b"not wasm at all");

@@ -1,6 +1,7 @@
 //! A plugin's sidecar manifest (`NAME.toml` next to `NAME.wasm`): `[limits]` and `[permissions]`.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -71,6 +72,62 @@ struct EnvFile {
     set: BTreeMap<String, String>,
 }
 
+/// Why a manifest was refused: which file, which key (when one is at fault) and what is wrong.
+///
+/// It displays as it always has (`FILE: [limits] timeout: MESSAGE`, `FILE: line N: MESSAGE`,
+/// `FILE: cannot read: ...`); the fields let a caller such as `corral inspect --json` point at the
+/// key without parsing that sentence.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ManifestError {
+    /// The manifest file.
+    pub file: PathBuf,
+    /// The key whose value is refused; `None` when the file cannot be read or is not valid TOML
+    /// for a manifest (an unknown key included: then `line` says where).
+    pub key: Option<ManifestKey>,
+    /// The line of a TOML error, when the parser knows it.
+    pub line: Option<usize>,
+    /// What is wrong, without the file and key.
+    pub message: String,
+}
+
+/// A key of a manifest: its table (`limits`, `permissions`) and its name within it (`timeout`,
+/// `env.pass`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ManifestKey {
+    /// `limits` or `permissions`.
+    pub table: &'static str,
+    /// The key within the table, dotted when nested (`env.pass`).
+    pub name: &'static str,
+}
+
+impl ManifestKey {
+    /// The key as a dotted TOML path, e.g. `limits.timeout`.
+    pub fn path(&self) -> String {
+        format!("{}.{}", self.table, self.name)
+    }
+}
+
+impl fmt::Display for ManifestKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{}] {}", self.table, self.name)
+    }
+}
+
+impl fmt::Display for ManifestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: ", self.file.display())?;
+        if let Some(key) = &self.key {
+            write!(f, "{key}: ")?;
+        }
+        if let Some(line) = self.line {
+            write!(f, "line {line}: ")?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ManifestError {}
+
 /// The manifest path that belongs to a plugin file.
 pub fn manifest_path(wasm: &Path) -> PathBuf {
     wasm.with_extension("toml")
@@ -78,20 +135,20 @@ pub fn manifest_path(wasm: &Path) -> PathBuf {
 
 /// Reads the manifest of `wasm`, if there is one, over `defaults`. `memory_ceiling` is the most
 /// memory the host can give an instance; no grant may make a `protected` directory writable.
-pub fn plugin_manifest(wasm: &Path, defaults: &Limits, memory_ceiling: u64, protected: &[PathBuf]) -> Result<Manifest, String> {
+pub fn plugin_manifest(wasm: &Path, defaults: &Limits, memory_ceiling: u64, protected: &[PathBuf]) -> Result<Manifest, ManifestError> {
     let path = manifest_path(wasm);
+    let error = |key: Option<ManifestKey>, line: Option<usize>, message: String| ManifestError { file: path.clone(), key, line, message };
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Manifest { limits: defaults.clone(), permissions: Permissions::default() }),
-        Err(e) => return Err(format!("{}: cannot read: {e}", path.display())),
+        Err(e) => return Err(error(None, None, format!("cannot read: {e}"))),
     };
-    let file: ManifestFile = toml::from_str(&text).map_err(|e| match e.span() {
-        Some(span) => format!("{}: line {}: {}", path.display(), text[..span.start].matches('\n').count() + 1, e.message()),
-        None => format!("{}: {}", path.display(), e.message()),
-    })?;
-    let limits = limits(file.limits, defaults, memory_ceiling).map_err(|(key, e)| format!("{}: [limits] {key}: {e}", path.display()))?;
+    let file: ManifestFile =
+        toml::from_str(&text).map_err(|e| error(None, e.span().map(|span| text[..span.start].matches('\n').count() + 1), e.message().to_owned()))?;
+    let keyed = |table| move |(name, message): KeyError| error(Some(ManifestKey { table, name }), None, message);
+    let limits = limits(file.limits, defaults, memory_ceiling).map_err(keyed("limits"))?;
     let base = path.parent().unwrap_or(Path::new("."));
-    let permissions = permissions(file.permissions, base, protected).map_err(|(key, e)| format!("{}: [permissions] {key}: {e}", path.display()))?;
+    let permissions = permissions(file.permissions, base, protected).map_err(keyed("permissions"))?;
     Ok(Manifest { limits, permissions })
 }
 
@@ -176,11 +233,33 @@ mod tests {
     use std::time::Duration;
 
     fn manifest_from(text: &str) -> Result<Manifest, String> {
+        manifest_error_from(text).map_err(|e| e.to_string())
+    }
+
+    fn manifest_error_from(text: &str) -> Result<Manifest, ManifestError> {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("data")).unwrap();
         let wasm = dir.path().join("p.wasm");
         std::fs::write(manifest_path(&wasm), text).unwrap();
         plugin_manifest(&wasm, &Limits::default(), 1 << 30, &[dir.path().join("data").canonicalize().unwrap()])
+    }
+
+    #[test]
+    fn errors_carry_file_key_and_line_and_display_as_before() {
+        let e = manifest_error_from("[limits]\ntimeout = \"soon\"\n").unwrap_err();
+        assert_eq!(e.key, Some(ManifestKey { table: "limits", name: "timeout" }));
+        assert_eq!(e.key.unwrap().path(), "limits.timeout");
+        assert!(e.file.ends_with("p.toml") && e.line.is_none());
+        assert_eq!(e.to_string(), format!("{}: [limits] timeout: {}", e.file.display(), e.message));
+        assert!(e.message.starts_with("`soon` is not a duration"), "{}", e.message);
+
+        let e = manifest_error_from("[permissions.env]\npass = [\"A=B\"]\n").unwrap_err();
+        assert_eq!(e.key.map(|k| k.path()), Some("permissions.env.pass".to_owned()));
+        assert_eq!(e.to_string(), format!("{}: [permissions] env.pass: `A=B` is not a variable name", e.file.display()));
+
+        let e = manifest_error_from("[limits]\n\ntimeuot = \"2s\"\n").unwrap_err();
+        assert_eq!((e.key, e.line), (None, Some(3)));
+        assert_eq!(e.to_string(), format!("{}: line 3: {}", e.file.display(), e.message));
     }
 
     #[test]

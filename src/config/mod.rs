@@ -1,16 +1,18 @@
 //! Host settings and plugin manifests. Every error names the file and the key at fault.
 
+pub mod defaults;
 mod manifest;
 mod permissions;
 
 use std::time::Duration;
 
-pub use manifest::{manifest_path, plugin_manifest, Manifest};
+pub use manifest::{manifest_path, plugin_manifest, Manifest, ManifestError, ManifestKey};
 pub use permissions::{DirGrant, EnvVar, HostPattern, NetPattern, Permissions};
 
 /// What one call of a plugin may use.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Limits {
+    /// Wall-clock limit of one call.
     pub timeout: Duration,
     /// Wall-clock limit of a call run as a task; tasks are for long work, so it is longer.
     pub task_timeout: Duration,
@@ -24,7 +26,13 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Limits {
-        Limits { timeout: Duration::from_secs(30), task_timeout: Duration::from_secs(600), fuel: 10_000_000_000, memory: 64 << 20, max_concurrency: 16 }
+        Limits {
+            timeout: defaults::duration(defaults::TIMEOUT),
+            task_timeout: defaults::duration(defaults::TASK_TIMEOUT),
+            fuel: 10_000_000_000,
+            memory: defaults::size(defaults::MEMORY),
+            max_concurrency: 16,
+        }
     }
 }
 
@@ -35,6 +43,20 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         return Err("must be greater than zero".into());
     }
     Ok(d)
+}
+
+/// Parses a whole number greater than zero: a count or a budget flag (`--max-running`, `--fuel`...).
+/// Zero is refused rather than raised to one, so a mistyped flag is reported, not reinterpreted.
+pub fn parse_positive<T>(text: &str) -> Result<T, String>
+where
+    T: std::str::FromStr + PartialEq + From<u8>,
+    T::Err: std::fmt::Display,
+{
+    let n: T = text.trim().parse().map_err(|e| format!("`{text}` is not a whole number ({e})"))?;
+    if n == T::from(0) {
+        return Err("must be greater than zero".into());
+    }
+    Ok(n)
 }
 
 /// Parses a size such as `64MiB`; refuses zero and anything above `ceiling`.

@@ -2,20 +2,42 @@
 
 use serde_json::Value;
 
+/// A tool or prompt name that breaks the contract's naming rules. `what` says which, so one
+/// check serves both without rewriting its message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadName {
+    /// `tool` or `prompt`.
+    pub what: &'static str,
+    /// The name as the plugin declared it.
+    pub name: String,
+}
+
+impl std::fmt::Display for BadName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} name {:?} must be 1-64 characters of A-Z, a-z, 0-9, `_` and `-`", self.what, self.name)
+    }
+}
+
+impl std::error::Error for BadName {}
+
 /// MCP allows up to 128 characters and dots; the contract is stricter so names stay portable.
-pub fn check_name(name: &str) -> Result<(), String> {
+pub fn check_name(name: &str) -> Result<(), BadName> {
+    check_name_of("tool", name)
+}
+
+fn check_name_of(what: &'static str, name: &str) -> Result<(), BadName> {
     let ok_len = (1..=64).contains(&name.len());
     let ok_chars = name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
     if ok_len && ok_chars {
         Ok(())
     } else {
-        Err(format!("tool name {name:?} must be 1-64 characters of A-Z, a-z, 0-9, `_` and `-`"))
+        Err(BadName { what, name: name.to_owned() })
     }
 }
 
 /// A prompt's name follows the tool-name rules; its arguments have distinct, non-empty names.
 pub fn check_prompt(prompt: &crate::runtime::Prompt) -> Result<(), String> {
-    check_name(&prompt.name).map_err(|e| e.replacen("tool name", "prompt name", 1))?;
+    check_name_of("prompt", &prompt.name).map_err(|e| e.to_string())?;
     let mut seen = std::collections::BTreeSet::new();
     for argument in &prompt.arguments {
         if argument.name.is_empty() {
@@ -54,6 +76,15 @@ mod tests {
         for bad in ["", "a b", "dot.ted", &"x".repeat(65)] {
             assert!(check_name(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_bad_name_says_whose_name_it_is() {
+        let e = check_name("a b").unwrap_err();
+        assert_eq!(e, BadName { what: "tool", name: "a b".into() });
+        assert_eq!(e.to_string(), "tool name \"a b\" must be 1-64 characters of A-Z, a-z, 0-9, `_` and `-`");
+        let prompt = crate::runtime::Prompt { name: "dot.ted".into(), title: None, description: None, arguments: Vec::new() };
+        assert!(check_prompt(&prompt).unwrap_err().starts_with("prompt name \"dot.ted\" must be"));
     }
 
     #[test]

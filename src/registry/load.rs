@@ -4,16 +4,18 @@
 //! A plugin either passes every step or is refused whole, with a [`Refusal`] saying why; the
 //! other plugins load regardless.
 
+// A `Refusal` is large, but it is made at most once per plugin load, far from any call path.
+#![allow(clippy::result_large_err)]
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::checks::{check_name, check_prompt, compile_schema};
 use super::uri::{check_uri, UriTemplate};
-use super::{stamp, Catalog, Plugin, PromptEntry, Refusal, RefusalKind, ResourceEntry, TemplateEntry, ToolEntry};
-use crate::config::{self, Limits};
-
-use crate::runtime::{CallContext, LoadError, Runtime, Silent, Tool};
+use super::{stamp, Catalog, Plugin, PromptEntry, Refusal, RefusalKind, ResourceEntry, Stamp, TemplateEntry, ToolEntry};
+use crate::config::{self, Limits, ManifestError};
+use crate::runtime::{CallContext, Failure, LoadError, PluginCode, Prompt, Resource, ResourceTemplate, Runtime, Silent, Tool};
 
 /// What one plugin brings to a catalog, checked against the catalog it was loaded beside.
 pub struct Loaded {
@@ -75,125 +77,201 @@ pub(super) fn plugin_name(file: &Path) -> String {
     file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
+/// Loads one plugin file beside the plugins of `loaded`: manifest, compile, the `list-*`
+/// exports, then the checks of what they declare. The first step that fails refuses it whole.
 pub async fn load_plugin(file: &Path, runtime: &Runtime, settings: &LoadSettings, loaded: &Catalog) -> Result<Loaded, Refusal> {
     let name = plugin_name(file);
-    let version = stamp(file);
-    let refuse_about = |kind, subject: Option<String>, tool: Option<&str>, message: String| Refusal {
-        stamp: version,
-        plugin: name.clone(),
-        file: file.to_owned(),
-        tool: tool.map(str::to_owned),
-        kind,
-        message: match subject {
-            Some(s) => format!("plugin `{name}`: {s}: {message}"),
-            None => format!("plugin `{name}`: {message}"),
-        },
-    };
-    let refuse = |kind, tool: Option<&str>, message: String| refuse_about(kind, tool.map(|t| format!("tool `{t}`")), tool, message);
-
-    let manifest = config::plugin_manifest(file, &settings.defaults, settings.memory_ceiling, &settings.protected)
-        .map_err(|e| refuse(RefusalKind::InvalidManifest, None, e))?;
-    let limits = manifest.limits;
-    let bytes = std::fs::read(file).map_err(|e| refuse(RefusalKind::InvalidComponent, None, format!("cannot read {}: {e}", file.display())))?;
-    let code = runtime
-        .compile(&name, &bytes)
-        .map_err(|e| match e {
-            LoadError::InvalidComponent(m) => refuse(RefusalKind::InvalidComponent, None, format!("not a valid component: {m}")),
-            LoadError::MissingImport(m) => refuse(RefusalKind::MissingImport, None, format!("imports something the host does not provide: {m}")),
-        })?
-        .with_permissions(manifest.permissions);
-
-    let mut list_limits = limits.clone();
-    list_limits.timeout = list_limits.timeout.min(LIST_TOOLS_TIMEOUT);
-    let list_ctx = || CallContext::new(list_limits.clone(), Arc::new(Silent));
-    let declared = runtime.list_tools(&code, list_ctx()).await.map_err(|f| refuse(RefusalKind::ListToolsFailed, None, f.describe_as("list-tools")))?;
-    let (declared_resources, declared_templates) = match code.has_resources() {
-        false => (Vec::new(), Vec::new()),
-        true => {
-            let failed = |export: &'static str| move |f: crate::runtime::Failure| refuse(RefusalKind::ListResourcesFailed, None, f.describe_as(export));
-            let resources = runtime.list_resources(&code, list_ctx()).await.map_err(failed("list-resources"))?;
-            let templates = runtime.list_resource_templates(&code, list_ctx()).await.map_err(failed("list-resource-templates"))?;
-            (resources, templates)
-        }
-    };
-    let declared_prompts = match code.has_prompts() {
-        false => Vec::new(),
-        true => runtime.list_prompts(&code, list_ctx()).await.map_err(|f| refuse(RefusalKind::ListPromptsFailed, None, f.describe_as("list-prompts")))?,
-    };
-
+    let refuse = Refuser { name: &name, file, stamp: stamp(file) };
+    let (code, limits) = compile(file, &name, runtime, settings, &refuse)?;
+    let declared = declarations(runtime, &code, &limits, &refuse).await?;
     let plugin = Arc::new(Plugin {
         name: name.clone(),
         file: file.to_owned(),
-        stamp: version,
+        stamp: refuse.stamp,
         code,
         permits: Arc::new(tokio::sync::Semaphore::new(limits.max_concurrency)),
         limits,
     });
+    let tools = check_tools(declared.tools, &plugin, loaded, &refuse)?;
+    let templates = check_templates(declared.templates, &plugin, loaded, &refuse)?;
+    let resources = check_resources(declared.resources, &plugin, loaded, &refuse)?;
+    let prompts = check_prompts(declared.prompts, &plugin, loaded, &refuse)?;
+    Ok(Loaded { plugin, tools, resources, templates, prompts })
+}
+
+/// Makes the refusals of one plugin file; every message starts with `plugin `NAME`: `.
+struct Refuser<'a> {
+    name: &'a str,
+    file: &'a Path,
+    stamp: Stamp,
+}
+
+impl Refuser<'_> {
+    /// A refusal about `subject` ("tool `x`", "resource `u`"), or about the plugin as a whole.
+    fn about(&self, kind: RefusalKind, subject: Option<String>, tool: Option<&str>, message: String) -> Refusal {
+        let name = self.name;
+        Refusal {
+            stamp: self.stamp,
+            plugin: name.to_owned(),
+            file: self.file.to_owned(),
+            tool: tool.map(str::to_owned),
+            kind,
+            message: match subject {
+                Some(s) => format!("plugin `{name}`: {s}: {message}"),
+                None => format!("plugin `{name}`: {message}"),
+            },
+            key: None,
+            line: None,
+        }
+    }
+
+    fn plugin(&self, kind: RefusalKind, message: String) -> Refusal {
+        self.about(kind, None, None, message)
+    }
+
+    fn tool(&self, kind: RefusalKind, tool: &str, message: String) -> Refusal {
+        self.about(kind, Some(format!("tool `{tool}`")), Some(tool), message)
+    }
+
+    fn resource(&self, kind: RefusalKind, uri: &str, message: String) -> Refusal {
+        self.about(kind, Some(format!("resource `{uri}`")), None, message)
+    }
+
+    fn prompt(&self, kind: RefusalKind, prompt: &str, message: String) -> Refusal {
+        self.about(kind, Some(format!("prompt `{prompt}`")), None, message)
+    }
+
+    /// A refused manifest, pointing at the key (or line) at fault.
+    fn manifest(&self, error: ManifestError) -> Refusal {
+        let (key, line) = (error.key.map(|k| k.path()), error.line);
+        Refusal { key, line, ..self.plugin(RefusalKind::InvalidManifest, error.to_string()) }
+    }
+}
+
+/// The manifest's limits, and the compiled code with the manifest's permissions.
+fn compile(file: &Path, name: &str, runtime: &Runtime, settings: &LoadSettings, refuse: &Refuser<'_>) -> Result<(PluginCode, Limits), Refusal> {
+    let manifest = config::plugin_manifest(file, &settings.defaults, settings.memory_ceiling, &settings.protected).map_err(|e| refuse.manifest(e))?;
+    let bytes = std::fs::read(file).map_err(|e| refuse.plugin(RefusalKind::InvalidComponent, format!("cannot read {}: {e}", file.display())))?;
+    let code = runtime
+        .compile(name, &bytes)
+        .map_err(|e| match e {
+            LoadError::InvalidComponent(m) => refuse.plugin(RefusalKind::InvalidComponent, format!("not a valid component: {m}")),
+            LoadError::MissingImport(m) => refuse.plugin(RefusalKind::MissingImport, format!("imports something the host does not provide: {m}")),
+        })?
+        .with_permissions(manifest.permissions);
+    Ok((code, manifest.limits))
+}
+
+/// What the plugin's `list-*` exports declare, before any check.
+struct Declared {
+    tools: Vec<Tool>,
+    resources: Vec<Resource>,
+    templates: Vec<ResourceTemplate>,
+    prompts: Vec<Prompt>,
+}
+
+/// Calls `list-tools`, and `list-resources`, `list-resource-templates` and `list-prompts` where
+/// the plugin exports them, each under the plugin's limits and at most [`LIST_TOOLS_TIMEOUT`].
+async fn declarations(runtime: &Runtime, code: &PluginCode, limits: &Limits, refuse: &Refuser<'_>) -> Result<Declared, Refusal> {
+    let mut list_limits = limits.clone();
+    list_limits.timeout = list_limits.timeout.min(LIST_TOOLS_TIMEOUT);
+    let list_ctx = || CallContext::new(list_limits.clone(), Arc::new(Silent));
+    let tools = runtime.list_tools(code, list_ctx()).await.map_err(|f| refuse.plugin(RefusalKind::ListToolsFailed, f.describe_as("list-tools")))?;
+    let (resources, templates) = match code.has_resources() {
+        false => (Vec::new(), Vec::new()),
+        true => {
+            let failed = |export: &'static str| move |f: Failure| refuse.plugin(RefusalKind::ListResourcesFailed, f.describe_as(export));
+            let resources = runtime.list_resources(code, list_ctx()).await.map_err(failed("list-resources"))?;
+            let templates = runtime.list_resource_templates(code, list_ctx()).await.map_err(failed("list-resource-templates"))?;
+            (resources, templates)
+        }
+    };
+    let prompts = match code.has_prompts() {
+        false => Vec::new(),
+        true => runtime.list_prompts(code, list_ctx()).await.map_err(|f| refuse.plugin(RefusalKind::ListPromptsFailed, f.describe_as("list-prompts")))?,
+    };
+    Ok(Declared { tools, resources, templates, prompts })
+}
+
+/// Tools: valid names, listed once, not taken by another plugin, valid schemas.
+fn check_tools(declared: Vec<Tool>, plugin: &Arc<Plugin>, loaded: &Catalog, refuse: &Refuser<'_>) -> Result<Vec<ToolEntry>, Refusal> {
     let mut tools: Vec<ToolEntry> = Vec::with_capacity(declared.len());
     for tool in declared {
         let tool_name = tool.name.clone();
-        check_name(&tool.name).map_err(|e| refuse(RefusalKind::InvalidToolName, Some(&tool_name), e))?;
+        check_name(&tool.name).map_err(|e| refuse.tool(RefusalKind::InvalidToolName, &tool_name, e.to_string()))?;
         if tools.iter().any(|t| t.name == tool.name) {
-            return Err(refuse(RefusalKind::DuplicateTool, Some(&tool_name), "the plugin lists this name twice".into()));
+            return Err(refuse.tool(RefusalKind::DuplicateTool, &tool_name, "the plugin lists this name twice".into()));
         }
         if let Some(owner) = loaded.tools.get(&tool.name) {
             let message = format!("the name is already taken by plugin `{}`", owner.plugin.name);
-            return Err(refuse(RefusalKind::DuplicateTool, Some(&tool_name), message));
+            return Err(refuse.tool(RefusalKind::DuplicateTool, &tool_name, message));
         }
-        tools.push(check_tool(tool, &plugin).map_err(|e| refuse(RefusalKind::InvalidSchema, Some(&tool_name), e))?);
+        tools.push(check_tool(tool, plugin).map_err(|e| refuse.tool(RefusalKind::InvalidSchema, &tool_name, e))?);
     }
+    Ok(tools)
+}
 
-    let resource_refusal = |kind, uri: &str, message: String| refuse_about(kind, Some(format!("resource `{uri}`")), None, message);
-    let mut templates: Vec<TemplateEntry> = Vec::with_capacity(declared_templates.len());
-    for template in declared_templates {
+/// Resource templates: well formed, listed once, overlapping no other plugin's template or
+/// resource.
+fn check_templates(declared: Vec<ResourceTemplate>, plugin: &Arc<Plugin>, loaded: &Catalog, refuse: &Refuser<'_>) -> Result<Vec<TemplateEntry>, Refusal> {
+    let mut templates: Vec<TemplateEntry> = Vec::with_capacity(declared.len());
+    for template in declared {
         let text = template.uri_template.clone();
-        let matcher = UriTemplate::parse(&text).map_err(|e| resource_refusal(RefusalKind::InvalidResource, &text, e))?;
+        let matcher = UriTemplate::parse(&text).map_err(|e| refuse.resource(RefusalKind::InvalidResource, &text, e))?;
         if templates.iter().any(|t| t.template.uri_template == text) {
-            return Err(resource_refusal(RefusalKind::DuplicateResource, &text, "the plugin lists this template twice".into()));
+            return Err(refuse.resource(RefusalKind::DuplicateResource, &text, "the plugin lists this template twice".into()));
         }
         if let Some(other) = loaded.templates.values().find(|t| t.matcher.overlaps(&matcher)) {
             let message = format!(
                 "URIs it matches could also match template `{}` of plugin `{}`: give each plugin a URI prefix of its own",
                 other.template.uri_template, other.plugin.name
             );
-            return Err(resource_refusal(RefusalKind::DuplicateResource, &text, message));
+            return Err(refuse.resource(RefusalKind::DuplicateResource, &text, message));
         }
         if let Some(other) = loaded.resources.values().find(|r| matcher.matches(&r.resource.uri)) {
             let message = format!("it matches `{}`, a resource of plugin `{}`", other.resource.uri, other.plugin.name);
-            return Err(resource_refusal(RefusalKind::DuplicateResource, &text, message));
+            return Err(refuse.resource(RefusalKind::DuplicateResource, &text, message));
         }
         templates.push(TemplateEntry { plugin: plugin.clone(), template, matcher });
     }
-    let mut resources: Vec<ResourceEntry> = Vec::with_capacity(declared_resources.len());
-    for resource in declared_resources {
+    Ok(templates)
+}
+
+/// Resources: absolute URIs with a name, listed once, owned by no other plugin.
+fn check_resources(declared: Vec<Resource>, plugin: &Arc<Plugin>, loaded: &Catalog, refuse: &Refuser<'_>) -> Result<Vec<ResourceEntry>, Refusal> {
+    let mut resources: Vec<ResourceEntry> = Vec::with_capacity(declared.len());
+    for resource in declared {
         let uri = resource.uri.clone();
-        check_uri(&uri).map_err(|e| resource_refusal(RefusalKind::InvalidResource, &uri, e))?;
+        check_uri(&uri).map_err(|e| refuse.resource(RefusalKind::InvalidResource, &uri, e))?;
         if resource.name.is_empty() {
-            return Err(resource_refusal(RefusalKind::InvalidResource, &uri, "its name is empty".into()));
+            return Err(refuse.resource(RefusalKind::InvalidResource, &uri, "its name is empty".into()));
         }
         if resources.iter().any(|r| r.resource.uri == uri) {
-            return Err(resource_refusal(RefusalKind::DuplicateResource, &uri, "the plugin lists this URI twice".into()));
+            return Err(refuse.resource(RefusalKind::DuplicateResource, &uri, "the plugin lists this URI twice".into()));
         }
         if let Some(owner) = loaded.resource_owner(&uri) {
-            return Err(resource_refusal(RefusalKind::DuplicateResource, &uri, format!("the URI belongs to plugin `{}`", owner.name)));
+            return Err(refuse.resource(RefusalKind::DuplicateResource, &uri, format!("the URI belongs to plugin `{}`", owner.name)));
         }
         resources.push(ResourceEntry { plugin: plugin.clone(), resource });
     }
+    Ok(resources)
+}
 
-    let mut prompts: Vec<PromptEntry> = Vec::with_capacity(declared_prompts.len());
-    for prompt in declared_prompts {
+/// Prompts: names like tools', distinct argument names, listed once, not taken by another plugin.
+fn check_prompts(declared: Vec<Prompt>, plugin: &Arc<Plugin>, loaded: &Catalog, refuse: &Refuser<'_>) -> Result<Vec<PromptEntry>, Refusal> {
+    let mut prompts: Vec<PromptEntry> = Vec::with_capacity(declared.len());
+    for prompt in declared {
         let prompt_name = prompt.name.clone();
-        let prompt_refusal = |kind, message: String| refuse_about(kind, Some(format!("prompt `{prompt_name}`")), None, message);
-        check_prompt(&prompt).map_err(|e| prompt_refusal(RefusalKind::InvalidPrompt, e))?;
+        check_prompt(&prompt).map_err(|e| refuse.prompt(RefusalKind::InvalidPrompt, &prompt_name, e))?;
         if prompts.iter().any(|p| p.prompt.name == prompt.name) {
-            return Err(prompt_refusal(RefusalKind::DuplicatePrompt, "the plugin lists this name twice".into()));
+            return Err(refuse.prompt(RefusalKind::DuplicatePrompt, &prompt_name, "the plugin lists this name twice".into()));
         }
         if let Some(owner) = loaded.prompts.get(&prompt.name) {
-            return Err(prompt_refusal(RefusalKind::DuplicatePrompt, format!("the name is already taken by plugin `{}`", owner.plugin.name)));
+            return Err(refuse.prompt(RefusalKind::DuplicatePrompt, &prompt_name, format!("the name is already taken by plugin `{}`", owner.plugin.name)));
         }
         prompts.push(PromptEntry { plugin: plugin.clone(), prompt });
     }
-    Ok(Loaded { plugin, tools, resources, templates, prompts })
+    Ok(prompts)
 }
 
 fn check_tool(tool: Tool, plugin: &Arc<Plugin>) -> Result<ToolEntry, String> {

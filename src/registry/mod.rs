@@ -112,6 +112,12 @@ pub struct Refusal {
     pub tool: Option<String>,
     pub kind: RefusalKind,
     pub message: String,
+    /// For a refused manifest, the key at fault as a dotted path (`limits.timeout`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// For a manifest that is not valid TOML (or has an unknown key), the line at fault.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
     /// The version of the plugin's files that was refused.
     #[serde(skip)]
     pub stamp: Stamp,

@@ -1,5 +1,6 @@
 //! The one wasmtime `Engine` every plugin runs in.
 
+use crate::config::defaults;
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 /// Engine settings the host exposes.
@@ -13,7 +14,7 @@ pub struct EngineSettings {
 
 impl Default for EngineSettings {
     fn default() -> EngineSettings {
-        EngineSettings { memory_ceiling: 1 << 30, max_instances: 256 }
+        EngineSettings { memory_ceiling: defaults::size(defaults::MEMORY_CEILING), max_instances: 256 }
     }
 }
 

@@ -77,105 +77,88 @@ impl Exports {
     }
 }
 
-/// One call of one export.
-pub(crate) enum Op<'a> {
-    ListTools,
-    CallTool { name: &'a str, arguments: &'a str },
-    ListResources,
-    ListResourceTemplates,
-    ReadResource { uri: &'a str },
-    ListPrompts,
-    GetPrompt { name: &'a str, arguments: &'a [(String, String)] },
-    Complete { reference: &'a Reference, argument: &'a str, value: &'a str, context: &'a [(String, String)] },
-}
-
-/// What an export answered.
-pub(crate) enum Answer {
-    Tools(Vec<Tool>),
-    Result(CallResult),
-    Resources(Vec<Resource>),
-    Templates(Vec<ResourceTemplate>),
-    Read(Result<Vec<Contents>, ReadError>),
-    Prompts(Vec<Prompt>),
-    Prompt(Result<PromptResult, PromptError>),
-    Completion(Completion),
-}
-
-/// An export the component does not have. The registry never asks for one; answering "nothing"
-/// keeps a stale caller harmless.
-fn absent(op: &Op<'_>) -> Answer {
-    match op {
-        Op::ListResources => Answer::Resources(Vec::new()),
-        Op::ListResourceTemplates => Answer::Templates(Vec::new()),
-        Op::ReadResource { .. } => Answer::Read(Err(ReadError::NotFound)),
-        Op::ListPrompts => Answer::Prompts(Vec::new()),
-        Op::GetPrompt { .. } => Answer::Prompt(Err(PromptError::Failed("the plugin offers no prompts".into()))),
-        Op::Complete { .. } => Answer::Completion(Completion { values: Vec::new(), total: None, has_more: false }),
-        Op::ListTools | Op::CallTool { .. } => unreachable!("every plugin exports tools"),
+/// One export, called in a fresh instance of `pre` in `store`.
+///
+/// Each method has the export's own return type, so the runtime needs no answer enum to match
+/// on. An optional export the component lacks answers "nothing" without instantiating: the
+/// registry never asks for one, and a stale caller stays harmless.
+impl Exports {
+    /// `list-tools`.
+    pub async fn list_tools(&self, store: &mut Store<CallState>, pre: &InstancePre<CallState>) -> wasmtime::Result<Vec<Tool>> {
+        let instance = pre.instantiate_async(&mut *store).await?;
+        match &self.tools {
+            Tools::V1(indices) => indices.load(&mut *store, &instance)?.call_list_tools(store).await,
+            Tools::V2(indices) => indices.load(&mut *store, &instance)?.call_list_tools(store).await,
+        }
     }
-}
 
-/// Instantiates the component in `store` and calls one export.
-pub(crate) async fn invoke(store: &mut Store<CallState>, pre: &InstancePre<CallState>, exports: &Exports, op: Op<'_>) -> wasmtime::Result<Answer> {
-    let missing = match op {
-        Op::ListTools | Op::CallTool { .. } => false,
-        Op::ListResources | Op::ListResourceTemplates | Op::ReadResource { .. } => exports.resources.is_none(),
-        Op::ListPrompts | Op::GetPrompt { .. } => exports.prompts.is_none(),
-        Op::Complete { .. } => exports.completions.is_none(),
-    };
-    if missing {
-        return Ok(absent(&op));
+    /// `call-tool`.
+    pub async fn call_tool(&self, store: &mut Store<CallState>, pre: &InstancePre<CallState>, name: &str, arguments: &str) -> wasmtime::Result<CallResult> {
+        let instance = pre.instantiate_async(&mut *store).await?;
+        match &self.tools {
+            Tools::V1(indices) => indices.load(&mut *store, &instance)?.call_call_tool(store, name, arguments).await,
+            Tools::V2(indices) => indices.load(&mut *store, &instance)?.call_call_tool(store, name, arguments).await,
+        }
     }
-    let instance = pre.instantiate_async(&mut *store).await?;
-    let store = &mut *store;
-    Ok(match op {
-        Op::ListTools | Op::CallTool { .. } => match &exports.tools {
-            Tools::V1(indices) => {
-                let tools = indices.load(&mut *store, &instance)?;
-                match op {
-                    Op::ListTools => Answer::Tools(tools.call_list_tools(store).await?),
-                    Op::CallTool { name, arguments } => Answer::Result(tools.call_call_tool(store, name, arguments).await?),
-                    _ => unreachable!(),
-                }
-            }
-            Tools::V2(indices) => {
-                let tools = indices.load(&mut *store, &instance)?;
-                match op {
-                    Op::ListTools => Answer::Tools(tools.call_list_tools(store).await?),
-                    Op::CallTool { name, arguments } => Answer::Result(tools.call_call_tool(store, name, arguments).await?),
-                    _ => unreachable!(),
-                }
-            }
-        },
-        Op::ListResources | Op::ListResourceTemplates | Op::ReadResource { .. } => match &exports.resources {
-            None => absent(&op),
-            Some(indices) => {
-                let resources = indices.load(&mut *store, &instance)?;
-                match op {
-                    Op::ListResources => Answer::Resources(resources.call_list_resources(store).await?),
-                    Op::ListResourceTemplates => Answer::Templates(resources.call_list_resource_templates(store).await?),
-                    Op::ReadResource { uri } => Answer::Read(resources.call_read_resource(store, uri).await?),
-                    _ => unreachable!(),
-                }
-            }
-        },
-        Op::ListPrompts | Op::GetPrompt { .. } => match &exports.prompts {
-            None => absent(&op),
-            Some(indices) => {
-                let prompts = indices.load(&mut *store, &instance)?;
-                match op {
-                    Op::ListPrompts => Answer::Prompts(prompts.call_list_prompts(store).await?),
-                    Op::GetPrompt { name, arguments } => Answer::Prompt(prompts.call_get_prompt(store, name, arguments).await?),
-                    _ => unreachable!(),
-                }
-            }
-        },
-        Op::Complete { reference, argument, value, context } => match &exports.completions {
-            None => absent(&op),
-            Some(indices) => {
-                let completions = indices.load(&mut *store, &instance)?;
-                Answer::Completion(completions.call_complete(store, reference, argument, value, context).await?)
-            }
-        },
-    })
+
+    /// `list-resources` (none without `resources`).
+    pub async fn list_resources(&self, store: &mut Store<CallState>, pre: &InstancePre<CallState>) -> wasmtime::Result<Vec<Resource>> {
+        let Some(indices) = &self.resources else { return Ok(Vec::new()) };
+        let instance = pre.instantiate_async(&mut *store).await?;
+        indices.load(&mut *store, &instance)?.call_list_resources(store).await
+    }
+
+    /// `list-resource-templates` (none without `resources`).
+    pub async fn list_resource_templates(&self, store: &mut Store<CallState>, pre: &InstancePre<CallState>) -> wasmtime::Result<Vec<ResourceTemplate>> {
+        let Some(indices) = &self.resources else { return Ok(Vec::new()) };
+        let instance = pre.instantiate_async(&mut *store).await?;
+        indices.load(&mut *store, &instance)?.call_list_resource_templates(store).await
+    }
+
+    /// `read-resource` (not found without `resources`).
+    pub async fn read_resource(
+        &self,
+        store: &mut Store<CallState>,
+        pre: &InstancePre<CallState>,
+        uri: &str,
+    ) -> wasmtime::Result<Result<Vec<Contents>, ReadError>> {
+        let Some(indices) = &self.resources else { return Ok(Err(ReadError::NotFound)) };
+        let instance = pre.instantiate_async(&mut *store).await?;
+        indices.load(&mut *store, &instance)?.call_read_resource(store, uri).await
+    }
+
+    /// `list-prompts` (none without `prompts`).
+    pub async fn list_prompts(&self, store: &mut Store<CallState>, pre: &InstancePre<CallState>) -> wasmtime::Result<Vec<Prompt>> {
+        let Some(indices) = &self.prompts else { return Ok(Vec::new()) };
+        let instance = pre.instantiate_async(&mut *store).await?;
+        indices.load(&mut *store, &instance)?.call_list_prompts(store).await
+    }
+
+    /// `get-prompt` (a failure without `prompts`).
+    pub async fn get_prompt(
+        &self,
+        store: &mut Store<CallState>,
+        pre: &InstancePre<CallState>,
+        name: &str,
+        arguments: &[(String, String)],
+    ) -> wasmtime::Result<Result<PromptResult, PromptError>> {
+        let Some(indices) = &self.prompts else { return Ok(Err(PromptError::Failed("the plugin offers no prompts".into()))) };
+        let instance = pre.instantiate_async(&mut *store).await?;
+        indices.load(&mut *store, &instance)?.call_get_prompt(store, name, arguments).await
+    }
+
+    /// `complete` (no values without `completions`).
+    pub async fn complete(
+        &self,
+        store: &mut Store<CallState>,
+        pre: &InstancePre<CallState>,
+        reference: &Reference,
+        argument: &str,
+        value: &str,
+        context: &[(String, String)],
+    ) -> wasmtime::Result<Completion> {
+        let Some(indices) = &self.completions else { return Ok(Completion { values: Vec::new(), total: None, has_more: false }) };
+        let instance = pre.instantiate_async(&mut *store).await?;
+        indices.load(&mut *store, &instance)?.call_complete(store, reference, argument, value, context).await
+    }
 }

@@ -84,16 +84,111 @@ impl Failure {
             Some(trap) => Failure::Trap { message: trap.to_string() },
             None => {
                 let text = format!("{err:#}");
+                // Lifting a guest string runs `str::from_utf8`, whose error wasmtime passes on.
+                if err.downcast_ref::<std::str::Utf8Error>().is_some() {
+                    return Failure::InvalidOutput { reason: format!("a string is not valid UTF-8 ({text})") };
+                }
                 // wasmtime's hostcall fuel ran out while copying the guest's data to the host.
+                // Its error type (`HostcallFuelExhausted`) is private: the message is pinned by
+                // the test `exhausted_hostcall_fuel_is_output_too_large`.
                 if text.contains("fuel allocated for hostcalls") {
                     return Failure::OutputTooLarge { size: None, limit: max_output };
                 }
-                if text.to_ascii_lowercase().contains("utf-8") || text.contains("utf8") {
-                    Failure::InvalidOutput { reason: format!("a string is not valid UTF-8 ({text})") }
-                } else {
-                    Failure::Trap { message: text }
-                }
+                Failure::Trap { message: text }
             }
         }
+    }
+}
+
+/// Each branch of [`Failure::from_wasmtime`] against an error wasmtime `=48.0.8` really raises,
+/// from WAT guests run on the host's own engine configuration. A wasmtime upgrade that changes
+/// a type or a message fails here rather than turning a failure into a plain `trap`.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::engine::{build, EngineSettings};
+    use wasmtime::component::{Component, Linker};
+    use wasmtime::Store;
+
+    /// A component exporting `f: func() -> string` whose core function runs `body` and then
+    /// returns the string at offset 16 of memory, `len` bytes long (the bytes there are `fill`).
+    fn component(body: &str, len: u32, fill: &str) -> String {
+        format!(
+            r#"(component
+                (core module $m
+                  (memory (export "mem") 1)
+                  (data (i32.const 16) "{fill}")
+                  (func (export "f") (result i32)
+                    {body}
+                    (i32.store (i32.const 0) (i32.const 16))
+                    (i32.store (i32.const 4) (i32.const {len}))
+                    (i32.const 0)))
+                (core instance $i (instantiate $m))
+                (func (export "f") (result string) (canon lift (core func $i "f") (memory $i "mem"))))"#
+        )
+    }
+
+    /// Runs `f` with `fuel` and `hostcall_fuel`; `stop` makes the first epoch check fail with it.
+    fn failure(wat: &str, fuel: u64, hostcall_fuel: usize, stop: Option<fn() -> Stopped>) -> Failure {
+        let engine = build(&EngineSettings::default()).unwrap();
+        let component = Component::new(&engine, wat::parse_str(wat).unwrap()).unwrap();
+        let mut store = Store::new(&engine, ());
+        store.set_fuel(fuel).unwrap();
+        store.set_hostcall_fuel(hostcall_fuel);
+        match stop {
+            Some(stop) => {
+                store.set_epoch_deadline(0);
+                store.epoch_deadline_callback(move |_| Err(stop().into()));
+            }
+            None => store.set_epoch_deadline(u64::MAX / 2),
+        }
+        let instance = Linker::new(&engine).instantiate(&mut store, &component).unwrap();
+        let f = instance.get_typed_func::<(), (String,)>(&mut store, "f").unwrap();
+        let err = f.call(&mut store, ()).expect_err("the guest was meant to fail");
+        Failure::from_wasmtime(&err, &limits(), false, 4096)
+    }
+
+    fn limits() -> Limits {
+        Limits { timeout: Duration::from_secs(7), fuel: 1000, memory: 1 << 20, ..Limits::default() }
+    }
+
+    const SPIN: &str = "(loop $l (br $l))";
+
+    #[test]
+    fn running_out_of_fuel_is_a_typed_trap() {
+        assert_eq!(failure(&component(SPIN, 1, "x"), 1000, 1 << 20, None), Failure::FuelExhausted { budget: 1000 });
+    }
+
+    #[test]
+    fn other_traps_keep_wasmtimes_words() {
+        let got = failure(&component("unreachable", 1, "x"), 1000, 1 << 20, None);
+        assert_eq!(got, Failure::Trap { message: Trap::UnreachableCodeReached.to_string() });
+    }
+
+    #[test]
+    fn the_epoch_callbacks_stops_come_back_typed() {
+        assert_eq!(failure(&component(SPIN, 1, "x"), u64::MAX, 1 << 20, Some(|| Stopped::Cancelled)), Failure::Cancelled);
+        let late = failure(&component(SPIN, 1, "x"), u64::MAX, 1 << 20, Some(|| Stopped::DeadlinePassed));
+        assert_eq!(late, Failure::Timeout { limit: Duration::from_secs(7) });
+    }
+
+    /// wasmtime's `HostcallFuelExhausted` is private, so its message is all there is to match.
+    #[test]
+    fn exhausted_hostcall_fuel_is_output_too_large() {
+        assert_eq!(failure(&component("", 60_000, "x"), 1000, 100, None), Failure::OutputTooLarge { size: None, limit: 4096 });
+    }
+
+    #[test]
+    fn a_string_that_is_not_utf8_is_invalid_output() {
+        match failure(&component("", 1, "\\ff"), 1000, 1 << 20, None) {
+            Failure::InvalidOutput { reason } => assert!(reason.starts_with("a string is not valid UTF-8 ("), "{reason}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_memory_cap_hit_wins_over_the_trap_it_caused() {
+        let engine_err = wasmtime::Error::new(Trap::UnreachableCodeReached);
+        assert_eq!(Failure::from_wasmtime(&engine_err, &limits(), true, 4096), Failure::MemoryLimit { limit: 1 << 20 });
     }
 }

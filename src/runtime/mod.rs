@@ -33,12 +33,12 @@ use failure::Stopped;
 pub use inspect::Interfaces;
 
 use crate::cancel::{CancelHandle, Wake};
-use crate::config::Permissions;
+use crate::config::{defaults, Permissions};
 use cache::CompileCache;
 use network::{GuardedLookup, HttpGuard, NetGuard};
 
 use call::CallState;
-use exports::{invoke, Answer, Exports, Op};
+use exports::Exports;
 use output::PluginOutput;
 
 /// Runtime settings the host exposes as flags.
@@ -55,7 +55,12 @@ pub struct RuntimeSettings {
 
 impl Default for RuntimeSettings {
     fn default() -> RuntimeSettings {
-        RuntimeSettings { engine: EngineSettings::default(), epoch_tick: Duration::from_millis(1), max_output: 16 << 20, cache_dir: None }
+        RuntimeSettings {
+            engine: EngineSettings::default(),
+            epoch_tick: defaults::duration(defaults::EPOCH_TICK),
+            max_output: defaults::size(defaults::MAX_OUTPUT),
+            cache_dir: None,
+        }
     }
 }
 
@@ -196,44 +201,29 @@ impl Runtime {
 
     /// Calls `list-tools` in a fresh instance.
     pub async fn list_tools(&self, code: &PluginCode, ctx: CallContext) -> Result<Vec<Tool>, Failure> {
-        match self.run(code, ctx, Op::ListTools).await? {
-            Answer::Tools(tools) => Ok(tools),
-            _ => unreachable!("list-tools answers with tools"),
-        }
+        self.run(code, ctx, async |exports, store, pre| exports.list_tools(store, pre).await).await
     }
 
     /// Calls `call-tool` in a fresh instance under the context's limits.
     pub async fn call_tool(&self, code: &PluginCode, name: &str, arguments: &str, ctx: CallContext) -> Result<CallResult, Failure> {
-        let result = match self.run(code, ctx, Op::CallTool { name, arguments }).await? {
-            Answer::Result(result) => result,
-            _ => unreachable!("call-tool answers with a result"),
-        };
+        let result = self.run(code, ctx, async |exports, store, pre| exports.call_tool(store, pre, name, arguments).await).await?;
         self.check_size(result_size(&result))?;
         Ok(result)
     }
 
     /// Calls `list-resources` in a fresh instance (nothing when the plugin has no `resources`).
     pub async fn list_resources(&self, code: &PluginCode, ctx: CallContext) -> Result<Vec<Resource>, Failure> {
-        match self.run(code, ctx, Op::ListResources).await? {
-            Answer::Resources(list) => Ok(list),
-            _ => unreachable!("list-resources answers with resources"),
-        }
+        self.run(code, ctx, async |exports, store, pre| exports.list_resources(store, pre).await).await
     }
 
     /// Calls `list-resource-templates` in a fresh instance.
     pub async fn list_resource_templates(&self, code: &PluginCode, ctx: CallContext) -> Result<Vec<ResourceTemplate>, Failure> {
-        match self.run(code, ctx, Op::ListResourceTemplates).await? {
-            Answer::Templates(list) => Ok(list),
-            _ => unreachable!("list-resource-templates answers with templates"),
-        }
+        self.run(code, ctx, async |exports, store, pre| exports.list_resource_templates(store, pre).await).await
     }
 
     /// Calls `read-resource` in a fresh instance under the context's limits.
     pub async fn read_resource(&self, code: &PluginCode, uri: &str, ctx: CallContext) -> Result<Result<Vec<Contents>, ReadError>, Failure> {
-        let read = match self.run(code, ctx, Op::ReadResource { uri }).await? {
-            Answer::Read(read) => read,
-            _ => unreachable!("read-resource answers with contents"),
-        };
+        let read = self.run(code, ctx, async |exports, store, pre| exports.read_resource(store, pre, uri).await).await?;
         if let Ok(contents) = &read {
             let size: usize = contents
                 .iter()
@@ -253,10 +243,7 @@ impl Runtime {
 
     /// Calls `list-prompts` in a fresh instance (nothing when the plugin has no `prompts`).
     pub async fn list_prompts(&self, code: &PluginCode, ctx: CallContext) -> Result<Vec<Prompt>, Failure> {
-        match self.run(code, ctx, Op::ListPrompts).await? {
-            Answer::Prompts(list) => Ok(list),
-            _ => unreachable!("list-prompts answers with prompts"),
-        }
+        self.run(code, ctx, async |exports, store, pre| exports.list_prompts(store, pre).await).await
     }
 
     /// Calls `get-prompt` in a fresh instance under the context's limits.
@@ -267,10 +254,7 @@ impl Runtime {
         arguments: &[(String, String)],
         ctx: CallContext,
     ) -> Result<Result<PromptResult, PromptError>, Failure> {
-        let got = match self.run(code, ctx, Op::GetPrompt { name, arguments }).await? {
-            Answer::Prompt(got) => got,
-            _ => unreachable!("get-prompt answers with a prompt"),
-        };
+        let got = self.run(code, ctx, async |exports, store, pre| exports.get_prompt(store, pre, name, arguments).await).await?;
         if let Ok(prompt) = &got {
             let size = prompt.description.as_ref().map_or(0, |d| d.len() as u64) + prompt.messages.iter().map(|m| content_size(&m.content) as u64).sum::<u64>();
             self.check_size(size)?;
@@ -289,10 +273,7 @@ impl Runtime {
         context: &[(String, String)],
         ctx: CallContext,
     ) -> Result<Completion, Failure> {
-        let completion = match self.run(code, ctx, Op::Complete { reference, argument, value, context }).await? {
-            Answer::Completion(completion) => completion,
-            _ => unreachable!("complete answers with a completion"),
-        };
+        let completion = self.run(code, ctx, async |exports, store, pre| exports.complete(store, pre, reference, argument, value, context).await).await?;
         self.check_size(completion.values.iter().map(|v| v.len() as u64).sum())?;
         Ok(completion)
     }
@@ -314,7 +295,15 @@ impl Runtime {
         self.ticker.active_calls()
     }
 
-    async fn run(&self, code: &PluginCode, ctx: CallContext, op: Op<'_>) -> Result<Answer, Failure> {
+    /// Runs one export in a fresh store under the context's limits: `call` gets the component's
+    /// exports, the store and the instance-to-be, and its answer keeps its own type. The closure
+    /// is an async closure (not a boxed future), so a call costs no allocation beyond the store.
+    async fn run<R>(
+        &self,
+        code: &PluginCode,
+        ctx: CallContext,
+        call: impl AsyncFnOnce(&Exports, &mut Store<CallState>, &InstancePre<CallState>) -> wasmtime::Result<R>,
+    ) -> Result<R, Failure> {
         let _active = self.ticker.activate();
         let limit = ctx.limits.timeout;
         let deadline = Instant::now() + limit;
@@ -323,7 +312,7 @@ impl Runtime {
         let outcome = {
             let work = async {
                 let _permit = self.instances.acquire().await.expect("the instance semaphore is never closed");
-                invoke(&mut store, &code.pre, &code.exports, op).await
+                call(&code.exports, &mut store, &code.pre).await
             };
             tokio::select! {
                 biased;

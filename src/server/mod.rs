@@ -79,6 +79,13 @@ pub struct Host {
     pub sessions: Sessions,
 }
 
+impl Host {
+    /// A host with no session open yet.
+    pub fn new(registry: Arc<Registry>, runtime: Arc<Runtime>, engine: Engine, options: ServerOptions, metrics: Arc<Metrics>) -> Host {
+        Host { registry, runtime, engine, options, metrics, sessions: Default::default() }
+    }
+}
+
 /// Runs one call of a plugin under its concurrency limit (`max-concurrency`), waiting for a
 /// turn unless `cancel` fires first.
 pub(crate) async fn with_permit<T>(

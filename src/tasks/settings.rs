@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::config::defaults;
+
 /// Task engine limits and defaults. (The runtime has its own `EngineSettings`, for wasmtime.)
 #[derive(Clone, Debug)]
 pub struct TaskSettings {
@@ -27,10 +29,10 @@ impl Default for TaskSettings {
             max_running: 8,
             max_queued: 1024,
             max_per_owner: 256,
-            default_ttl: Duration::from_secs(3600),
-            max_ttl: Duration::from_secs(24 * 3600),
-            poll_interval: Duration::from_millis(1000),
-            reap_every: Duration::from_secs(30),
+            default_ttl: defaults::duration(defaults::TASK_TTL),
+            max_ttl: defaults::duration(defaults::TASK_MAX_TTL),
+            poll_interval: defaults::duration(defaults::TASK_POLL_INTERVAL),
+            reap_every: defaults::duration(defaults::TASK_REAP_EVERY),
         }
     }
 }

@@ -1,0 +1,307 @@
+//! Every flag of every subcommand, parsed and validated in one place.
+//!
+//! As in ripgrep's `flags/`, a flag is checked where it is parsed: a count that must be positive
+//! has a parser that refuses zero, so clap names the flag in the error and nothing downstream
+//! clamps or reinterprets a value. Defaults come from [`config::defaults`] (durations and sizes)
+//! or from the `Default` impl of the settings they fill (counts), never from a second literal.
+//! Turning these arguments into the host's settings is a separate step, in [`super::host`].
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::config::{self, defaults, Limits};
+use crate::runtime::EngineSettings;
+use crate::server::ServerOptions;
+use crate::tasks::{Durability, TaskSettings};
+
+/// The `corral` command line.
+#[derive(Parser)]
+#[command(name = "corral", version, about = "Serve WebAssembly component plugins as MCP tools, sandboxed and time-limited.")]
+#[command(long_about = "Serve WebAssembly component plugins as MCP tools, sandboxed and time-limited.\n\n\
+Each *.wasm file in the plugin directory is a component implementing the corral:plugin WIT world\n\
+(wit/plugin.wit). A NAME.toml beside NAME.wasm may set [limits] (timeout, task-timeout, fuel,\n\
+memory, max-concurrency) and [permissions] (dirs, env, network). Every call runs in a fresh\n\
+instance under those limits, with nothing but what the manifest grants.\n\n\
+Every flag can also be set through the environment variable named in its help.")]
+pub struct Cli {
+    /// Host log verbosity on stderr: error, warn, info, debug or trace (RUST_LOG overrides it).
+    #[arg(long, global = true, env = "CORRAL_LOG_LEVEL", default_value = "info")]
+    pub log_level: String,
+
+    /// The subcommand to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Subcommand)]
+#[allow(clippy::large_enum_variant, reason = "parsed once per process; boxing `serve`'s flags would buy nothing")]
+pub enum Command {
+    /// Serve the plugins' tools over MCP on stdin/stdout, or over HTTP with --http.
+    Serve(ServeArgs),
+    /// List the tools the plugins offer, with their task policy and limits.
+    Tools(ToolsArgs),
+    /// Call one tool locally and print its result; exits 1 when the tool reports an error.
+    Call(CallArgs),
+    /// Precompile every plugin into the compile cache, so the next start maps instead of compiling.
+    Compile(CompileArgs),
+    /// Show a plugin's contract version, imports, tools and whether the host would serve it;
+    /// exits 1 when it would refuse it.
+    Inspect(super::inspect::InspectArgs),
+    /// Create a plugin project (Rust, JavaScript, Python or C) that builds on the first try.
+    New(super::new::NewArgs),
+}
+
+/// The flags every command that loads the plugin directory shares.
+#[derive(Args)]
+pub struct HostArgs {
+    /// Directory of plugins (*.wasm, with optional NAME.toml manifests).
+    #[arg(long, env = "CORRAL_PLUGINS", value_name = "DIR")]
+    pub plugins: PathBuf,
+    /// Default wall-clock limit per call, e.g. 30s or 500ms.
+    #[arg(long, env = "CORRAL_TIMEOUT", default_value = defaults::TIMEOUT, value_parser = config::parse_duration)]
+    pub timeout: Duration,
+    /// Default wall-clock limit of a call run as a task.
+    #[arg(long, env = "CORRAL_TASK_TIMEOUT", default_value = defaults::TASK_TIMEOUT, value_parser = config::parse_duration)]
+    pub task_timeout: Duration,
+    /// Default fuel per call (about one unit per WebAssembly instruction).
+    #[arg(long, env = "CORRAL_FUEL", default_value_t = Limits::default().fuel, value_parser = config::parse_positive::<u64>)]
+    pub fuel: u64,
+    /// Default memory cap per instance, e.g. 64MiB.
+    #[arg(long, env = "CORRAL_MEMORY", default_value = defaults::MEMORY, value_parser = config::parse_size)]
+    pub memory: u64,
+    /// Default number of calls of one plugin that may run at once; more wait their turn.
+    #[arg(long, env = "CORRAL_MAX_CONCURRENCY", default_value_t = Limits::default().max_concurrency, value_parser = config::parse_positive::<usize>)]
+    pub max_concurrency: usize,
+    /// The most memory any manifest may grant one instance.
+    #[arg(long, env = "CORRAL_MEMORY_CEILING", default_value = defaults::MEMORY_CEILING, value_parser = config::parse_size)]
+    pub memory_ceiling: u64,
+    /// Instances that may exist at once across all plugins.
+    #[arg(long, env = "CORRAL_MAX_INSTANCES", default_value_t = EngineSettings::default().max_instances, value_parser = config::parse_positive::<u32>)]
+    pub max_instances: u32,
+    /// Epoch tick: how quickly a deadline or a cancellation stops a running guest.
+    #[arg(long, env = "CORRAL_EPOCH_TICK", default_value = defaults::EPOCH_TICK, value_parser = config::parse_duration)]
+    pub epoch_tick: Duration,
+    /// Largest tool result passed to a client, e.g. 16MiB.
+    #[arg(long, env = "CORRAL_MAX_OUTPUT", default_value = defaults::MAX_OUTPUT, value_parser = config::parse_size)]
+    pub max_output: u64,
+    /// Where precompiled plugins are kept, keyed by content and engine configuration.
+    /// No plugin may be granted write access to it.
+    /// [default: a per-user cache directory, e.g. ~/.cache/corral]
+    #[arg(long, env = "CORRAL_CACHE_DIR", value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Compile every plugin at every start instead of using the compile cache.
+    #[arg(long, env = "CORRAL_NO_CACHE", conflicts_with = "cache_dir")]
+    pub no_cache: bool,
+}
+
+/// What a stored task survives (`--db-sync`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DbSync {
+    /// The host being killed: commits reach the OS, not necessarily the disk.
+    Process,
+    /// Power loss: every commit waits for fsync.
+    Power,
+}
+
+impl From<DbSync> for Durability {
+    fn from(sync: DbSync) -> Durability {
+        match sync {
+            DbSync::Process => Durability::Process,
+            DbSync::Power => Durability::Power,
+        }
+    }
+}
+
+/// The task store's and the task engine's flags.
+#[derive(Args)]
+pub struct TaskArgs {
+    /// Task database (SQLite). `:memory:` keeps tasks only while the host runs.
+    /// [default: a per-user data directory, e.g. ~/.local/share/corral/tasks.db]
+    #[arg(long, env = "CORRAL_DB", value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// What a stored task survives: `process` (the host being killed) or `power` (power loss;
+    /// every commit waits for fsync).
+    #[arg(long, env = "CORRAL_DB_SYNC", value_enum, default_value_t = DbSync::Process)]
+    pub db_sync: DbSync,
+    /// Tasks running at once.
+    #[arg(long, env = "CORRAL_MAX_RUNNING", default_value_t = TaskSettings::default().max_running, value_parser = config::parse_positive::<usize>)]
+    pub max_running: usize,
+    /// Tasks waiting for a worker; more are refused as overloaded.
+    #[arg(long, env = "CORRAL_MAX_QUEUED", default_value_t = TaskSettings::default().max_queued)]
+    pub max_queued: usize,
+    /// Unfinished tasks one client (a session, or a token's holder) may have at once.
+    #[arg(long, env = "CORRAL_MAX_TASKS_PER_CLIENT", default_value_t = TaskSettings::default().max_per_owner, value_parser = config::parse_positive::<usize>)]
+    pub max_tasks_per_client: usize,
+    /// How long a task and its result are kept when the client asks for no TTL.
+    #[arg(long, env = "CORRAL_TASK_TTL", default_value = defaults::TASK_TTL, value_parser = config::parse_duration)]
+    pub task_ttl: Duration,
+    /// The longest TTL a client may ask for.
+    #[arg(long, env = "CORRAL_TASK_MAX_TTL", default_value = defaults::TASK_MAX_TTL, value_parser = config::parse_duration)]
+    pub task_max_ttl: Duration,
+    /// Poll interval suggested to clients.
+    #[arg(long, env = "CORRAL_TASK_POLL_INTERVAL", default_value = defaults::TASK_POLL_INTERVAL, value_parser = config::parse_duration)]
+    pub task_poll_interval: Duration,
+    /// How often expired tasks are deleted.
+    #[arg(long, env = "CORRAL_TASK_REAP_EVERY", default_value = defaults::TASK_REAP_EVERY, value_parser = config::parse_duration)]
+    pub task_reap_every: Duration,
+}
+
+/// The Streamable HTTP transport's flags.
+#[derive(Args)]
+pub struct HttpArgs {
+    /// Serve MCP over Streamable HTTP at http://ADDR/mcp instead of stdio, e.g. 127.0.0.1:8080.
+    /// Binding anything but a loopback address is explicit and should come with --auth-tokens-file.
+    #[arg(long, env = "CORRAL_HTTP", value_name = "ADDR")]
+    pub http: Option<std::net::SocketAddr>,
+    /// Extra Host names to accept besides localhost, 127.0.0.1 and [::1] (DNS rebinding protection).
+    #[arg(long = "allowed-host", env = "CORRAL_ALLOWED_HOSTS", value_delimiter = ',', value_name = "HOST")]
+    pub allowed_hosts: Vec<String>,
+    /// Extra browser origins to accept besides loopback ones, e.g. https://app.example.
+    #[arg(long = "allowed-origin", env = "CORRAL_ALLOWED_ORIGINS", value_delimiter = ',', value_name = "ORIGIN")]
+    pub allowed_origins: Vec<String>,
+    /// Bearer tokens, one per line as `NAME TOKEN` (or just `TOKEN`); turns authentication on.
+    /// Tasks then belong to the token's NAME.
+    #[arg(long, env = "CORRAL_AUTH_TOKENS_FILE", value_name = "PATH")]
+    pub auth_tokens_file: Option<PathBuf>,
+    /// Largest request body, e.g. 4MiB; bigger ones get 413.
+    #[arg(long, env = "CORRAL_MAX_BODY", default_value = "4MiB", value_parser = config::parse_size)]
+    pub max_body: u64,
+    /// A session unused this long is ended.
+    #[arg(long, env = "CORRAL_SESSION_IDLE", default_value = "30m", value_parser = config::parse_duration)]
+    pub session_idle: Duration,
+    /// Sessions open at once.
+    #[arg(long, env = "CORRAL_MAX_SESSIONS", default_value_t = 1000, value_parser = config::parse_positive::<usize>)]
+    pub max_sessions: usize,
+    /// Server-initiated messages kept per session for clients that reconnect with Last-Event-ID.
+    #[arg(long, env = "CORRAL_EVENT_BUFFER", default_value_t = 1024, value_parser = config::parse_positive::<usize>)]
+    pub event_buffer: usize,
+}
+
+/// `corral serve`.
+#[derive(Args)]
+pub struct ServeArgs {
+    /// The plugin directory, limits and runtime.
+    #[command(flatten)]
+    pub host: HostArgs,
+    /// The task store and engine.
+    #[command(flatten)]
+    pub tasks: TaskArgs,
+    /// The HTTP transport (stdio when `--http` is absent).
+    #[command(flatten)]
+    pub http: HttpArgs,
+    /// Tools per tools/list page.
+    #[arg(long, env = "CORRAL_PAGE_SIZE", default_value_t = ServerOptions::default().page_size, value_parser = config::parse_positive::<usize>)]
+    pub page_size: usize,
+    /// Reload a plugin when its .wasm or manifest changes, and tell clients the tool list
+    /// changed. Calls already running finish on the version they started on.
+    #[arg(long, env = "CORRAL_WATCH")]
+    pub watch: bool,
+}
+
+/// `corral tools`.
+#[derive(Args)]
+pub struct ToolsArgs {
+    /// The plugin directory, limits and runtime.
+    #[command(flatten)]
+    pub host: HostArgs,
+    /// Print JSON (tools, limits and refused plugins) instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `corral compile`.
+#[derive(Args)]
+pub struct CompileArgs {
+    /// The plugin directory, limits and runtime.
+    #[command(flatten)]
+    pub host: HostArgs,
+}
+
+/// `corral call`.
+#[derive(Args)]
+pub struct CallArgs {
+    /// The plugin directory, limits and runtime.
+    #[command(flatten)]
+    pub host: HostArgs,
+    /// The tool to call.
+    pub tool: String,
+    /// Arguments as a JSON object.
+    #[arg(default_value = "{}")]
+    pub arguments: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::error::ErrorKind;
+
+    fn serve(extra: &[&str]) -> Result<ServeArgs, clap::Error> {
+        let argv = ["corral", "serve", "--plugins", "p"].into_iter().chain(extra.iter().copied());
+        match Cli::try_parse_from(argv)?.command {
+            Command::Serve(args) => Ok(args),
+            _ => unreachable!("the argv names `serve`"),
+        }
+    }
+
+    /// Each count flag that used to be raised from 0 to 1 in silence now refuses 0, naming itself.
+    #[test]
+    fn zero_is_an_error_that_names_the_flag() {
+        for flag in
+            ["--fuel", "--max-concurrency", "--max-instances", "--max-running", "--max-tasks-per-client", "--max-sessions", "--event-buffer", "--page-size"]
+        {
+            let err = serve(&[flag, "0"]).err().unwrap_or_else(|| panic!("{flag} 0 was accepted"));
+            assert_eq!(err.kind(), ErrorKind::ValueValidation, "{flag}");
+            let text = err.to_string();
+            assert!(text.contains(flag) && text.contains("must be greater than zero"), "{flag}: {text}");
+        }
+    }
+
+    #[test]
+    fn durations_and_sizes_refuse_zero_too() {
+        for flag in
+            ["--timeout", "--task-timeout", "--epoch-tick", "--task-ttl", "--task-max-ttl", "--task-poll-interval", "--task-reap-every", "--session-idle"]
+        {
+            let err = serve(&[flag, "0s"]).err().unwrap_or_else(|| panic!("{flag} 0s was accepted"));
+            assert!(err.to_string().contains("must be greater than zero"), "{flag}: {err}");
+        }
+        for flag in ["--memory", "--memory-ceiling", "--max-output", "--max-body"] {
+            assert!(serve(&[flag, "0B"]).is_err(), "{flag} 0B was accepted");
+        }
+    }
+
+    #[test]
+    fn counts_keep_their_values_and_defaults() {
+        let args = serve(&["--max-running", "3", "--fuel", "7"]).unwrap();
+        assert_eq!((args.tasks.max_running, args.host.fuel), (3, 7));
+        let args = serve(&[]).unwrap();
+        assert_eq!(args.tasks.max_running, TaskSettings::default().max_running);
+        assert_eq!(args.host.max_instances, EngineSettings::default().max_instances);
+        assert_eq!(args.page_size, ServerOptions::default().page_size);
+        assert!(serve(&["--max-running", "many"]).err().unwrap().to_string().contains("not a whole number"));
+    }
+
+    #[test]
+    fn defaults_are_the_shared_constants() {
+        let args = serve(&[]).unwrap();
+        let limits = Limits::default();
+        assert_eq!((args.host.timeout, args.host.task_timeout, args.host.memory), (limits.timeout, limits.task_timeout, limits.memory));
+        assert_eq!(args.host.memory_ceiling, EngineSettings::default().memory_ceiling);
+        let runtime = crate::runtime::RuntimeSettings::default();
+        assert_eq!((args.host.epoch_tick, args.host.max_output), (runtime.epoch_tick, runtime.max_output));
+        let tasks = TaskSettings::default();
+        assert_eq!(
+            (args.tasks.task_ttl, args.tasks.task_max_ttl, args.tasks.task_poll_interval, args.tasks.task_reap_every),
+            (tasks.default_ttl, tasks.max_ttl, tasks.poll_interval, tasks.reap_every)
+        );
+    }
+
+    #[test]
+    fn db_sync_is_one_of_two_words() {
+        assert_eq!(Durability::from(serve(&[]).unwrap().tasks.db_sync), Durability::Process);
+        assert_eq!(Durability::from(serve(&["--db-sync", "power"]).unwrap().tasks.db_sync), Durability::Power);
+        assert_eq!(serve(&["--db-sync", "fsync"]).err().map(|e| e.kind()), Some(ErrorKind::InvalidValue));
+    }
+}

@@ -1,0 +1,152 @@
+//! From validated flags to a running host: the settings each part takes, then the [`Host`].
+//!
+//! This is the second step of argument handling (ripgrep's `hiargs`): [`super::args`] has
+//! checked every flag on its own; what needs several flags at once (`--memory` against
+//! `--memory-ceiling`, the default TTL against the longest one, the default cache directory)
+//! is decided here.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::args::{HostArgs, HttpArgs, TaskArgs};
+use crate::config::{self, Limits};
+use crate::registry::{load_dir, LoadSettings, Registry};
+use crate::runtime::{EngineSettings, Runtime, RuntimeSettings};
+use crate::server::{self, Host, ServerOptions, ToolRunner};
+use crate::tasks::{Durability, Engine, Runners, SqliteStore, TaskSettings};
+use crate::transport;
+
+impl HostArgs {
+    /// The compile cache directory: `None` with `--no-cache`, or when the default one cannot be
+    /// made (a warning says so).
+    pub fn cache_dir(&self) -> anyhow::Result<Option<PathBuf>> {
+        if self.no_cache {
+            return Ok(None);
+        }
+        match &self.cache_dir {
+            Some(dir) => Ok(Some(dir.clone())),
+            // The default is a convenience: where it cannot be made, corral compiles every time.
+            None => match dirs::cache_dir().map(|base| base.join("corral")) {
+                Some(dir) => match std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700).create(&dir) {
+                    Ok(()) => Ok(Some(dir)),
+                    Err(e) => {
+                        tracing::warn!("no compile cache: cannot create {}: {e} (pass --cache-dir DIR)", dir.display());
+                        Ok(None)
+                    }
+                },
+                None => {
+                    tracing::warn!("no compile cache: no per-user cache directory is known here (pass --cache-dir DIR)");
+                    Ok(None)
+                }
+            },
+        }
+    }
+
+    /// The runtime's settings, with the compile cache in `cache_dir`.
+    pub fn runtime_settings(&self, cache_dir: Option<PathBuf>) -> RuntimeSettings {
+        RuntimeSettings {
+            engine: EngineSettings { memory_ceiling: self.memory_ceiling, max_instances: self.max_instances },
+            epoch_tick: self.epoch_tick,
+            max_output: self.max_output,
+            cache_dir,
+        }
+    }
+
+    /// The limits of a plugin whose manifest sets none; refused when `--memory` is above
+    /// `--memory-ceiling`.
+    pub fn default_limits(&self) -> anyhow::Result<Limits> {
+        let limits =
+            Limits { timeout: self.timeout, task_timeout: self.task_timeout, fuel: self.fuel, memory: self.memory, max_concurrency: self.max_concurrency };
+        if limits.memory > self.memory_ceiling {
+            anyhow::bail!("--memory {} is above --memory-ceiling {}", config::display_size(limits.memory), config::display_size(self.memory_ceiling));
+        }
+        Ok(limits)
+    }
+}
+
+impl TaskArgs {
+    /// The task engine's settings. A default TTL above the longest allowed is lowered to it.
+    pub fn settings(&self) -> TaskSettings {
+        TaskSettings {
+            max_running: self.max_running,
+            max_queued: self.max_queued,
+            max_per_owner: self.max_tasks_per_client,
+            default_ttl: self.task_ttl.min(self.task_max_ttl),
+            max_ttl: self.task_max_ttl,
+            poll_interval: self.task_poll_interval,
+            reap_every: self.task_reap_every,
+        }
+    }
+
+    /// The task database: `--db`, or `tasks.db` in the per-user data directory.
+    pub fn db_path(&self) -> anyhow::Result<PathBuf> {
+        match &self.db {
+            Some(path) => Ok(path.clone()),
+            None => {
+                let base = dirs::data_local_dir().ok_or_else(|| anyhow::anyhow!("no per-user data directory is known here: pass --db PATH"))?;
+                Ok(base.join("corral").join("tasks.db"))
+            }
+        }
+    }
+}
+
+impl HttpArgs {
+    /// The HTTP transport's settings for `addr`, with the tokens read from `--auth-tokens-file`.
+    pub fn settings(&self, addr: std::net::SocketAddr) -> anyhow::Result<transport::http::HttpSettings> {
+        let mut tokens = Vec::new();
+        if let Some(path) = &self.auth_tokens_file {
+            let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("--auth-tokens-file {}: {e}", path.display()))?;
+            tokens = transport::http::parse_tokens(&text, &path.display().to_string());
+            if tokens.is_empty() {
+                anyhow::bail!("--auth-tokens-file {} holds no token", path.display());
+            }
+        }
+        Ok(transport::http::HttpSettings {
+            addr,
+            allowed_hosts: self.allowed_hosts.clone(),
+            allowed_origins: self.allowed_origins.clone(),
+            tokens,
+            max_body: usize::try_from(self.max_body).unwrap_or(usize::MAX),
+            session_idle: self.session_idle,
+            event_buffer: self.event_buffer,
+            max_sessions: self.max_sessions,
+        })
+    }
+}
+
+/// A host for one local command (`tools`, `call`): its tasks, if any, live in memory.
+pub async fn build_local_host(args: &HostArgs) -> anyhow::Result<Arc<Host>> {
+    Ok(build_host(args, ServerOptions::default(), Path::new(":memory:"), Durability::Process, TaskSettings::default()).await?.0)
+}
+
+/// Loads the plugin directory and starts the task engine: everything a session needs.
+pub async fn build_host(
+    args: &HostArgs,
+    options: ServerOptions,
+    db: &Path,
+    durability: Durability,
+    tasks: TaskSettings,
+) -> anyhow::Result<(Arc<Host>, Arc<LoadSettings>)> {
+    let defaults = args.default_limits()?;
+    let cache_dir = args.cache_dir()?;
+    let runtime = Runtime::new(args.runtime_settings(cache_dir.clone()))?;
+    // The cache exists now (the runtime created it), so it can be canonicalized.
+    let protected = cache_dir.iter().filter_map(|d| d.canonicalize().ok()).collect();
+    let load = Arc::new(LoadSettings { defaults, memory_ceiling: args.memory_ceiling, protected });
+    let catalog = load_dir(&args.plugins, &runtime, &load).await?;
+    if catalog.plugins.is_empty() {
+        tracing::warn!("no plugin loaded from {}", args.plugins.display());
+    }
+    let registry = Arc::new(Registry::new(catalog));
+    let runtime = Arc::new(runtime);
+    let store = Arc::new(
+        SqliteStore::open(db, durability)
+            .map_err(|e| anyhow::anyhow!("{e:#} (choose another file with --db PATH, or --db :memory: to keep tasks in memory)"))?,
+    );
+    let metrics = Arc::new(server::Metrics::default());
+    let runner = Arc::new(ToolRunner { registry: registry.clone(), runtime: runtime.clone(), metrics: metrics.clone() });
+    let runners = Runners::register(db).map_err(|e| anyhow::anyhow!("task store {}: cannot register this host: {e}", db.display()))?;
+    // Stopped by `Engine::shutdown` once the transport has returned (or when the host is dropped).
+    let engine = Engine::start(store, runners, tasks, runner, runtime.waker(), tokio_util::sync::CancellationToken::new()).await?;
+    Ok((Arc::new(Host::new(registry, runtime, engine, options, metrics)), load))
+}

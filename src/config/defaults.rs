@@ -1,0 +1,61 @@
+//! The host's defaults, each written once.
+//!
+//! A default is kept as the text a user would type, because that is what `--help` shows and what
+//! the flag's own parser reads: clap takes the constant as `default_value`, and the `Default`
+//! impls parse the same constant with the same parser, so the flag, its help and the library
+//! cannot drift apart. The tests below check that every constant parses (so the `Default` impls
+//! cannot panic) and pin the values they stood for before they were shared.
+
+use std::time::Duration;
+
+use super::{parse_duration, parse_size};
+
+/// `--timeout`, [`Limits::timeout`](super::Limits::timeout): wall-clock limit of one call.
+pub const TIMEOUT: &str = "30s";
+/// `--task-timeout`, [`Limits::task_timeout`](super::Limits::task_timeout).
+pub const TASK_TIMEOUT: &str = "10m";
+/// `--memory`, [`Limits::memory`](super::Limits::memory): memory cap per instance.
+pub const MEMORY: &str = "64MiB";
+/// `--memory-ceiling`, `runtime::EngineSettings::memory_ceiling`: the most any manifest may grant.
+pub const MEMORY_CEILING: &str = "1GiB";
+/// `--epoch-tick`, `runtime::RuntimeSettings::epoch_tick`.
+pub const EPOCH_TICK: &str = "1ms";
+/// `--max-output`, `runtime::RuntimeSettings::max_output`.
+pub const MAX_OUTPUT: &str = "16MiB";
+/// `--task-ttl`, `tasks::TaskSettings::default_ttl`.
+pub const TASK_TTL: &str = "1h";
+/// `--task-max-ttl`, `tasks::TaskSettings::max_ttl`.
+pub const TASK_MAX_TTL: &str = "24h";
+/// `--task-poll-interval`, `tasks::TaskSettings::poll_interval`.
+pub const TASK_POLL_INTERVAL: &str = "1s";
+/// `--task-reap-every`, `tasks::TaskSettings::reap_every`.
+pub const TASK_REAP_EVERY: &str = "30s";
+
+/// The value of a duration default (one of the constants above).
+pub fn duration(text: &'static str) -> Duration {
+    parse_duration(text).unwrap_or_else(|e| panic!("the default {text:?} is not a duration: {e}"))
+}
+
+/// The value of a size default (one of the constants above), in bytes.
+pub fn size(text: &'static str) -> u64 {
+    parse_size(text).unwrap_or_else(|e| panic!("the default {text:?} is not a size: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_default_parses_to_what_it_always_meant() {
+        assert_eq!(duration(TIMEOUT), Duration::from_secs(30));
+        assert_eq!(duration(TASK_TIMEOUT), Duration::from_secs(600));
+        assert_eq!(size(MEMORY), 64 << 20);
+        assert_eq!(size(MEMORY_CEILING), 1 << 30);
+        assert_eq!(duration(EPOCH_TICK), Duration::from_millis(1));
+        assert_eq!(size(MAX_OUTPUT), 16 << 20);
+        assert_eq!(duration(TASK_TTL), Duration::from_secs(3600));
+        assert_eq!(duration(TASK_MAX_TTL), Duration::from_secs(24 * 3600));
+        assert_eq!(duration(TASK_POLL_INTERVAL), Duration::from_millis(1000));
+        assert_eq!(duration(TASK_REAP_EVERY), Duration::from_secs(30));
+    }
+}
