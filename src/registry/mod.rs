@@ -237,18 +237,18 @@ impl Registry {
     }
 
     pub fn snapshot(&self) -> Arc<Catalog> {
-        self.current.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.current.read().unwrap().clone()
     }
 
     /// Swaps in `catalog`. Calls already running keep the plugin version they started with.
     pub fn replace(&self, catalog: Catalog) {
-        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(catalog);
+        *self.current.write().unwrap() = Arc::new(catalog);
         self.generation.send_modify(|g| *g += 1);
     }
 
     /// Swaps in `catalog` without waking subscribers: the tools served are the same.
     pub fn replace_quietly(&self, catalog: Catalog) {
-        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(catalog);
+        *self.current.write().unwrap() = Arc::new(catalog);
     }
 
     /// Wakes on every [`Registry::replace`].

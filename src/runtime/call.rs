@@ -85,7 +85,7 @@ const MAX_DENIALS: usize = 16;
 
 impl Denials {
     pub fn record(&self, what: String) {
-        let mut list = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut list = self.0.lock().unwrap();
         if list.len() < MAX_DENIALS && !list.contains(&what) {
             tracing::debug!("{what}");
             list.push(what);
@@ -93,7 +93,7 @@ impl Denials {
     }
 
     pub fn take(&self) -> Vec<String> {
-        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+        std::mem::take(&mut *self.0.lock().unwrap())
     }
 }
 

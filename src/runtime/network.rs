@@ -51,7 +51,7 @@ impl NetGuard {
         if self.host_port_allowed(&ip.to_string(), addr.port()) {
             return true;
         }
-        let resolved = self.resolved.lock().unwrap_or_else(|e| e.into_inner());
+        let resolved = self.resolved.lock().unwrap();
         resolved.get(&ip).is_some_and(|names| names.iter().any(|n| self.host_port_allowed(n, addr.port())))
     }
 
@@ -107,7 +107,7 @@ impl LookupHost for LookupView<'_> {
             return Err(ErrorCode::PermanentResolverFailure.into());
         }
         let stream = self.sockets.resolve_addresses(network, name.clone())?;
-        self.guard.lookups.lock().unwrap_or_else(|e| e.into_inner()).insert(stream.rep(), name);
+        self.guard.lookups.lock().unwrap().insert(stream.rep(), name);
         Ok(stream)
     }
 }
@@ -138,8 +138,8 @@ impl HostResolveAddressStream for LookupView<'_> {
                 IpAddress::Ipv4((a, b, c, d)) => IpAddr::from([a, b, c, d]),
                 IpAddress::Ipv6((a, b, c, d, e, f, g, h)) => IpAddr::from([a, b, c, d, e, f, g, h]),
             };
-            if let Some(name) = self.guard.lookups.lock().unwrap_or_else(|e| e.into_inner()).get(&rep) {
-                self.guard.resolved.lock().unwrap_or_else(|e| e.into_inner()).entry(ip.to_canonical()).or_default().push(name.clone());
+            if let Some(name) = self.guard.lookups.lock().unwrap().get(&rep) {
+                self.guard.resolved.lock().unwrap().entry(ip.to_canonical()).or_default().push(name.clone());
             }
         }
         Ok(next)
@@ -150,7 +150,7 @@ impl HostResolveAddressStream for LookupView<'_> {
     }
 
     fn drop(&mut self, stream: Resource<ResolveAddressStream>) -> wasmtime::Result<()> {
-        self.guard.lookups.lock().unwrap_or_else(|e| e.into_inner()).remove(&stream.rep());
+        self.guard.lookups.lock().unwrap().remove(&stream.rep());
         HostResolveAddressStream::drop(&mut self.sockets, stream)
     }
 }

@@ -34,7 +34,7 @@ impl PluginOutput {
     fn accept(&self, bytes: &[u8]) {
         let before = self.budget.fetch_update(Ordering::AcqRel, Ordering::Acquire, |b| Some(b.saturating_sub(bytes.len()))).unwrap_or(0);
         let kept = &bytes[..bytes.len().min(before)];
-        let mut partial = self.partial.lock().unwrap_or_else(|e| e.into_inner());
+        let mut partial = self.partial.lock().unwrap();
         partial.extend_from_slice(kept);
         while let Some(end) = partial.iter().position(|b| *b == b'\n') {
             let line: Vec<u8> = partial.drain(..=end).collect();
@@ -51,7 +51,7 @@ impl PluginOutput {
 
     /// Logs what is left without a final newline; called when the call ends.
     pub fn flush_partial(&self) {
-        let mut partial = self.partial.lock().unwrap_or_else(|e| e.into_inner());
+        let mut partial = self.partial.lock().unwrap();
         if !partial.is_empty() {
             let line = std::mem::take(&mut *partial);
             self.emit(&line);

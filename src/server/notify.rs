@@ -74,7 +74,7 @@ impl CallObserver for CallNotifier {
 
     fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
         let Some(gate) = &self.progress else { return };
-        let mut gate = gate.lock().unwrap_or_else(|e| e.into_inner());
+        let mut gate = gate.lock().unwrap();
         if let Some(params) = gate.admit(progress, total, message, Instant::now()) {
             self.outlet.send(notification("notifications/progress", params));
         }

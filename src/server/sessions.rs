@@ -33,16 +33,16 @@ pub struct Sessions {
 impl Sessions {
     pub(crate) fn join(&self, session: Weak<dyn Listener>) -> u64 {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        self.live.lock().unwrap_or_else(|e| e.into_inner()).insert(id, session);
+        self.live.lock().unwrap().insert(id, session);
         id
     }
 
     pub(crate) fn leave(&self, id: u64) {
-        self.live.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+        self.live.lock().unwrap().remove(&id);
     }
 
     fn listeners(&self) -> Vec<Arc<dyn Listener>> {
-        self.live.lock().unwrap_or_else(|e| e.into_inner()).values().filter_map(Weak::upgrade).collect()
+        self.live.lock().unwrap().values().filter_map(Weak::upgrade).collect()
     }
 
     /// Sends `message` to every initialized session; returns how many got it.

@@ -14,7 +14,7 @@ use crate::registry::{load_dir, LoadSettings, Registry};
 use crate::runtime::{EngineSettings, Runtime, RuntimeSettings};
 use crate::tasks::{Durability, Engine, Runners, SqliteStore, TaskSettings};
 
-#[allow(dead_code, clippy::wrong_self_convention)]
+#[allow(dead_code)]
 #[path = "../../tests/common/fixture.rs"]
 pub mod fixture;
 

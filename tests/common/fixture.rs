@@ -147,6 +147,8 @@ impl CallResult {
         self
     }
 
+    /// Builder-style, named after the result's `isError` field it sets.
+    #[allow(clippy::wrong_self_convention)]
     pub fn is_error(mut self, is_error: bool) -> Self {
         self.is_error = is_error;
         self
