@@ -8,6 +8,7 @@ pub mod cancel;
 pub mod cli;
 pub mod config;
 pub mod mcp;
+pub mod oci;
 pub mod registry;
 pub mod runtime;
 pub mod server;

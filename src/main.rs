@@ -46,6 +46,11 @@ enum Command {
     Inspect(corral::cli::inspect::InspectArgs),
     /// Create a plugin project (Rust, JavaScript, Python or C) that builds on the first try.
     New(corral::cli::new::NewArgs),
+    /// Fetch a plugin from an OCI registry, verify its digests and signature, and pin it in
+    /// the plugin directory's corral.lock.
+    Pull(corral::cli::pull::PullArgs),
+    /// Publish a component (and its manifest) to an OCI registry, optionally signed with a cosign key.
+    Publish(corral::cli::publish::PublishArgs),
 }
 
 #[derive(Args)]
@@ -295,6 +300,8 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Inspect(args) => corral::cli::inspect::run(args).await,
         Command::New(args) => corral::cli::new::run(args),
+        Command::Pull(args) => corral::cli::pull::run(args).await,
+        Command::Publish(args) => corral::cli::publish::run(args).await,
         Command::Serve(args) => {
             let durability = if args.tasks.db_sync == "power" { Durability::Power } else { Durability::Process };
             let db = args.tasks.db_path()?;
@@ -422,7 +429,7 @@ fn tools_json(catalog: &Catalog) -> serde_json::Value {
         .plugins
         .iter()
         .map(|p| {
-            let tools: Vec<_> = catalog.tools.values().filter(|t| t.plugin.name == p.name).map(|t| server::list_entry(t)).collect();
+            let tools: Vec<_> = catalog.tools.values().filter(|t| t.plugin.name == p.name).map(tool_json).collect();
             let resources: Vec<_> = catalog.resources.values().filter(|r| r.plugin.name == p.name).map(|r| &r.resource.uri).collect();
             let templates: Vec<_> = catalog.templates.values().filter(|r| r.plugin.name == p.name).map(|r| &r.template.uri_template).collect();
             let prompts: Vec<_> = catalog.prompts.values().filter(|r| r.plugin.name == p.name).map(|r| &r.prompt.name).collect();
@@ -447,6 +454,15 @@ fn tools_json(catalog: &Catalog) -> serde_json::Value {
     serde_json::json!({ "plugins": plugins, "refused": catalog.refused })
 }
 
+/// A tool as listed, plus the plugin's own name for it when a namespace changed it.
+fn tool_json(t: &Arc<corral::registry::ToolEntry>) -> serde_json::Value {
+    let mut value = serde_json::to_value(server::list_entry(t)).unwrap_or_default();
+    if t.own_name != t.name {
+        value["pluginToolName"] = serde_json::Value::String(t.own_name.clone());
+    }
+    value
+}
+
 fn print_tools_table(catalog: &Catalog) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     let rows: Vec<[String; 7]> = catalog
@@ -455,7 +471,8 @@ fn print_tools_table(catalog: &Catalog) -> std::io::Result<()> {
         .map(|t| {
             let l = &t.plugin.limits;
             [
-                t.name.clone(),
+                // A namespaced tool shows the plugin's own name too.
+                if t.own_name == t.name { t.name.clone() } else { format!("{} ({})", t.name, t.own_name) },
                 t.plugin.name.clone(),
                 server::list_entry(t).execution.task_support.as_str().to_owned(),
                 humantime::format_duration(l.timeout).to_string(),

@@ -1,4 +1,5 @@
-//! A plugin's sidecar manifest (`NAME.toml` next to `NAME.wasm`): `[limits]` and `[permissions]`.
+//! A plugin's sidecar manifest (`NAME.toml` next to `NAME.wasm`): `namespace`, `[limits]` and
+//! `[permissions]`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,6 +12,9 @@ use super::{check_positive, parse_duration, parse_memory, Limits};
 /// What a manifest says, applied over the host's defaults.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Manifest {
+    /// Prefixes the plugin's tool and prompt names (`acme` serves `search` as `acme_search`), so
+    /// two third-party plugins that chose the same names can both be served.
+    pub namespace: Option<String>,
     pub limits: Limits,
     pub permissions: Permissions,
 }
@@ -18,6 +22,7 @@ pub struct Manifest {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ManifestFile {
+    namespace: Option<String>,
     #[serde(default)]
     limits: LimitsFile,
     #[serde(default)]
@@ -82,17 +87,31 @@ pub fn plugin_manifest(wasm: &Path, defaults: &Limits, memory_ceiling: u64, prot
     let path = manifest_path(wasm);
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Manifest { limits: defaults.clone(), permissions: Permissions::default() }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Manifest { namespace: None, limits: defaults.clone(), permissions: Permissions::default() }),
         Err(e) => return Err(format!("{}: cannot read: {e}", path.display())),
     };
     let file: ManifestFile = toml::from_str(&text).map_err(|e| match e.span() {
         Some(span) => format!("{}: line {}: {}", path.display(), text[..span.start].matches('\n').count() + 1, e.message()),
         None => format!("{}: {}", path.display(), e.message()),
     })?;
+    if let Some(ns) = &file.namespace {
+        check_namespace(ns).map_err(|e| format!("{}: namespace: {e}", path.display()))?;
+    }
     let limits = limits(file.limits, defaults, memory_ceiling).map_err(|(key, e)| format!("{}: [limits] {key}: {e}", path.display()))?;
     let base = path.parent().unwrap_or(Path::new("."));
     let permissions = permissions(file.permissions, base, protected).map_err(|(key, e)| format!("{}: [permissions] {key}: {e}", path.display()))?;
-    Ok(Manifest { limits, permissions })
+    Ok(Manifest { namespace: file.namespace, limits, permissions })
+}
+
+/// A namespace is joined to names with `_`, so it is kept to letters, digits and `-` (the
+/// rest of a valid MCP tool name) and short enough to leave room for the name.
+pub fn check_namespace(ns: &str) -> Result<(), String> {
+    let ok_start = ns.bytes().next().is_some_and(|b| b.is_ascii_alphabetic());
+    if ok_start && ns.len() <= 32 && ns.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+        Ok(())
+    } else {
+        Err(format!("{ns:?} must be 1-32 characters of A-Z, a-z, 0-9 and `-`, starting with a letter"))
+    }
 }
 
 type KeyError = (&'static str, String);
@@ -235,6 +254,15 @@ mod tests {
         let e = manifest_from("[[permissions.dirs]]\nhost = \".\"\nguest = \"/all\"\nmode = \"rw\"\n").unwrap_err();
         assert!(e.contains("compile cache"), "{e}");
         assert!(manifest_from("[[permissions.dirs]]\nhost = \"data\"\nguest = \"/d\"\nmode = \"ro\"\n").is_ok());
+    }
+
+    #[test]
+    fn namespace_is_checked() {
+        assert_eq!(manifest_from("namespace = \"acme\"\n").unwrap().namespace.as_deref(), Some("acme"));
+        let e = manifest_from("namespace = \"ac me\"\n").unwrap_err();
+        assert!(e.contains("p.toml: namespace") && e.contains("starting with a letter"), "{e}");
+        assert!(manifest_from("namespace = \"a_b\"\n").is_err(), "`_` is the separator");
+        assert!(manifest_from("[limits]\ntimeout = \"1s\"\n").unwrap().namespace.is_none());
     }
 
     #[test]

@@ -95,6 +95,15 @@ pub async fn load_plugin(file: &Path, runtime: &Runtime, settings: &LoadSettings
         .map_err(|e| refuse(RefusalKind::InvalidManifest, None, e))?;
     let limits = manifest.limits;
     let bytes = std::fs::read(file).map_err(|e| refuse(RefusalKind::InvalidComponent, None, format!("cannot read {}: {e}", file.display())))?;
+    super::lock::check_pinned(file, &bytes).map_err(|e| refuse(RefusalKind::DigestMismatch, None, e))?;
+    let namespaced = |own: &str| match &manifest.namespace {
+        Some(ns) => format!("{ns}_{own}"),
+        None => own.to_owned(),
+    };
+    let taken_hint = match &manifest.namespace {
+        Some(_) => "",
+        None => "; give one of the two plugins a namespace (`namespace = \"NAME\"` in its manifest, or `corral pull --namespace NAME`)",
+    };
     let code = runtime
         .compile(&name, &bytes)
         .map_err(|e| match e {
@@ -130,17 +139,20 @@ pub async fn load_plugin(file: &Path, runtime: &Runtime, settings: &LoadSettings
         limits,
     });
     let mut tools: Vec<ToolEntry> = Vec::with_capacity(declared.len());
-    for tool in declared {
-        let tool_name = tool.name.clone();
-        check_name(&tool.name).map_err(|e| refuse(RefusalKind::InvalidToolName, Some(&tool_name), e))?;
-        if tools.iter().any(|t| t.name == tool.name) {
+    for mut tool in declared {
+        let own_name = tool.name.clone();
+        check_name(&own_name).map_err(|e| refuse(RefusalKind::InvalidToolName, Some(&own_name), e))?;
+        let tool_name = namespaced(&own_name);
+        check_name(&tool_name).map_err(|e| refuse(RefusalKind::InvalidToolName, Some(&tool_name), format!("with its namespace: {e}")))?;
+        if tools.iter().any(|t| t.name == tool_name) {
             return Err(refuse(RefusalKind::DuplicateTool, Some(&tool_name), "the plugin lists this name twice".into()));
         }
-        if let Some(owner) = loaded.tools.get(&tool.name) {
-            let message = format!("the name is already taken by plugin `{}`", owner.plugin.name);
+        if let Some(owner) = loaded.tools.get(&tool_name) {
+            let message = format!("the name is already taken by plugin `{}`{taken_hint}", owner.plugin.name);
             return Err(refuse(RefusalKind::DuplicateTool, Some(&tool_name), message));
         }
-        tools.push(check_tool(tool, &plugin).map_err(|e| refuse(RefusalKind::InvalidSchema, Some(&tool_name), e))?);
+        tool.name = tool_name.clone();
+        tools.push(check_tool(tool, own_name, &plugin).map_err(|e| refuse(RefusalKind::InvalidSchema, Some(&tool_name), e))?);
     }
 
     let resource_refusal = |kind, uri: &str, message: String| refuse_about(kind, Some(format!("resource `{uri}`")), None, message);
@@ -181,22 +193,25 @@ pub async fn load_plugin(file: &Path, runtime: &Runtime, settings: &LoadSettings
     }
 
     let mut prompts: Vec<PromptEntry> = Vec::with_capacity(declared_prompts.len());
-    for prompt in declared_prompts {
-        let prompt_name = prompt.name.clone();
+    for mut prompt in declared_prompts {
+        let own_name = prompt.name.clone();
+        let prompt_name = namespaced(&own_name);
         let prompt_refusal = |kind, message: String| refuse_about(kind, Some(format!("prompt `{prompt_name}`")), None, message);
         check_prompt(&prompt).map_err(|e| prompt_refusal(RefusalKind::InvalidPrompt, e))?;
+        prompt.name = prompt_name.clone();
+        check_prompt(&prompt).map_err(|e| prompt_refusal(RefusalKind::InvalidPrompt, format!("with its namespace: {e}")))?;
         if prompts.iter().any(|p| p.prompt.name == prompt.name) {
             return Err(prompt_refusal(RefusalKind::DuplicatePrompt, "the plugin lists this name twice".into()));
         }
         if let Some(owner) = loaded.prompts.get(&prompt.name) {
-            return Err(prompt_refusal(RefusalKind::DuplicatePrompt, format!("the name is already taken by plugin `{}`", owner.plugin.name)));
+            return Err(prompt_refusal(RefusalKind::DuplicatePrompt, format!("the name is already taken by plugin `{}`{taken_hint}", owner.plugin.name)));
         }
-        prompts.push(PromptEntry { plugin: plugin.clone(), prompt });
+        prompts.push(PromptEntry { plugin: plugin.clone(), prompt, own_name });
     }
     Ok(Loaded { plugin, tools, resources, templates, prompts })
 }
 
-fn check_tool(tool: Tool, plugin: &Arc<Plugin>) -> Result<ToolEntry, String> {
+fn check_tool(tool: Tool, own_name: String, plugin: &Arc<Plugin>) -> Result<ToolEntry, String> {
     let (input_schema, input_validator) = compile_schema(&tool.input_schema, "input")?;
     let (output_schema, output_validator) = match &tool.output_schema {
         Some(text) => {
@@ -208,6 +223,7 @@ fn check_tool(tool: Tool, plugin: &Arc<Plugin>) -> Result<ToolEntry, String> {
     Ok(ToolEntry {
         plugin: plugin.clone(),
         name: tool.name,
+        own_name,
         title: tool.title,
         description: tool.description,
         input_schema,

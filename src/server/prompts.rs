@@ -95,7 +95,8 @@ pub fn admit(host: &Host, params: &Map<String, Value>) -> Result<AdmittedPrompt,
 pub async fn get(host: &Host, admitted: &AdmittedPrompt, ctx: CallContext) -> Result<Result<Value, RpcError>, Failure> {
     let (plugin, name) = (&admitted.entry.plugin, &admitted.entry.prompt.name);
     let cancel = ctx.cancel.clone();
-    let got = super::with_permit(plugin, &cancel, host.runtime.get_prompt(&plugin.code, name, &admitted.arguments, ctx)).await;
+    let own_name = &admitted.entry.own_name;
+    let got = super::with_permit(plugin, &cancel, host.runtime.get_prompt(&plugin.code, own_name, &admitted.arguments, ctx)).await;
     let subject = format!("prompt `{name}`");
     Ok(match got {
         Err(Failure::Cancelled) => return Err(Failure::Cancelled),
@@ -150,7 +151,8 @@ pub fn admit_completion(host: &Host, params: &Map<String, Value>) -> Result<Admi
             if !entry.prompt.arguments.iter().any(|a| a.name == *arg_name) {
                 return Err(RpcError::invalid_params(format!("prompt `{name}` has no argument `{arg_name}`")));
             }
-            (entry.plugin.clone(), Reference::Prompt(name.to_owned()))
+            // The plugin knows its prompt by its own name, not the namespaced one.
+            (entry.plugin.clone(), Reference::Prompt(entry.own_name.clone()))
         }
         Some("ref/resource") => {
             let uri = reference.get("uri").and_then(Value::as_str).ok_or_else(|| RpcError::invalid_params("`ref.uri` must be a string"))?;

@@ -132,7 +132,7 @@ async fn run_checked(runtime: &Runtime, call: &AdmittedCall, ctx: CallContext) -
     };
     let arguments = call.arguments.to_string();
     let denials = ctx.denials.clone();
-    let outcome = runtime.call_tool(&entry.plugin.code, &entry.name, &arguments, ctx).await;
+    let outcome = runtime.call_tool(&entry.plugin.code, &entry.own_name, &arguments, ctx).await;
     let mut result = match outcome.and_then(|result| tool_result(entry, result)) {
         Ok(result) => result,
         Err(Failure::Cancelled) => return Err(Failure::Cancelled),
