@@ -132,11 +132,12 @@ fn publish_pull_serve_call_and_serving_needs_no_registry_afterwards() {
     // Offline: the registry is gone, and the plugin serves from the lock as pulled.
     registry.stop();
     let result = call(dir.path(), "hash_chain", json!({"input": "corral", "rounds": 10}));
-    assert_eq!(result["isError"], false, "{result}");
+    assert_ne!(result["isError"], true, "{result}");
+    assert!(result["structuredContent"]["digest"].is_string(), "{result}");
     let mut mcp = McpProcess::spawn(&["serve", "--plugins", dir.path().to_str().unwrap()]);
     mcp.initialize();
     let served = mcp.call_tool("hash_chain", json!({"input": "corral", "rounds": 10}));
-    assert_eq!(served["isError"], false, "{served}");
+    assert_ne!(served["isError"], true, "{served}");
 
     // Pulling again by digest is the same plugin, and needs the registry.
     let by_digest = format!("oci://{}/corral/hash@{digest}", registry.addr);
@@ -240,7 +241,7 @@ fn signatures_a_wrong_key_and_a_missing_signature_are_refused() {
     let other = registry.reference("corral/hash:1");
     publish(&other, "hash", None);
     let e = fails(pull(dir.path(), &other, &["--key", signer.public.to_str().unwrap(), "--require-signatures"]));
-    assert!(e.contains(&format!("{other} is not signed")) && e.contains(".sig"), "{e}");
+    assert!(e.contains(&other) && e.contains("is not signed: the registry has no cosign signature") && e.contains(".sig`"), "{e}");
     assert_untouched(dir.path());
 
     // A key file that is not a key.
@@ -305,7 +306,7 @@ fn a_moved_tag_is_reported_and_kept_until_update() {
     assert_eq!(Lock::read(dir.path()).unwrap().entry("tool").unwrap().digest, second);
     assert_eq!(std::fs::read(dir.path().join("tool.wasm")).unwrap(), std::fs::read(example("hash")).unwrap());
     let result = call(dir.path(), "hash_chain", json!({"input": "x", "rounds": 1}));
-    assert_eq!(result["isError"], false, "{result}");
+    assert_ne!(result["isError"], true, "{result}");
 
     // A plugin file that was not pulled is not overwritten, nor is a name pinned elsewhere.
     std::fs::copy(example("text"), dir.path().join("mine.wasm")).unwrap();
@@ -340,12 +341,12 @@ fn namespaces_let_two_plugins_with_the_same_tool_names_serve() {
     assert!(table.lines().any(|l| l.starts_with("acme_echo (echo)") && l.contains(" b ")), "{table}");
 
     let result = call(dir.path(), "acme_echo", json!({"text": "namespaced"}));
-    assert_eq!(result["isError"], false, "{result}");
+    assert_ne!(result["isError"], true, "{result}");
     assert!(result.to_string().contains("namespaced"), "{result}");
     let mut mcp = McpProcess::spawn(&["serve", "--plugins", dir.path().to_str().unwrap()]);
     mcp.initialize();
-    assert_eq!(mcp.call_tool("echo", json!({"text": "plain"}))["isError"], false);
-    assert_eq!(mcp.call_tool("acme_echo", json!({"text": "prefixed"}))["isError"], false);
+    assert_ne!(mcp.call_tool("echo", json!({"text": "plain"}))["isError"], true);
+    assert_ne!(mcp.call_tool("acme_echo", json!({"text": "prefixed"}))["isError"], true);
 
     write_manifest(dir.path(), "b", "namespace = \"9lives\"\n");
     let tools = tools_json(dir.path());
@@ -362,7 +363,7 @@ fn pull_namespace_is_written_to_the_manifest() {
     let toml = std::fs::read_to_string(dir.path().join("h.toml")).unwrap();
     assert!(toml.starts_with("namespace = \"acme\"\n") && toml.contains("[limits]"), "{toml}");
     let result = call(dir.path(), "acme_hash_chain", json!({"input": "x", "rounds": 1}));
-    assert_eq!(result["isError"], false, "{result}");
+    assert_ne!(result["isError"], true, "{result}");
     let e = fails(pull(dir.path(), &reference, &["--namespace", "a_b", "--name", "h2"]));
     assert!(e.contains("--namespace"), "{e}");
 }
