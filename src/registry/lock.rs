@@ -88,7 +88,7 @@ pub fn check_pinned(file: &Path, bytes: &[u8]) -> Result<(), String> {
     let dir = file.parent().unwrap_or(Path::new("."));
     let name = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     // An unreadable lock fails closed: the pins it holds cannot be checked.
-    let lock = Lock::read(dir).map_err(|e| format!("cannot check {} against its pin: {e}", file.display()))?;
+    let lock = read_cached(dir).map_err(|e| format!("cannot check {} against its pin: {e}", file.display()))?;
     let Some(entry) = lock.entry(&name) else { return Ok(()) };
     let actual = sha256_digest(bytes);
     if actual == entry.wasm {
@@ -102,6 +102,25 @@ pub fn check_pinned(file: &Path, bytes: &[u8]) -> Result<(), String> {
         entry.reference,
         entry.reference
     ))
+}
+
+/// [`Lock::read`], parsed once per version of the file: loading a directory checks every plugin
+/// against the same lock, and a start should not parse it once per plugin.
+fn read_cached(dir: &Path) -> Result<std::sync::Arc<Lock>, String> {
+    use std::sync::{Arc, Mutex};
+    type Cached = (PathBuf, Option<(u64, std::time::SystemTime)>, Arc<Lock>);
+    static LAST: Mutex<Option<Cached>> = Mutex::new(None);
+    let path = Lock::path(dir);
+    let version = std::fs::metadata(&path).ok().and_then(|m| Some((m.len(), m.modified().ok()?)));
+    let Some(version) = version else { return Lock::read(dir).map(Arc::new) };
+    if let Some((p, v, lock)) = LAST.lock().unwrap().as_ref() {
+        if *p == path && *v == Some(version) {
+            return Ok(lock.clone());
+        }
+    }
+    let lock = Arc::new(Lock::read(dir)?);
+    *LAST.lock().unwrap() = Some((path, Some(version), lock.clone()));
+    Ok(lock)
 }
 
 #[cfg(test)]
