@@ -164,7 +164,6 @@ fn start_once(plugins: &Path, cache: &Path) -> Duration {
     let took = started.elapsed();
     let tools = list["result"]["tools"].as_array().map(Vec::len).unwrap_or(0);
     assert!(tools >= PLUGINS, "every plugin loaded: {list}");
-    drop(send);
     drop(stdin);
     let _ = child.kill();
     let _ = child.wait();

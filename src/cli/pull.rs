@@ -125,6 +125,9 @@ pub async fn run(args: PullArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    if let Some(entry) = pinned.as_ref().filter(|e| e.reference != reference.to_string()) {
+        notes.push(format!("plugin `{name}` moved from {} ({}) to {reference} ({current})", entry.reference, entry.digest));
+    }
     let options = FetchOptions { key: key.as_ref(), max_size: args.max_plugin_size };
     let fetched = fetch(&conn, &reference.at_digest(&target), &options).await.map_err(anyhow::Error::msg)?;
 
