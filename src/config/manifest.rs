@@ -87,7 +87,9 @@ pub fn plugin_manifest(wasm: &Path, defaults: &Limits, memory_ceiling: u64, prot
     let path = manifest_path(wasm);
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Manifest { namespace: None, limits: defaults.clone(), permissions: Permissions::default() }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(Manifest { namespace: None, limits: defaults.clone(), permissions: Permissions::default() })
+        }
         Err(e) => return Err(format!("{}: cannot read: {e}", path.display())),
     };
     let file: ManifestFile = toml::from_str(&text).map_err(|e| match e.span() {
