@@ -367,3 +367,19 @@ fn pull_namespace_is_written_to_the_manifest() {
     let e = fails(pull(dir.path(), &reference, &["--namespace", "a_b", "--name", "h2"]));
     assert!(e.contains("--namespace"), "{e}");
 }
+
+#[test]
+fn a_namespace_prefixes_prompts_and_the_plugin_still_renders_them() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(test_guests().join("conformance.wasm"), dir.path().join("g.wasm")).unwrap();
+    write_manifest(dir.path(), "g", "namespace = \"acme\"\n");
+    let mut mcp = McpProcess::spawn(&["serve", "--plugins", dir.path().to_str().unwrap()]);
+    mcp.initialize();
+    let listed = mcp.result("prompts/list", json!({}));
+    let names: Vec<&str> = listed["prompts"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"acme_test_simple_prompt") && names.iter().all(|n| n.starts_with("acme_")), "{names:?}");
+    let simple = mcp.result("prompts/get", json!({ "name": "acme_test_simple_prompt" }));
+    assert_eq!(simple["messages"][0]["content"]["text"], "This is a simple prompt for testing.", "{simple}");
+    let unknown = mcp.request("prompts/get", json!({ "name": "test_simple_prompt" }));
+    assert!(unknown["error"].is_object(), "the plugin's own name is not served: {unknown}");
+}
