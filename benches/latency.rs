@@ -454,7 +454,7 @@ fn cancel_group() {
     let spin = runtime.compile("spin", &spin_component()).unwrap_or_else(|e| panic!("compiling the spin fixture: {e:?}"));
 
     let delays = format!("{}-{} ms", CANCEL_DELAYS_MS.start(), CANCEL_DELAYS_MS.end());
-    report(&format!("cancel + interrupt() → Cancelled (after {delays})"), cancel_latency(&tokio, &runtime, &spin, true));
+    report(&format!("cancel through the runtime's handle (wakes the guest) → Cancelled (after {delays})"), cancel_latency(&tokio, &runtime, &spin, true));
     report(&format!("cancel only, next tick → Cancelled (after {delays})"), cancel_latency(&tokio, &runtime, &spin, false));
     report(&format!("deadline {DEADLINE:?} → Timeout, overshoot"), deadline_overshoot(&tokio, &runtime, &spin));
     report(&format!("(baseline: tokio sleep {DEADLINE:?}, no guest, overshoot)"), timer_overshoot(&tokio));

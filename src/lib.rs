@@ -4,10 +4,13 @@
 //! methods from the [`registry`] of loaded plugins and runs calls in the [`runtime`], directly or
 //! as [`tasks`].
 
+#![warn(missing_docs)]
+
 pub mod cancel;
 pub mod cli;
 pub mod config;
 pub mod mcp;
+pub mod oci;
 pub mod registry;
 pub mod runtime;
 pub mod server;

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use corral::cli::args::{Cli, Command};
-use corral::cli::{call, compile, inspect, new, serve, tools};
+use corral::cli::{call, compile, inspect, new, publish, pull, serve, tools};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -40,5 +40,7 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Compile(args) => compile::run(args),
         Command::Inspect(args) => inspect::run(args).await,
         Command::New(args) => new::run(args),
+        Command::Pull(args) => pull::run(args).await,
+        Command::Publish(args) => publish::run(args).await,
     }
 }

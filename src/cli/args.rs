@@ -52,6 +52,11 @@ pub enum Command {
     Inspect(super::inspect::InspectArgs),
     /// Create a plugin project (Rust, JavaScript, Python or C) that builds on the first try.
     New(super::new::NewArgs),
+    /// Fetch a plugin from an OCI registry, verify its digests and signature, and pin it in
+    /// the plugin directory's corral.lock.
+    Pull(super::pull::PullArgs),
+    /// Publish a component (and its manifest) to an OCI registry, optionally signed with a cosign key.
+    Publish(super::publish::PublishArgs),
 }
 
 /// The flags every command that loads the plugin directory shares.

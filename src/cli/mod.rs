@@ -1,5 +1,6 @@
 //! The `corral` command line, in one home: [`args`] parses and validates every flag, [`host`]
-//! turns the flags into settings and a running host, and each subcommand has its module.
+//! turns the flags into settings and a running host, and each subcommand has its module
+//! (`publish` and `pull` move plugins through OCI registries).
 
 pub mod args;
 pub mod call;
@@ -7,6 +8,8 @@ pub mod compile;
 pub mod host;
 pub mod inspect;
 pub mod new;
+pub mod publish;
+pub mod pull;
 pub mod serve;
 mod templates;
 pub mod tools;

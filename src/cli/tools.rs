@@ -2,6 +2,7 @@
 //! as JSON (with the refused plugins and why).
 
 use std::io::Write;
+use std::sync::Arc;
 use std::process::ExitCode;
 
 use super::args::ToolsArgs;
@@ -29,7 +30,7 @@ pub fn tools_json(catalog: &Catalog) -> serde_json::Value {
         .plugins
         .iter()
         .map(|p| {
-            let tools: Vec<_> = catalog.tools.values().filter(|t| t.plugin.name == p.name).map(|t| server::list_entry(t)).collect();
+            let tools: Vec<_> = catalog.tools.values().filter(|t| t.plugin.name == p.name).map(tool_json).collect();
             let resources: Vec<_> = catalog.resources.values().filter(|r| r.plugin.name == p.name).map(|r| &r.resource.uri).collect();
             let templates: Vec<_> = catalog.templates.values().filter(|r| r.plugin.name == p.name).map(|r| &r.template.uri_template).collect();
             let prompts: Vec<_> = catalog.prompts.values().filter(|r| r.plugin.name == p.name).map(|r| &r.prompt.name).collect();
@@ -54,6 +55,15 @@ pub fn tools_json(catalog: &Catalog) -> serde_json::Value {
     serde_json::json!({ "plugins": plugins, "refused": catalog.refused })
 }
 
+/// A tool as listed, plus the plugin's own name for it when a namespace changed it.
+fn tool_json(t: &Arc<crate::registry::ToolEntry>) -> serde_json::Value {
+    let mut value = serde_json::to_value(server::list_entry(t)).unwrap_or_default();
+    if t.own_name != t.name {
+        value["pluginToolName"] = serde_json::Value::String(t.own_name.clone());
+    }
+    value
+}
+
 /// The catalog as `corral tools` prints it: one aligned row per tool, then a line per plugin's
 /// permissions and per refused plugin.
 pub fn print_tools_table(catalog: &Catalog, out: &mut impl Write) -> std::io::Result<()> {
@@ -63,7 +73,8 @@ pub fn print_tools_table(catalog: &Catalog, out: &mut impl Write) -> std::io::Re
         .map(|t| {
             let l = &t.plugin.limits;
             [
-                t.name.clone(),
+                // A namespaced tool shows the plugin's own name too.
+                if t.own_name == t.name { t.name.clone() } else { format!("{} ({})", t.name, t.own_name) },
                 t.plugin.name.clone(),
                 server::list_entry(t).execution.task_support.as_str().to_owned(),
                 humantime::format_duration(l.timeout).to_string(),

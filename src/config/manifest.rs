@@ -1,4 +1,5 @@
-//! A plugin's sidecar manifest (`NAME.toml` next to `NAME.wasm`): `[limits]` and `[permissions]`.
+//! A plugin's sidecar manifest (`NAME.toml` next to `NAME.wasm`): `namespace`, `[limits]` and
+//! `[permissions]`.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -12,6 +13,9 @@ use super::{check_positive, parse_duration, parse_memory, Limits};
 /// What a manifest says, applied over the host's defaults.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Manifest {
+    /// Prefixes the plugin's tool and prompt names (`acme` serves `search` as `acme_search`), so
+    /// two third-party plugins that chose the same names can both be served.
+    pub namespace: Option<String>,
     pub limits: Limits,
     pub permissions: Permissions,
 }
@@ -19,6 +23,7 @@ pub struct Manifest {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ManifestFile {
+    namespace: Option<String>,
     #[serde(default)]
     limits: LimitsFile,
     #[serde(default)]
@@ -90,11 +95,11 @@ pub struct ManifestError {
     pub message: String,
 }
 
-/// A key of a manifest: its table (`limits`, `permissions`) and its name within it (`timeout`,
-/// `env.pass`).
+/// A key of a manifest: its table (`limits`, `permissions`, or empty for a top-level key such as
+/// `namespace`) and its name within it (`timeout`, `env.pass`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ManifestKey {
-    /// `limits` or `permissions`.
+    /// `limits` or `permissions`; empty for a top-level key.
     pub table: &'static str,
     /// The key within the table, dotted when nested (`env.pass`).
     pub name: &'static str,
@@ -103,13 +108,19 @@ pub struct ManifestKey {
 impl ManifestKey {
     /// The key as a dotted TOML path, e.g. `limits.timeout`.
     pub fn path(&self) -> String {
-        format!("{}.{}", self.table, self.name)
+        match self.table {
+            "" => self.name.to_owned(),
+            table => format!("{table}.{}", self.name),
+        }
     }
 }
 
 impl fmt::Display for ManifestKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "[{}] {}", self.table, self.name)
+        match self.table {
+            "" => f.write_str(self.name),
+            table => write!(f, "[{table}] {}", self.name),
+        }
     }
 }
 
@@ -140,16 +151,32 @@ pub fn plugin_manifest(wasm: &Path, defaults: &Limits, memory_ceiling: u64, prot
     let error = |key: Option<ManifestKey>, line: Option<usize>, message: String| ManifestError { file: path.clone(), key, line, message };
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Manifest { limits: defaults.clone(), permissions: Permissions::default() }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(Manifest { namespace: None, limits: defaults.clone(), permissions: Permissions::default() })
+        }
         Err(e) => return Err(error(None, None, format!("cannot read: {e}"))),
     };
     let file: ManifestFile =
         toml::from_str(&text).map_err(|e| error(None, e.span().map(|span| text[..span.start].matches('\n').count() + 1), e.message().to_owned()))?;
+    if let Some(ns) = &file.namespace {
+        check_namespace(ns).map_err(|message| error(Some(ManifestKey { table: "", name: "namespace" }), None, message))?;
+    }
     let keyed = |table| move |(name, message): KeyError| error(Some(ManifestKey { table, name }), None, message);
     let limits = limits(file.limits, defaults, memory_ceiling).map_err(keyed("limits"))?;
     let base = path.parent().unwrap_or(Path::new("."));
     let permissions = permissions(file.permissions, base, protected).map_err(keyed("permissions"))?;
-    Ok(Manifest { limits, permissions })
+    Ok(Manifest { namespace: file.namespace, limits, permissions })
+}
+
+/// A namespace is joined to names with `_`, so it is kept to letters, digits and `-` (the
+/// rest of a valid MCP tool name) and short enough to leave room for the name.
+pub fn check_namespace(ns: &str) -> Result<(), String> {
+    let ok_start = ns.bytes().next().is_some_and(|b| b.is_ascii_alphabetic());
+    if ok_start && ns.len() <= 32 && ns.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+        Ok(())
+    } else {
+        Err(format!("{ns:?} must be 1-32 characters of A-Z, a-z, 0-9 and `-`, starting with a letter"))
+    }
 }
 
 type KeyError = (&'static str, String);
@@ -314,6 +341,15 @@ mod tests {
         let e = manifest_from("[[permissions.dirs]]\nhost = \".\"\nguest = \"/all\"\nmode = \"rw\"\n").unwrap_err();
         assert!(e.contains("compile cache"), "{e}");
         assert!(manifest_from("[[permissions.dirs]]\nhost = \"data\"\nguest = \"/d\"\nmode = \"ro\"\n").is_ok());
+    }
+
+    #[test]
+    fn namespace_is_checked() {
+        assert_eq!(manifest_from("namespace = \"acme\"\n").unwrap().namespace.as_deref(), Some("acme"));
+        let e = manifest_from("namespace = \"ac me\"\n").unwrap_err();
+        assert!(e.contains("p.toml: namespace") && e.contains("starting with a letter"), "{e}");
+        assert!(manifest_from("namespace = \"a_b\"\n").is_err(), "`_` is the separator");
+        assert!(manifest_from("[limits]\ntimeout = \"1s\"\n").unwrap().namespace.is_none());
     }
 
     #[test]

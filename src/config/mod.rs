@@ -6,7 +6,7 @@ mod permissions;
 
 use std::time::Duration;
 
-pub use manifest::{manifest_path, plugin_manifest, Manifest, ManifestError, ManifestKey};
+pub use manifest::{check_namespace, manifest_path, plugin_manifest, Manifest, ManifestError, ManifestKey};
 pub use permissions::{DirGrant, EnvVar, HostPattern, NetPattern, Permissions};
 
 /// What one call of a plugin may use.

@@ -82,7 +82,7 @@ pub(super) fn plugin_name(file: &Path) -> String {
 pub async fn load_plugin(file: &Path, runtime: &Runtime, settings: &LoadSettings, loaded: &Catalog) -> Result<Loaded, Refusal> {
     let name = plugin_name(file);
     let refuse = Refuser { name: &name, file, stamp: stamp(file) };
-    let (code, limits) = compile(file, &name, runtime, settings, &refuse)?;
+    let (code, limits, names) = compile(file, &name, runtime, settings, &refuse)?;
     let declared = declarations(runtime, &code, &limits, &refuse).await?;
     let plugin = Arc::new(Plugin {
         name: name.clone(),
@@ -92,10 +92,10 @@ pub async fn load_plugin(file: &Path, runtime: &Runtime, settings: &LoadSettings
         permits: Arc::new(tokio::sync::Semaphore::new(limits.max_concurrency)),
         limits,
     });
-    let tools = check_tools(declared.tools, &plugin, loaded, &refuse)?;
+    let tools = check_tools(declared.tools, &plugin, loaded, &refuse, &names)?;
     let templates = check_templates(declared.templates, &plugin, loaded, &refuse)?;
     let resources = check_resources(declared.resources, &plugin, loaded, &refuse)?;
-    let prompts = check_prompts(declared.prompts, &plugin, loaded, &refuse)?;
+    let prompts = check_prompts(declared.prompts, &plugin, loaded, &refuse, &names)?;
     Ok(Loaded { plugin, tools, resources, templates, prompts })
 }
 
@@ -148,10 +148,35 @@ impl Refuser<'_> {
     }
 }
 
-/// The manifest's limits, and the compiled code with the manifest's permissions.
-fn compile(file: &Path, name: &str, runtime: &Runtime, settings: &LoadSettings, refuse: &Refuser<'_>) -> Result<(PluginCode, Limits), Refusal> {
+/// How a plugin's own tool and prompt names become the served ones: `NAMESPACE_NAME` when its
+/// manifest sets a namespace.
+struct Names {
+    namespace: Option<String>,
+}
+
+impl Names {
+    fn served(&self, own: &str) -> String {
+        match &self.namespace {
+            Some(ns) => format!("{ns}_{own}"),
+            None => own.to_owned(),
+        }
+    }
+
+    /// What a refusal for a taken name adds: the way out, when the plugin has no namespace yet.
+    fn taken_hint(&self) -> &'static str {
+        match &self.namespace {
+            Some(_) => "",
+            None => "; give one of the two plugins a namespace (`namespace = \"NAME\"` in its manifest, or `corral pull --namespace NAME`)",
+        }
+    }
+}
+
+/// The manifest's limits and namespace, and the compiled code with the manifest's permissions.
+/// A file pinned in `corral.lock` must still have the digest it was pulled with.
+fn compile(file: &Path, name: &str, runtime: &Runtime, settings: &LoadSettings, refuse: &Refuser<'_>) -> Result<(PluginCode, Limits, Names), Refusal> {
     let manifest = config::plugin_manifest(file, &settings.defaults, settings.memory_ceiling, &settings.protected).map_err(|e| refuse.manifest(e))?;
     let bytes = std::fs::read(file).map_err(|e| refuse.plugin(RefusalKind::InvalidComponent, format!("cannot read {}: {e}", file.display())))?;
+    super::lock::check_pinned(file, &bytes).map_err(|e| refuse.plugin(RefusalKind::DigestMismatch, e))?;
     let code = runtime
         .compile(name, &bytes)
         .map_err(|e| match e {
@@ -159,7 +184,7 @@ fn compile(file: &Path, name: &str, runtime: &Runtime, settings: &LoadSettings, 
             LoadError::MissingImport(m) => refuse.plugin(RefusalKind::MissingImport, format!("imports something the host does not provide: {m}")),
         })?
         .with_permissions(manifest.permissions);
-    Ok((code, manifest.limits))
+    Ok((code, manifest.limits, Names { namespace: manifest.namespace }))
 }
 
 /// What the plugin's `list-*` exports declare, before any check.
@@ -193,20 +218,24 @@ async fn declarations(runtime: &Runtime, code: &PluginCode, limits: &Limits, ref
     Ok(Declared { tools, resources, templates, prompts })
 }
 
-/// Tools: valid names, listed once, not taken by another plugin, valid schemas.
-fn check_tools(declared: Vec<Tool>, plugin: &Arc<Plugin>, loaded: &Catalog, refuse: &Refuser<'_>) -> Result<Vec<ToolEntry>, Refusal> {
+/// Tools: valid names (with the namespace too), listed once, not taken by another plugin, valid
+/// schemas.
+fn check_tools(declared: Vec<Tool>, plugin: &Arc<Plugin>, loaded: &Catalog, refuse: &Refuser<'_>, names: &Names) -> Result<Vec<ToolEntry>, Refusal> {
     let mut tools: Vec<ToolEntry> = Vec::with_capacity(declared.len());
-    for tool in declared {
-        let tool_name = tool.name.clone();
-        check_name(&tool.name).map_err(|e| refuse.tool(RefusalKind::InvalidToolName, &tool_name, e.to_string()))?;
-        if tools.iter().any(|t| t.name == tool.name) {
+    for mut tool in declared {
+        let own_name = tool.name.clone();
+        check_name(&own_name).map_err(|e| refuse.tool(RefusalKind::InvalidToolName, &own_name, e.to_string()))?;
+        let tool_name = names.served(&own_name);
+        check_name(&tool_name).map_err(|e| refuse.tool(RefusalKind::InvalidToolName, &tool_name, format!("with its namespace: {e}")))?;
+        if tools.iter().any(|t| t.name == tool_name) {
             return Err(refuse.tool(RefusalKind::DuplicateTool, &tool_name, "the plugin lists this name twice".into()));
         }
-        if let Some(owner) = loaded.tools.get(&tool.name) {
-            let message = format!("the name is already taken by plugin `{}`", owner.plugin.name);
+        if let Some(owner) = loaded.tools.get(&tool_name) {
+            let message = format!("the name is already taken by plugin `{}`{}", owner.plugin.name, names.taken_hint());
             return Err(refuse.tool(RefusalKind::DuplicateTool, &tool_name, message));
         }
-        tools.push(check_tool(tool, plugin).map_err(|e| refuse.tool(RefusalKind::InvalidSchema, &tool_name, e))?);
+        tool.name = tool_name.clone();
+        tools.push(check_tool(tool, own_name, plugin).map_err(|e| refuse.tool(RefusalKind::InvalidSchema, &tool_name, e))?);
     }
     Ok(tools)
 }
@@ -257,24 +286,29 @@ fn check_resources(declared: Vec<Resource>, plugin: &Arc<Plugin>, loaded: &Catal
     Ok(resources)
 }
 
-/// Prompts: names like tools', distinct argument names, listed once, not taken by another plugin.
-fn check_prompts(declared: Vec<Prompt>, plugin: &Arc<Plugin>, loaded: &Catalog, refuse: &Refuser<'_>) -> Result<Vec<PromptEntry>, Refusal> {
+/// Prompts: names like tools' (with the namespace too), distinct argument names, listed once,
+/// not taken by another plugin.
+fn check_prompts(declared: Vec<Prompt>, plugin: &Arc<Plugin>, loaded: &Catalog, refuse: &Refuser<'_>, names: &Names) -> Result<Vec<PromptEntry>, Refusal> {
     let mut prompts: Vec<PromptEntry> = Vec::with_capacity(declared.len());
-    for prompt in declared {
-        let prompt_name = prompt.name.clone();
+    for mut prompt in declared {
+        let own_name = prompt.name.clone();
+        let prompt_name = names.served(&own_name);
         check_prompt(&prompt).map_err(|e| refuse.prompt(RefusalKind::InvalidPrompt, &prompt_name, e))?;
+        prompt.name = prompt_name.clone();
+        check_prompt(&prompt).map_err(|e| refuse.prompt(RefusalKind::InvalidPrompt, &prompt_name, format!("with its namespace: {e}")))?;
         if prompts.iter().any(|p| p.prompt.name == prompt.name) {
             return Err(refuse.prompt(RefusalKind::DuplicatePrompt, &prompt_name, "the plugin lists this name twice".into()));
         }
         if let Some(owner) = loaded.prompts.get(&prompt.name) {
-            return Err(refuse.prompt(RefusalKind::DuplicatePrompt, &prompt_name, format!("the name is already taken by plugin `{}`", owner.plugin.name)));
+            let message = format!("the name is already taken by plugin `{}`{}", owner.plugin.name, names.taken_hint());
+            return Err(refuse.prompt(RefusalKind::DuplicatePrompt, &prompt_name, message));
         }
-        prompts.push(PromptEntry { plugin: plugin.clone(), prompt });
+        prompts.push(PromptEntry { plugin: plugin.clone(), prompt, own_name });
     }
     Ok(prompts)
 }
 
-fn check_tool(tool: Tool, plugin: &Arc<Plugin>) -> Result<ToolEntry, String> {
+fn check_tool(tool: Tool, own_name: String, plugin: &Arc<Plugin>) -> Result<ToolEntry, String> {
     let (input_schema, input_validator) = compile_schema(&tool.input_schema, "input")?;
     let (output_schema, output_validator) = match &tool.output_schema {
         Some(text) => {
@@ -286,6 +320,7 @@ fn check_tool(tool: Tool, plugin: &Arc<Plugin>) -> Result<ToolEntry, String> {
     Ok(ToolEntry {
         plugin: plugin.clone(),
         name: tool.name,
+        own_name,
         title: tool.title,
         description: tool.description,
         input_schema,

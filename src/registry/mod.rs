@@ -9,6 +9,7 @@
 
 mod checks;
 mod load;
+pub mod lock;
 mod reload;
 pub mod uri;
 mod watch;
@@ -44,7 +45,10 @@ pub struct Plugin {
 /// One tool, checked and ready to call.
 pub struct ToolEntry {
     pub plugin: Arc<Plugin>,
+    /// The name served: the plugin's own, prefixed with its namespace if it has one.
     pub name: String,
+    /// The name the plugin itself gave the tool: what `call-tool` is asked for.
+    pub own_name: String,
     pub title: Option<String>,
     pub description: String,
     pub input_schema: Value,
@@ -71,7 +75,10 @@ pub struct TemplateEntry {
 /// A prompt (contract 0.2.0).
 pub struct PromptEntry {
     pub plugin: Arc<Plugin>,
+    /// The prompt as served (its name prefixed with the plugin's namespace, if any).
     pub prompt: Prompt,
+    /// The name the plugin itself gave the prompt: what `get-prompt` is asked for.
+    pub own_name: String,
 }
 
 /// Why a plugin was not loaded.
@@ -95,6 +102,8 @@ pub enum RefusalKind {
     /// A prompt name or argument list that breaks the rules.
     InvalidPrompt,
     DuplicatePrompt,
+    /// A plugin `corral.lock` pins whose `.wasm` no longer matches the pinned digest.
+    DigestMismatch,
 }
 
 impl RefusalKind {

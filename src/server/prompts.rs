@@ -92,7 +92,8 @@ pub fn admit(host: &Host, params: Params<'_>) -> Result<AdmittedPrompt, RpcError
 pub async fn get(host: &Host, admitted: &AdmittedPrompt, ctx: CallContext) -> Result<Result<Value, RpcError>, Failure> {
     let (plugin, name) = (&admitted.entry.plugin, &admitted.entry.prompt.name);
     let cancel = ctx.cancel.clone();
-    let got = super::with_permit(plugin, &cancel, host.runtime.get_prompt(&plugin.code, name, &admitted.arguments, ctx)).await;
+    let own_name = &admitted.entry.own_name;
+    let got = super::with_permit(plugin, &cancel, host.runtime.get_prompt(&plugin.code, own_name, &admitted.arguments, ctx)).await;
     let subject = format!("prompt `{name}`");
     Ok(match got {
         Err(Failure::Cancelled) => return Err(Failure::Cancelled),
@@ -143,7 +144,8 @@ pub fn admit_completion(host: &Host, params: Params<'_>) -> Result<AdmittedCompl
             if !entry.prompt.arguments.iter().any(|a| a.name == *arg_name) {
                 return Err(RpcError::invalid_params(format!("prompt `{name}` has no argument `{arg_name}`")));
             }
-            (entry.plugin.clone(), Reference::Prompt(name.to_owned()))
+            // The plugin knows its prompt by its own name, not the namespaced one.
+            (entry.plugin.clone(), Reference::Prompt(entry.own_name.clone()))
         }
         Some("ref/resource") => {
             let uri = reference.str_or("uri", "`ref.uri` must be a string")?;

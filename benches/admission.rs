@@ -1,0 +1,344 @@
+//! Task admission and the stdio round trip through the real binary, for two builds side by side.
+//!
+//! ```text
+//! cargo build --release && cargo bench --bench admission
+//! CORRAL_BASELINE=/path/to/old/corral cargo bench --bench admission   # before / after in one run
+//! ```
+//!
+//! Each build is measured in turn, `ROUNDS` times interleaved, and each figure is the median of
+//! its rounds, so a neighbour's load lands on both builds alike. Per build and round:
+//!
+//! * `admit ×1`: one HTTP session creating tasks (`ticker.tick`, one tick) back to back;
+//!   latency of each `tools/call` with `task` (POST to answer), p50 / p99, and admissions/s.
+//! * `admit ×16`: sixteen sessions doing the same at once: p50 / p99 and admissions/s in all.
+//! * `ping under ×16`: a seventeenth session sending `ping` meanwhile: p50 / p99. A store call
+//!   that blocks a tokio worker shows here, since the ping waits for a free worker.
+//! * `stdio echo`: `tools/call` of `echo` over stdio, one at a time: p50 / p99.
+//!
+//! `CORRAL_BIN` names the build under test (default `target/release/corral`); the example
+//! plugins must be built (`scripts/build-plugins.sh`).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+const ROUNDS: usize = 3;
+const ADMIT_ONE: usize = 1_000;
+const ADMIT_EACH: usize = 300;
+const CLIENTS: usize = 16;
+const STDIO_WARMUP: usize = 500;
+const STDIO_N: usize = 5_000;
+
+fn main() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let dist = root.join("plugins/dist");
+    assert!(dist.join("ticker.wasm").exists(), "build the example plugins first: scripts/build-plugins.sh");
+    let mut builds = vec![("after", std::env::var("CORRAL_BIN").map(PathBuf::from).unwrap_or_else(|_| root.join("target/release/corral")))];
+    if let Ok(baseline) = std::env::var("CORRAL_BASELINE") {
+        builds.insert(0, ("before", PathBuf::from(baseline)));
+    }
+    for (_, bin) in &builds {
+        assert!(bin.exists(), "no corral binary at {} (cargo build --release, or set CORRAL_BIN)", bin.display());
+    }
+    println!("load average at start: {}", load_average());
+    let mut results: Vec<Vec<Figures>> = vec![Vec::new(); builds.len()];
+    for round in 0..ROUNDS {
+        for (i, (label, bin)) in builds.iter().enumerate() {
+            let figures = measure(bin, &dist);
+            println!("round {} {label}: {}", round + 1, figures.line());
+            results[i].push(figures);
+        }
+    }
+    println!("load average at end: {}", load_average());
+    println!();
+    println!("| build | admit ×1 p50 / p99 | admit ×1 /s | admit ×16 p50 / p99 | admit ×16 /s | ping under ×16 p50 / p99 | stdio echo p50 / p99 |");
+    println!("|---|---|---|---|---|---|---|");
+    for (i, (label, _)) in builds.iter().enumerate() {
+        println!("| {label} | {} |", Figures::median(&results[i]).cells());
+    }
+}
+
+#[derive(Clone, Default)]
+struct Figures {
+    one: Stats,
+    one_rate: f64,
+    many: Stats,
+    many_rate: f64,
+    ping: Stats,
+    echo: Stats,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Stats {
+    p50: Duration,
+    p99: Duration,
+}
+
+impl Stats {
+    fn of(mut samples: Vec<Duration>) -> Stats {
+        assert!(!samples.is_empty(), "no samples");
+        samples.sort();
+        let at = |q: f64| samples[((samples.len() as f64 * q) as usize).min(samples.len() - 1)];
+        Stats { p50: at(0.50), p99: at(0.99) }
+    }
+
+    fn show(&self) -> String {
+        format!("{} / {}", micros(self.p50), micros(self.p99))
+    }
+}
+
+impl Figures {
+    fn median(all: &[Figures]) -> Figures {
+        let mid = |mut v: Vec<f64>| {
+            v.sort_by(|a, b| a.total_cmp(b));
+            v[v.len() / 2]
+        };
+        let stat = |f: fn(&Figures) -> Stats| Stats {
+            p50: Duration::from_secs_f64(mid(all.iter().map(|x| f(x).p50.as_secs_f64()).collect())),
+            p99: Duration::from_secs_f64(mid(all.iter().map(|x| f(x).p99.as_secs_f64()).collect())),
+        };
+        Figures {
+            one: stat(|f| f.one),
+            one_rate: mid(all.iter().map(|f| f.one_rate).collect()),
+            many: stat(|f| f.many),
+            many_rate: mid(all.iter().map(|f| f.many_rate).collect()),
+            ping: stat(|f| f.ping),
+            echo: stat(|f| f.echo),
+        }
+    }
+
+    fn cells(&self) -> String {
+        format!("{} | {:.0} | {} | {:.0} | {} | {}", self.one.show(), self.one_rate, self.many.show(), self.many_rate, self.ping.show(), self.echo.show())
+    }
+
+    fn line(&self) -> String {
+        format!(
+            "admit×1 {} ({:.0}/s), admit×16 {} ({:.0}/s), ping {}, echo {}",
+            self.one.show(),
+            self.one_rate,
+            self.many.show(),
+            self.many_rate,
+            self.ping.show(),
+            self.echo.show()
+        )
+    }
+}
+
+fn micros(d: Duration) -> String {
+    format!("{:.0} µs", d.as_secs_f64() * 1e6)
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg").map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")).unwrap_or_default()
+}
+
+fn measure(bin: &Path, dist: &Path) -> Figures {
+    let http = HttpServer::start(bin, dist);
+    let (one, one_rate) = admit_sequentially(&http.url);
+    let (many, many_rate, ping) = admit_concurrently(&http.url);
+    drop(http);
+    let echo = stdio_echo(bin, dist);
+    Figures { one, one_rate, many, many_rate, ping, echo }
+}
+
+/// `corral serve --http` on a fresh database file, stopped on drop.
+struct HttpServer {
+    child: Child,
+    url: String,
+    _db: tempfile::TempDir,
+}
+
+impl HttpServer {
+    fn start(bin: &Path, dist: &Path) -> HttpServer {
+        let db = tempfile::tempdir().unwrap();
+        let mut child = Command::new(bin)
+            .args(["serve", "--plugins"])
+            .arg(dist)
+            .args(["--http", "127.0.0.1:0", "--log-level", "info", "--max-queued", "100000", "--max-tasks-per-client", "100000", "--db"])
+            .arg(db.path().join("tasks.db"))
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        let url = loop {
+            line.clear();
+            if stderr.read_line(&mut line).unwrap() == 0 {
+                panic!("{} exited before serving HTTP", bin.display());
+            }
+            if let Some(at) = line.find("serving MCP over HTTP at ") {
+                break line[at + "serving MCP over HTTP at ".len()..].split_whitespace().next().unwrap().to_owned();
+            }
+        };
+        // Keep draining the log so the host never blocks on a full pipe.
+        thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        HttpServer { child, url, _db: db }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One initialized Streamable HTTP session.
+struct Client {
+    agent: ureq::Agent,
+    url: String,
+    session: String,
+    next_id: u64,
+}
+
+impl Client {
+    fn connect(url: &str) -> Client {
+        let config = ureq::Agent::config_builder().http_status_as_error(false).proxy(None).build();
+        let agent = ureq::Agent::new_with_config(config);
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}});
+        let response = agent
+            .post(url)
+            .header("Accept", "application/json, text/event-stream")
+            .header("Content-Type", "application/json")
+            .send(init.to_string())
+            .expect("initialize");
+        let session = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).expect("a session id").to_owned();
+        let mut client = Client { agent, url: url.to_owned(), session, next_id: 1 };
+        client.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        client
+    }
+
+    /// POSTs `message` and returns the JSON-RPC answer (`None` for a notification).
+    fn post(&mut self, message: &Value) -> Option<Value> {
+        let mut response = self
+            .agent
+            .post(&self.url)
+            .header("Accept", "application/json, text/event-stream")
+            .header("Content-Type", "application/json")
+            .header("Mcp-Session-Id", &self.session)
+            .header("MCP-Protocol-Version", "2025-11-25")
+            .send(message.to_string())
+            .expect("POST");
+        let sse = response.headers().get("content-type").and_then(|v| v.to_str().ok()).is_some_and(|t| t.starts_with("text/event-stream"));
+        let mut body = String::new();
+        response.body_mut().as_reader().read_to_string(&mut body).unwrap();
+        if body.trim().is_empty() {
+            return None;
+        }
+        let text = if sse { body.lines().filter_map(|l| l.strip_prefix("data:")).last().expect("an SSE data line").trim().to_owned() } else { body };
+        Some(serde_json::from_str(&text).expect("a JSON answer"))
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        let answer = self.post(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).expect("an answer");
+        assert!(answer.get("error").is_none(), "{method} failed: {answer}");
+        answer
+    }
+
+    fn admit(&mut self) -> Duration {
+        let start = Instant::now();
+        let answer = self.request("tools/call", json!({"name": "tick", "arguments": {"count": 1, "interval_ms": 0}, "task": {}}));
+        let took = start.elapsed();
+        assert!(answer["result"]["task"]["taskId"].is_string(), "not a CreateTaskResult: {answer}");
+        took
+    }
+}
+
+fn admit_sequentially(url: &str) -> (Stats, f64) {
+    let mut client = Client::connect(url);
+    let start = Instant::now();
+    let samples: Vec<Duration> = (0..ADMIT_ONE).map(|_| client.admit()).collect();
+    let rate = ADMIT_ONE as f64 / start.elapsed().as_secs_f64();
+    (Stats::of(samples), rate)
+}
+
+fn admit_concurrently(url: &str) -> (Stats, f64, Stats) {
+    let barrier = Arc::new(Barrier::new(CLIENTS + 2));
+    let done = Arc::new(AtomicBool::new(false));
+    let admitters: Vec<_> = (0..CLIENTS)
+        .map(|_| {
+            let (url, barrier) = (url.to_owned(), barrier.clone());
+            thread::spawn(move || {
+                let mut client = Client::connect(&url);
+                barrier.wait();
+                (0..ADMIT_EACH).map(|_| client.admit()).collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let pinger = {
+        let (url, barrier, done) = (url.to_owned(), barrier.clone(), done.clone());
+        thread::spawn(move || {
+            let mut client = Client::connect(&url);
+            barrier.wait();
+            let mut samples = Vec::new();
+            while !done.load(Ordering::Relaxed) {
+                let start = Instant::now();
+                client.request("ping", json!({}));
+                samples.push(start.elapsed());
+                thread::sleep(Duration::from_millis(1));
+            }
+            samples
+        })
+    };
+    barrier.wait();
+    let start = Instant::now();
+    let samples: Vec<Duration> = admitters.into_iter().flat_map(|t| t.join().unwrap()).collect();
+    let rate = samples.len() as f64 / start.elapsed().as_secs_f64();
+    done.store(true, Ordering::Relaxed);
+    let pings = pinger.join().unwrap();
+    (Stats::of(samples), rate, Stats::of(pings))
+}
+
+fn stdio_echo(bin: &Path, dist: &Path) -> Stats {
+    let mut child = Command::new(bin)
+        .args(["serve", "--plugins"])
+        .arg(dist)
+        .args(["--log-level", "warn", "--db", ":memory:"])
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    let mut send = |text: &str| {
+        stdin.write_all(text.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}});
+    send(&init.to_string());
+    stdout.read_line(&mut line).unwrap();
+    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let text = "x".repeat(100);
+    let mut samples = Vec::with_capacity(STDIO_N);
+    for i in 0..STDIO_WARMUP + STDIO_N {
+        let request = format!(r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{text}"}}}}}}"#, i + 1);
+        let start = Instant::now();
+        send(&request);
+        line.clear();
+        stdout.read_line(&mut line).unwrap();
+        if i >= STDIO_WARMUP {
+            samples.push(start.elapsed());
+        }
+        assert!(line.contains(&text), "echo did not answer: {line}");
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    Stats::of(samples)
+}
