@@ -235,7 +235,7 @@ impl Client {
         if body.trim().is_empty() {
             return None;
         }
-        let text = if sse { body.lines().filter_map(|l| l.strip_prefix("data:")).last().expect("an SSE data line").trim().to_owned() } else { body };
+        let text = if sse { body.lines().filter_map(|l| l.strip_prefix("data:")).next_back().expect("an SSE data line").trim().to_owned() } else { body };
         Some(serde_json::from_str(&text).expect("a JSON answer"))
     }
 

@@ -40,6 +40,7 @@ impl CancelHandle {
         }
     }
 
+    /// Whether [`cancel`](CancelHandle::cancel) was called.
     pub fn is_cancelled(&self) -> bool {
         self.token.is_cancelled()
     }

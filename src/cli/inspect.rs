@@ -20,6 +20,8 @@ use crate::server;
 /// The contract's package; the version follows the `@` in the export's name.
 const CONTRACT_EXPORT: &str = "corral:plugin/tools@";
 
+// Undocumented on purpose: clap turns doc comments into help text; the `inspect` variant of `cli::args::Command` holds this command's.
+#[allow(missing_docs)]
 #[derive(clap::Args)]
 pub struct InspectArgs {
     /// The component to inspect; a manifest NAME.toml beside it is read as `serve` would.
@@ -34,17 +36,23 @@ pub struct InspectArgs {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Report {
+    /// The component inspected.
     pub file: PathBuf,
+    /// Its size on disk.
     pub size_bytes: u64,
     /// `corral:plugin@X.Y.Z` when the component exports the contract's `tools` interface.
     pub contract: Option<String>,
+    /// What it imports, each with the permission it needs.
     pub imports: Vec<Import>,
+    /// The interfaces it exports.
     pub exports: Vec<String>,
     /// The permissions its imports could use, each once, sorted.
     pub permissions: Vec<&'static str>,
     /// Time to compile and load it (`list-tools` included), in milliseconds.
     pub load_ms: f64,
+    /// The limits a call of it gets (manifest over the defaults); `None` when the manifest is refused.
     pub limits: Option<LimitsReport>,
+    /// Its tools as `list-tools` declares them.
     pub tools: Vec<Tool>,
     /// What a 0.2.0 plugin offers besides tools.
     #[serde(flatten)]
@@ -53,28 +61,40 @@ pub struct Report {
     pub refusal: Option<Refusal>,
 }
 
+/// How many resources, resource templates and prompts a 0.2.0 plugin declares.
 #[derive(Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Others {
+    /// Resources with a fixed URI.
     pub resources: usize,
+    /// Resource templates.
     pub resource_templates: usize,
+    /// Prompts.
     pub prompts: usize,
 }
 
+/// One import of the component.
 #[derive(Debug, Serialize)]
 pub struct Import {
+    /// The imported interface, e.g. `wasi:filesystem/types@0.2.6`.
     pub name: String,
     /// The manifest permission without which this import has nothing to work on.
     pub permission: Option<&'static str>,
 }
 
+/// The limits of one call, in the units `--json` readers expect.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LimitsReport {
+    /// Wall-clock limit of a plain call.
     pub timeout_ms: u64,
+    /// Wall-clock limit of a call run as a task.
     pub task_timeout_ms: u64,
+    /// Fuel per call.
     pub fuel: u64,
+    /// Memory cap per instance.
     pub memory_bytes: u64,
+    /// Calls of the plugin that may run at once.
     pub max_concurrency: usize,
 }
 

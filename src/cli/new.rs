@@ -9,6 +9,8 @@ use std::process::ExitCode;
 
 use super::templates::{self, File};
 
+// Undocumented on purpose: clap turns doc comments on a value enum into help text for each value.
+#[allow(missing_docs)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Lang {
     Rust,
@@ -17,6 +19,8 @@ pub enum Lang {
     C,
 }
 
+// Undocumented on purpose: clap turns doc comments into help text; the `new` variant of `cli::args::Command` holds this command's.
+#[allow(missing_docs)]
 #[derive(clap::Args)]
 pub struct NewArgs {
     /// The plugin's name: 1-64 characters of a-z, 0-9, `-` and `_`, starting with a letter.
@@ -30,6 +34,7 @@ pub struct NewArgs {
     pub dir: PathBuf,
 }
 
+/// Creates the project and says how to build and serve it.
 pub fn run(args: NewArgs) -> anyhow::Result<ExitCode> {
     let project = create(&args.dir, &args.name, args.lang)?;
     let shown = project.display();

@@ -26,6 +26,8 @@ pub struct PublishArgs {
     /// or an unencrypted PEM ECDSA P-256 key).
     #[arg(long, value_name = "cosign.key")]
     pub sign_key: Option<PathBuf>,
+    // Undocumented on purpose: clap would show a doc comment on a flattened group as help text.
+    #[allow(missing_docs)]
     #[command(flatten)]
     pub registry: RegistryArgs,
 }

@@ -62,6 +62,8 @@ pub struct PullArgs {
     /// The largest component accepted, e.g. 64MiB.
     #[arg(long, env = "CORRAL_MAX_PLUGIN_SIZE", default_value = "64MiB", value_parser = config::parse_size)]
     pub max_plugin_size: u64,
+    // Undocumented on purpose: clap would show a doc comment on a flattened group as help text.
+    #[allow(missing_docs)]
     #[command(flatten)]
     pub registry: RegistryArgs,
 }

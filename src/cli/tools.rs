@@ -2,8 +2,8 @@
 //! as JSON (with the refused plugins and why).
 
 use std::io::Write;
-use std::sync::Arc;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use super::args::ToolsArgs;
 use super::host::build_local_host;

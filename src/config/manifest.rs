@@ -16,7 +16,9 @@ pub struct Manifest {
     /// Prefixes the plugin's tool and prompt names (`acme` serves `search` as `acme_search`), so
     /// two third-party plugins that chose the same names can both be served.
     pub namespace: Option<String>,
+    /// `[limits]` over the host's defaults.
     pub limits: Limits,
+    /// `[permissions]`, resolved (directories canonical, variables read).
     pub permissions: Permissions,
 }
 

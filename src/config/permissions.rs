@@ -9,13 +9,16 @@ use std::path::PathBuf;
 /// The grants of one plugin, checked and resolved at load time.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Permissions {
+    /// Directories preopened in the guest.
     pub dirs: Vec<DirGrant>,
     /// Variables the guest sees, in manifest order. Values are never logged or shown.
     pub env: Vec<EnvVar>,
+    /// Where outgoing connections (TCP, `wasi:http`) may go.
     pub network: Vec<NetPattern>,
 }
 
 impl Permissions {
+    /// Whether the plugin is granted nothing (the default).
     pub fn is_empty(&self) -> bool {
         self.dirs.is_empty() && self.env.is_empty() && self.network.is_empty()
     }
@@ -62,13 +65,16 @@ pub struct DirGrant {
     pub host: PathBuf,
     /// Where the guest finds it (absolute).
     pub guest: String,
+    /// Read-write (`mode = "rw"`) rather than read-only.
     pub writable: bool,
 }
 
 /// One environment variable given to the guest.
 #[derive(Clone, PartialEq)]
 pub struct EnvVar {
+    /// The variable's name.
     pub name: String,
+    /// Its value; never logged or shown.
     pub value: String,
     /// Passed through from the host's environment (rather than set in the manifest).
     pub passed: bool,
@@ -87,13 +93,16 @@ pub enum HostPattern {
     Name(String),
     /// `*.example.com`: any name ending in `.example.com` (not `example.com` itself).
     Subdomains(String),
+    /// One address (an IPv6 one is written in brackets).
     Ip(IpAddr),
 }
 
 /// `host:port` an outgoing connection may go to; `port` `None` is `*`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NetPattern {
+    /// The host or hosts allowed.
     pub host: HostPattern,
+    /// The port allowed; `None` allows any.
     pub port: Option<u16>,
 }
 
@@ -133,6 +142,7 @@ impl NetPattern {
         }
     }
 
+    /// Whether `port` is allowed by this pattern.
     pub fn allows_port(&self, port: u16) -> bool {
         self.port.is_none_or(|p| p == port)
     }

@@ -19,18 +19,26 @@ use crate::runtime::{CallContext, Failure, LoadError, PluginCode, Prompt, Resour
 
 /// What one plugin brings to a catalog, checked against the catalog it was loaded beside.
 pub struct Loaded {
+    /// The plugin.
     pub plugin: Arc<Plugin>,
+    /// Its tools, checked.
     pub tools: Vec<ToolEntry>,
+    /// Its resources with a fixed URI, checked.
     pub resources: Vec<ResourceEntry>,
+    /// Its resource templates, checked.
     pub templates: Vec<TemplateEntry>,
+    /// Its prompts, checked.
     pub prompts: Vec<PromptEntry>,
 }
 
 /// `list-tools` should answer at once; this bounds a plugin that doesn't.
 const LIST_TOOLS_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// What every plugin load needs from the host's flags.
 pub struct LoadSettings {
+    /// The limits of a plugin whose manifest sets none.
     pub defaults: Limits,
+    /// The most memory a manifest may grant one instance (`--memory-ceiling`).
     pub memory_ceiling: u64,
     /// Directories no plugin may be granted write access to (the compile cache).
     pub protected: Vec<PathBuf>,

@@ -32,11 +32,15 @@ pub use watch::{watch, Watcher};
 
 /// One loaded plugin.
 pub struct Plugin {
+    /// The file's stem: `text` for `text.wasm`.
     pub name: String,
+    /// Where it was loaded from.
     pub file: PathBuf,
     /// The version of its files this was loaded from.
     pub stamp: Stamp,
+    /// The compiled component, with its manifest's permissions.
     pub code: PluginCode,
+    /// The limits its calls run under (manifest over the host's defaults).
     pub limits: Limits,
     /// Bounds the plugin's calls running at once to `limits.max_concurrency`.
     pub permits: Arc<tokio::sync::Semaphore>,
@@ -44,36 +48,51 @@ pub struct Plugin {
 
 /// One tool, checked and ready to call.
 pub struct ToolEntry {
+    /// The plugin that serves it.
     pub plugin: Arc<Plugin>,
     /// The name served: the plugin's own, prefixed with its namespace if it has one.
     pub name: String,
     /// The name the plugin itself gave the tool: what `call-tool` is asked for.
     pub own_name: String,
+    /// A human-readable title, if the plugin gave one.
     pub title: Option<String>,
+    /// What the tool does, for the model.
     pub description: String,
+    /// The JSON Schema its arguments must match.
     pub input_schema: Value,
+    /// The JSON Schema its structured output must match, if it has one.
     pub output_schema: Option<Value>,
+    /// Behaviour hints (read-only, idempotent, ...); idempotent tools re-run after a crash.
     pub annotations: Annotations,
+    /// Whether it may, must or must not run as a task.
     pub task_support: TaskSupport,
+    /// `input_schema`, compiled once.
     pub input_validator: jsonschema::Validator,
+    /// `output_schema`, compiled once.
     pub output_validator: Option<jsonschema::Validator>,
 }
 
 /// A resource with a fixed URI (contract 0.2.0).
 pub struct ResourceEntry {
+    /// The plugin that serves it.
     pub plugin: Arc<Plugin>,
+    /// The resource as the plugin lists it.
     pub resource: Resource,
 }
 
 /// A resource template (contract 0.2.0).
 pub struct TemplateEntry {
+    /// The plugin that serves it.
     pub plugin: Arc<Plugin>,
+    /// The template as the plugin lists it.
     pub template: ResourceTemplate,
+    /// The template, parsed for matching URIs.
     pub matcher: UriTemplate,
 }
 
 /// A prompt (contract 0.2.0).
 pub struct PromptEntry {
+    /// The plugin that serves it.
     pub plugin: Arc<Plugin>,
     /// The prompt as served (its name prefixed with the plugin's namespace, if any).
     pub prompt: Prompt,
@@ -85,12 +104,19 @@ pub struct PromptEntry {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RefusalKind {
+    /// Its manifest (`NAME.toml`) is refused.
     InvalidManifest,
+    /// Not a valid WebAssembly component (or unreadable).
     InvalidComponent,
+    /// It imports something the host does not provide.
     MissingImport,
+    /// `list-tools` failed (trapped, ran out of time or fuel).
     ListToolsFailed,
+    /// A tool name that is not a valid MCP tool name.
     InvalidToolName,
+    /// A tool's input or output schema is not a valid JSON Schema.
     InvalidSchema,
+    /// A tool name another plugin already serves (or the plugin lists twice).
     DuplicateTool,
     /// `list-resources` or `list-resource-templates` failed.
     ListResourcesFailed,
@@ -98,9 +124,11 @@ pub enum RefusalKind {
     InvalidResource,
     /// A resource URI or template another plugin already claims (or the plugin lists twice).
     DuplicateResource,
+    /// `list-prompts` failed.
     ListPromptsFailed,
     /// A prompt name or argument list that breaks the rules.
     InvalidPrompt,
+    /// A prompt name another plugin already serves (or the plugin lists twice).
     DuplicatePrompt,
     /// A plugin `corral.lock` pins whose `.wasm` no longer matches the pinned digest.
     DigestMismatch,
@@ -116,10 +144,15 @@ impl RefusalKind {
 /// A plugin the host refused, with the reason in words that name plugin, tool and cause.
 #[derive(Clone, Debug, Serialize)]
 pub struct Refusal {
+    /// The plugin's name (its file's stem).
     pub plugin: String,
+    /// Its `.wasm` file.
     pub file: PathBuf,
+    /// The tool at fault, when one is.
     pub tool: Option<String>,
+    /// The kind of refusal, a stable machine name.
     pub kind: RefusalKind,
+    /// The reason in a sentence that names the plugin, the thing at fault and the fix.
     pub message: String,
     /// For a refused manifest, the key at fault as a dotted path (`limits.timeout`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -136,6 +169,7 @@ pub struct Refusal {
 /// its files from the next without reading them (reading would itself wake the watcher).
 pub type Stamp = [Option<(u64, std::time::SystemTime)>; 2];
 
+/// The current version of the plugin file `wasm` and its manifest.
 pub fn stamp(wasm: &std::path::Path) -> Stamp {
     let of = |p: &std::path::Path| std::fs::metadata(p).ok().and_then(|m| Some((m.len(), m.modified().ok()?)));
     [of(wasm), of(&crate::config::manifest_path(wasm))]
@@ -144,6 +178,7 @@ pub fn stamp(wasm: &std::path::Path) -> Stamp {
 /// The plugins, tools, resources and prompts served at one moment.
 #[derive(Default)]
 pub struct Catalog {
+    /// The plugins loaded, in file-name order.
     pub plugins: Vec<Arc<Plugin>>,
     /// Tools by name; the map's order is the order `tools/list` pages through.
     pub tools: BTreeMap<String, Arc<ToolEntry>>,
@@ -153,22 +188,28 @@ pub struct Catalog {
     pub templates: BTreeMap<String, Arc<TemplateEntry>>,
     /// Prompts by name.
     pub prompts: BTreeMap<String, Arc<PromptEntry>>,
+    /// The plugins refused, with why.
     pub refused: Vec<Refusal>,
 }
 
 /// Which kinds of served things differ between two catalogs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Changes {
+    /// The tools differ.
     pub tools: bool,
+    /// The resources or resource templates differ.
     pub resources: bool,
+    /// The prompts differ.
     pub prompts: bool,
 }
 
 impl Catalog {
+    /// The tool served as `name`.
     pub fn tool(&self, name: &str) -> Option<&Arc<ToolEntry>> {
         self.tools.get(name)
     }
 
+    /// The prompt served as `name`.
     pub fn prompt(&self, name: &str) -> Option<&Arc<PromptEntry>> {
         self.prompts.get(name)
     }
@@ -241,10 +282,12 @@ pub struct Registry {
 }
 
 impl Registry {
+    /// A registry serving `catalog`.
     pub fn new(catalog: Catalog) -> Registry {
         Registry { current: RwLock::new(Arc::new(catalog)), generation: tokio::sync::watch::Sender::new(0) }
     }
 
+    /// The catalog now; a call keeps it to its end, whatever replaces it meanwhile.
     pub fn snapshot(&self) -> Arc<Catalog> {
         self.current.read().unwrap().clone()
     }

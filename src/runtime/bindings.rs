@@ -7,6 +7,8 @@
 //! 0.2.0's `types` interface is 0.1.0's, word for word, so its bindings reuse 0.1.0's Rust types:
 //! a tool and its result are the same value whichever version the plugin speaks.
 
+// Undocumented on purpose: generated from `wit/plugin.wit`, whose comments are the contract's documentation.
+#[allow(missing_docs)]
 pub mod v1 {
     wasmtime::component::bindgen!({
         path: "wit",
@@ -16,6 +18,8 @@ pub mod v1 {
     });
 }
 
+// Undocumented on purpose: generated from `wit/v0.2/plugin.wit`, whose comments are the contract's documentation.
+#[allow(missing_docs)]
 pub mod v2 {
     wasmtime::component::bindgen!({
         path: "wit/v0.2",

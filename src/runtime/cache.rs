@@ -26,6 +26,7 @@ pub struct CompileCache {
 /// How a component was obtained, for logs and `corral compile`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CacheOutcome {
+    /// Found in the cache and its checksum matched: mapped, not compiled.
     Hit,
     /// Not in the cache: compiled and stored.
     Stored,

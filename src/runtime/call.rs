@@ -24,7 +24,9 @@ pub type Answer<T> = BoxFuture<'static, Result<T, RequestError>>;
 /// `task` is the id of the task the call runs for, when it runs for one: requests made for a
 /// task carry it to the client.
 pub trait CallObserver: Send + Sync {
+    /// A log line from the guest (`host.log`).
     fn log(&self, level: LogLevel, message: &str);
+    /// A progress report from the guest (`host.progress`).
     fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>);
 
     /// Asks the user to fill in a form. By default there is nobody to ask.
@@ -55,15 +57,20 @@ impl CallObserver for Silent {
 /// A plugin said one of its resources changed (`resource-updated`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResourceUpdate {
+    /// The plugin that said so.
     pub plugin: Arc<str>,
+    /// The resource's URI.
     pub uri: String,
 }
 
 /// Everything one call needs besides the plugin and its arguments.
 #[derive(Clone)]
 pub struct CallContext {
+    /// Time, fuel, memory and concurrency limits of the call.
     pub limits: Limits,
+    /// Cancels the call and wakes its guest.
     pub cancel: CancelHandle,
+    /// Where the guest's logs, progress and requests to the client go.
     pub observer: Arc<dyn CallObserver>,
     /// Accesses the sandbox refused during the call, for the result to name.
     pub denials: Arc<Denials>,
@@ -84,6 +91,7 @@ pub struct Denials(Mutex<Vec<String>>);
 const MAX_DENIALS: usize = 16;
 
 impl Denials {
+    /// Records one refusal (each once, at most a few).
     pub fn record(&self, what: String) {
         let mut list = self.0.lock().unwrap();
         if list.len() < MAX_DENIALS && !list.contains(&what) {
@@ -92,6 +100,7 @@ impl Denials {
         }
     }
 
+    /// The refusals recorded so far, leaving none.
     pub fn take(&self) -> Vec<String> {
         std::mem::take(&mut *self.0.lock().unwrap())
     }

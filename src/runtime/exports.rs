@@ -13,7 +13,9 @@ use super::call::CallState;
 /// The contract version a plugin was built against.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Contract {
+    /// `corral:plugin@0.1.0`: tools only.
     V0_1,
+    /// `corral:plugin@0.2.0`: tools, resources, prompts, completions, requests to the client.
     V0_2,
 }
 

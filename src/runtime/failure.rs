@@ -6,23 +6,44 @@ use wasmtime::Trap;
 
 use crate::config::{display_size, Limits};
 
+/// Why a call did not produce a result, in words a client can act on ([`Failure::describe`]) and as a stable machine name ([`Failure::kind`]).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Failure {
     /// The wall-clock deadline passed.
-    Timeout { limit: Duration },
+    Timeout {
+        /// The call's wall-clock limit.
+        limit: Duration,
+    },
     /// The fuel budget ran out.
-    FuelExhausted { budget: u64 },
+    FuelExhausted {
+        /// The fuel the call had.
+        budget: u64,
+    },
     /// The guest tried to grow its memory past the cap.
-    MemoryLimit { limit: u64 },
+    MemoryLimit {
+        /// The cap, in bytes.
+        limit: u64,
+    },
     /// The guest trapped (unreachable, stack overflow, out-of-bounds access...).
-    Trap { message: String },
+    Trap {
+        /// wasmtime's description of the trap.
+        message: String,
+    },
     /// The client cancelled the call.
     Cancelled,
     /// The guest's result cannot be turned into a tool result.
-    InvalidOutput { reason: String },
+    InvalidOutput {
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The guest's result is bigger than the host passes on (`size` when it was measured
     /// before the host stopped copying it).
-    OutputTooLarge { size: Option<u64>, limit: u64 },
+    OutputTooLarge {
+        /// Its size in bytes, when it was measured.
+        size: Option<u64>,
+        /// `--max-output`, in bytes.
+        limit: u64,
+    },
 }
 
 /// Why the epoch callback stopped a guest.

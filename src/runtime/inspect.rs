@@ -8,7 +8,9 @@ use super::{PluginCode, Runtime};
 /// `corral:plugin/tools@0.1.0`, each list in the component's own order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Interfaces {
+    /// Imported interfaces.
     pub imports: Vec<String>,
+    /// Exported interfaces.
     pub exports: Vec<String>,
 }
 

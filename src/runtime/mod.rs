@@ -44,6 +44,7 @@ use output::PluginOutput;
 /// Runtime settings the host exposes as flags.
 #[derive(Clone, Debug)]
 pub struct RuntimeSettings {
+    /// wasmtime's engine: the memory ceiling and the instance pool.
     pub engine: EngineSettings,
     /// How often the epoch advances: the granularity of deadlines and cancellation.
     pub epoch_tick: Duration,
@@ -82,6 +83,7 @@ impl PluginCode {
         self
     }
 
+    /// What the plugin is granted.
     pub fn permissions(&self) -> &Permissions {
         &self.permissions
     }
@@ -116,6 +118,7 @@ pub enum LoadError {
     MissingImport(String),
 }
 
+/// Compiles plugins and runs calls, each in a fresh store under its limits; one per host.
 pub struct Runtime {
     engine: Engine,
     linker: Linker<CallState>,
@@ -128,6 +131,7 @@ pub struct Runtime {
 }
 
 impl Runtime {
+    /// A runtime with `settings`: the engine, the linker with every host import, the compile cache and the epoch ticker.
     pub fn new(settings: RuntimeSettings) -> anyhow::Result<Runtime> {
         let engine = engine::build(&settings.engine)?;
         let mut linker = Linker::new(&engine);

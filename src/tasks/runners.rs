@@ -10,6 +10,7 @@ use std::fs::{File, OpenOptions, TryLockError};
 use std::io;
 use std::path::{Path, PathBuf};
 
+/// This host process as a runner of tasks in a shared database, and who else is alive.
 pub struct Runners {
     id: String,
     /// `None` for an in-memory database, which no other process can see.
@@ -33,6 +34,7 @@ impl Runners {
         Ok(Runners { id, dir: Some(dir), _lock: Some(lock) })
     }
 
+    /// This host's id, recorded in every task it runs.
     pub fn id(&self) -> &str {
         &self.id
     }
