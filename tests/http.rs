@@ -54,6 +54,25 @@ fn session_id_is_minted_required_and_ends_with_delete() {
 }
 
 #[test]
+fn a_second_initialize_on_a_live_session_is_refused_and_the_session_survives() {
+    let plugins = example_plugins(&["text"]);
+    let server = Server::start(plugins.path(), &[]);
+    let session = server.initialize(None);
+
+    let reply = session.post_raw(&initialize_body().to_string(), &[]);
+    assert_eq!(reply.status, 200, "a refused request is still answered on its POST: {reply:?}");
+    let answer = reply.answer();
+    assert_eq!(answer["error"]["code"], json!(-32600), "{answer}");
+    assert_eq!(answer["error"]["message"], json!("the session is already initialized"), "{answer}");
+    assert_eq!(reply.header("mcp-session-id"), None, "a refused initialize mints no session: {reply:?}");
+
+    // The session, its id and its calls are untouched.
+    assert_eq!(session.result("ping", json!({})), json!({}));
+    let call = session.result("tools/call", json!({ "name": "echo", "arguments": { "text": "still here" } }));
+    assert_eq!(call["content"][0]["text"], json!("still here"), "{call}");
+}
+
+#[test]
 fn idle_sessions_expire() {
     let plugins = example_plugins(&["text"]);
     let server = Server::start(plugins.path(), &["--session-idle", "1s"]);

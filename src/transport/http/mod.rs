@@ -261,7 +261,10 @@ async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: Byt
         Incoming::Request { id, method, .. } => (method == Method::Initialize.as_str(), Some(json!(id))),
         _ => (false, None),
     };
-    let found = if is_initialize && !headers.contains_key(SESSION_HEADER) { new_session(&app, identity) } else { find_session(&app, &headers, &identity) };
+    // Only an `initialize` without a session header makes a session; one sent on a live session
+    // is that session's request (refused by it) and must leave the session as it was.
+    let creates = is_initialize && !headers.contains_key(SESSION_HEADER);
+    let found = if creates { new_session(&app, identity) } else { find_session(&app, &headers, &identity) };
     let (session_id, session) = match found {
         Ok(found) => found,
         Err(response) => return response,
@@ -281,7 +284,7 @@ async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: Byt
     let mut response = match answers.recv().await {
         // Cancelled by the client: MCP sends no response.
         None => StatusCode::ACCEPTED.into_response(),
-        Some(first) if is_initialize && first.get("error").is_some() => {
+        Some(first) if creates && first.get("error").is_some() => {
             // A failed initialize leaves no session behind.
             app.sessions.lock().unwrap().remove(&session_id);
             return Json(first).into_response();
@@ -300,7 +303,7 @@ async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: Byt
             Sse::new(events).keep_alive(KeepAlive::default()).into_response()
         }
     };
-    if is_initialize {
+    if creates {
         response.headers_mut().insert(SESSION_HEADER, HeaderValue::from_str(&session_id).expect("session ids are ASCII"));
     }
     response
