@@ -18,6 +18,7 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::finish::FinishOnDrop;
 use super::model::{now_ms, Outcome, Task, TaskStatus};
 use super::runner::{Live, TaskEvents, TaskRunner};
 use super::runners::Runners;
@@ -227,18 +228,15 @@ impl Engine {
         };
         let (requestor, events) = (admission.requestor, admission.events);
         let inner = inner.clone();
-        let admitted = tokio::spawn(async move {
+        // Finished even if the caller stops waiting: a stored task is always queued.
+        FinishOnDrop::new(async move {
             // Dropping `reserved` on an error gives the slots back: nothing half-created.
             let task = inner.store.insert(task).await?;
             reserved.keep();
             inner.enqueue(&task, requestor, events);
             Ok::<Task, EngineError>(task)
-        });
-        match admitted.await {
-            Ok(answer) => answer,
-            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-            Err(_) => Err(EngineError::ShuttingDown),
-        }
+        })
+        .await
     }
 
     /// The task, if `owner` owns it and it has not expired.

@@ -5,6 +5,7 @@
 //! [`TaskRunner`] and gets a [`TaskControl`] for each run; outcomes are opaque values.
 
 mod engine;
+mod finish;
 mod model;
 mod runner;
 mod runners;
