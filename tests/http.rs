@@ -501,6 +501,46 @@ fn bodies_over_max_body_get_413() {
 }
 
 #[test]
+fn a_body_announced_over_max_body_is_refused_before_it_is_sent() {
+    use std::io::{Read, Write};
+    let plugins = example_plugins(&["text"]);
+    let server = Server::start(plugins.path(), &["--max-body", "1KiB"]);
+    let address = server.base.trim_start_matches("http://").to_owned();
+    let mut tcp = std::net::TcpStream::connect(&address).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    // Headers only: the 10 GB body never comes, so an answer proves nothing waited for it.
+    let head =
+        format!("POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nAccept: {ACCEPT_BOTH}\r\nContent-Length: 10000000000\r\n\r\n");
+    tcp.write_all(head.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !String::from_utf8_lossy(&answer).contains("--max-body") {
+        let n = tcp.read(&mut chunk).unwrap_or_else(|e| panic!("no answer before the body was sent: {e}; got {:?}", String::from_utf8_lossy(&answer)));
+        assert!(n > 0, "closed without an answer: {:?}", String::from_utf8_lossy(&answer));
+        answer.extend_from_slice(&chunk[..n]);
+    }
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 413"), "{text}");
+    assert!(text.contains("over --max-body (1024 bytes)"), "{text}");
+
+    // A chunked body announces no length: it is cut off where it passes the limit.
+    let mut tcp = std::net::TcpStream::connect(&address).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let chunk = "x".repeat(512);
+    let mut request =
+        format!("POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nAccept: {ACCEPT_BOTH}\r\nTransfer-Encoding: chunked\r\n\r\n");
+    for _ in 0..4 {
+        request.push_str(&format!("{:x}\r\n{chunk}\r\n", chunk.len()));
+    }
+    request.push_str("0\r\n\r\n");
+    tcp.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    let _ = tcp.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(answer.contains("the body is over --max-body (1024 bytes)"), "{answer}");
+}
+
+#[test]
 fn metrics_count_calls_by_tool_and_outcome_and_tasks_by_status() {
     let plugins = example_plugins(&["text", "hash"]);
     let server = Server::start(plugins.path(), &[]);

@@ -36,6 +36,10 @@ impl Guard {
 
     /// Checks `Host` and `Origin` against the allowed names (ports are not compared).
     pub fn check_origin(&self, headers: &HeaderMap) -> Result<(), HeaderRefusal> {
+        // Two `Host` headers could pass the check with one and be routed by the other.
+        if headers.get_all("host").iter().nth(1).is_some() {
+            return Err((StatusCode::BAD_REQUEST, "more than one Host header".into()));
+        }
         if let Some(host) = headers.get("host") {
             let host = host.to_str().unwrap_or("");
             if !self.allowed_hosts.contains(&strip_port(host).to_ascii_lowercase()) {
@@ -65,7 +69,13 @@ impl Guard {
         if self.tokens.is_empty() {
             return Ok(None);
         }
-        let presented = headers.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer ")).map(str::trim);
+        // The scheme is case-insensitive (RFC 9110 §11.1): `bearer` is `Bearer`.
+        let presented = headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim_start().split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim());
         let Some(presented) = presented else {
             return Err((StatusCode::UNAUTHORIZED, "missing bearer token: send `Authorization: Bearer TOKEN`".into()));
         };
@@ -126,6 +136,9 @@ mod tests {
         assert!(g.check_origin(&headers(&[("host", "localhost"), ("origin", "https://app.example")])).is_ok());
         assert_eq!(g.check_origin(&headers(&[("host", "evil.example.com")])).unwrap_err().0, StatusCode::FORBIDDEN);
         assert_eq!(g.check_origin(&headers(&[("host", "localhost"), ("origin", "http://evil.example.com")])).unwrap_err().0, StatusCode::FORBIDDEN);
+        let mut two = headers(&[("host", "localhost")]);
+        two.append("host", "evil.example.com".parse().unwrap());
+        assert_eq!(g.check_origin(&two).unwrap_err(), (StatusCode::BAD_REQUEST, "more than one Host header".to_owned()));
     }
 
     #[test]
@@ -134,5 +147,9 @@ mod tests {
         assert_eq!(g.authenticate(&headers(&[("authorization", "Bearer s3cret")])).unwrap(), Some("alice".into()));
         assert_eq!(g.authenticate(&headers(&[("authorization", "Bearer nope")])).unwrap_err().0, StatusCode::UNAUTHORIZED);
         assert_eq!(g.authenticate(&headers(&[])).unwrap_err().0, StatusCode::UNAUTHORIZED);
+        // Schemes are case-insensitive; other schemes are not bearer tokens.
+        assert_eq!(g.authenticate(&headers(&[("authorization", "bearer s3cret")])).unwrap(), Some("alice".into()));
+        assert_eq!(g.authenticate(&headers(&[("authorization", "BEARER other")])).unwrap(), Some("bob".into()));
+        assert_eq!(g.authenticate(&headers(&[("authorization", "Basic s3cret")])).unwrap_err().0, StatusCode::UNAUTHORIZED);
     }
 }

@@ -187,6 +187,11 @@ fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
 #[allow(clippy::result_large_err)]
 fn check_headers(app: &App, headers: &HeaderMap) -> Result<Option<String>, Response> {
     app.guard.check_origin(headers).map_err(|(s, m)| refuse(s, m))?;
+    // A body announced larger than `--max-body` is refused before any of it is read.
+    let announced = headers.get(axum::http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
+    if let Some(length) = announced.filter(|n| *n > app.settings.max_body as u64) {
+        return Err(refuse(StatusCode::PAYLOAD_TOO_LARGE, format!("the body is {length} bytes, over --max-body ({} bytes)", app.settings.max_body)));
+    }
     let identity = app.guard.authenticate(headers).map_err(|(s, m)| refuse(s, m))?;
     if let Some(version) = headers.get(VERSION_HEADER) {
         let version = version.to_str().unwrap_or("");
@@ -198,6 +203,17 @@ fn check_headers(app: &App, headers: &HeaderMap) -> Result<Option<String>, Respo
         }
     }
     Ok(identity)
+}
+
+/// The whole body, at most `limit` bytes (a chunked body that runs past it is refused with 413).
+async fn read_body(body: axum::body::Body, limit: usize) -> Result<Bytes, Response> {
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
+        let too_large = std::error::Error::source(&e).is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+        match too_large {
+            true => refuse(StatusCode::PAYLOAD_TOO_LARGE, format!("the body is over --max-body ({limit} bytes)")),
+            false => refuse(StatusCode::BAD_REQUEST, format!("cannot read the body: {e}")),
+        }
+    })
 }
 
 /// The session named by the request's `Mcp-Session-Id`, if the caller may use it.
@@ -242,9 +258,14 @@ fn new_session(app: &App, identity: Option<String>) -> Result<(String, Arc<HttpS
     Ok((id, entry))
 }
 
-async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: axum::body::Body) -> Response {
     let identity = match check_headers(&app, &headers) {
         Ok(identity) => identity,
+        Err(response) => return response,
+    };
+    // Read only after the headers passed, so a refused request never has its body read.
+    let body = match read_body(body, app.settings.max_body).await {
+        Ok(body) => body,
         Err(response) => return response,
     };
     let Ok(text) = std::str::from_utf8(&body) else {
