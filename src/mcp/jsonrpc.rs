@@ -131,23 +131,30 @@ pub struct Rejected {
     pub id: Option<RequestId>,
     /// Why it was refused.
     pub error: RpcError,
+    /// False for a notification (a message with a `method` and no `id`): JSON-RPC never answers
+    /// one, not even to refuse it.
+    pub answer: bool,
 }
 
 /// Parses one framed message (a stdio line or an HTTP body).
 pub fn parse(text: &str) -> Result<Incoming, Rejected> {
-    let value: Value = serde_json::from_str(text).map_err(|e| Rejected { id: None, error: RpcError::new(PARSE_ERROR, format!("parse error: {e}")) })?;
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| Rejected { id: None, error: RpcError::new(PARSE_ERROR, format!("parse error: {e}")), answer: true })?;
     classify(value)
 }
 
 fn classify(value: Value) -> Result<Incoming, Rejected> {
-    let reject = |id: Option<RequestId>, message: &str| Rejected { id, error: RpcError::invalid_request(message) };
+    let reject = |id: Option<RequestId>, message: &str| Rejected { id, error: RpcError::invalid_request(message), answer: true };
     let Value::Object(mut object) = value else {
         let what = if value.is_array() { "batches are not supported: send one JSON-RPC message at a time" } else { "a JSON-RPC message must be a JSON object" };
         return Err(reject(None, what));
     };
     let raw_id = object.remove("id");
+    let is_response = !object.contains_key("method") && (object.contains_key("result") || object.contains_key("error"));
     let id = match &raw_id {
         None => None,
+        // A client's error response to a message of ours it could not read has a null id.
+        Some(Value::Null) if is_response => None,
         Some(v) => match RequestId::from_json(v) {
             Some(id) => Some(id),
             None => return Err(reject(None, "`id` must be a string or an integer")),
@@ -177,7 +184,8 @@ fn classify(value: Value) -> Result<Incoming, Rejected> {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(p)) => p,
         Some(_) => {
-            return Err(Rejected { id, error: RpcError::invalid_params("`params` must be an object") });
+            let answer = id.is_some();
+            return Err(Rejected { id, error: RpcError::invalid_params("`params` must be an object"), answer });
         }
     };
     Ok(match id {
@@ -233,5 +241,19 @@ mod tests {
         assert!(matches!(parse(r#"{"jsonrpc":"2.0","id":9,"result":{}}"#), Ok(Incoming::Response { id: Some(RequestId::Int(9)), outcome: Ok(_) })));
         let Ok(Incoming::Response { outcome: Err(e), .. }) = parse(r#"{"jsonrpc":"2.0","id":"a","error":{"code":-1,"message":"no"}}"#) else { panic!() };
         assert_eq!((e.code, e.message.as_str()), (-1, "no"));
+    }
+
+    #[test]
+    fn a_client_error_with_a_null_id_is_a_response_not_a_bad_request() {
+        let parsed = parse(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#);
+        assert!(matches!(parsed, Ok(Incoming::Response { id: None, outcome: Err(_) })), "{parsed:?}");
+    }
+
+    #[test]
+    fn a_notification_is_never_answered_even_when_refused() {
+        let bad = rejected(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":"soon"}"#);
+        assert_eq!(bad.error.code, INVALID_PARAMS);
+        assert!(!bad.answer, "a notification gets no answer");
+        assert!(rejected(r#"{"jsonrpc":"2.0","id":4,"method":"ping","params":[1]}"#).answer, "a request is answered");
     }
 }

@@ -81,7 +81,9 @@ impl Session {
         match message {
             Err(rejected) => {
                 tracing::debug!(code = rejected.error.code, "rejected message: {}", rejected.error.message);
-                reply.send(error_message(rejected.id.as_ref(), &rejected.error));
+                if rejected.answer {
+                    reply.send(error_message(rejected.id.as_ref(), &rejected.error));
+                }
             }
             Ok(Incoming::Request { id, method, params }) => self.request(id, &method, params, reply),
             Ok(Incoming::Notification { method, params }) => self.notification(&method, Params::new(&params)),

@@ -77,6 +77,9 @@ where
     Ok(())
 }
 
+/// What JSON (RFC 8259) counts as whitespace.
+const JSON_WHITESPACE: [char; 4] = [' ', '\t', '\n', '\r'];
+
 /// Hands each line to the session until the input ends, fails, or the session is gone.
 fn read_lines(mut input: impl BufRead, session: &Weak<Session>, outlet: &Arc<dyn Outlet>) {
     let mut buf = Vec::new();
@@ -91,9 +94,11 @@ fn read_lines(mut input: impl BufRead, session: &Weak<Session>, outlet: &Arc<dyn
             }
         }
         let message = match std::str::from_utf8(&buf) {
-            Ok(line) if line.trim().is_empty() => continue,
+            // Only JSON's own whitespace makes a line blank; `\x0b`, `\x0c` or NBSP alone are a
+            // line that does not parse.
+            Ok(line) if line.trim_matches(JSON_WHITESPACE).is_empty() => continue,
             Ok(line) => jsonrpc::parse(line.trim_end_matches(['\n', '\r'])),
-            Err(e) => Err(Rejected { id: None, error: RpcError::new(PARSE_ERROR, format!("parse error: the line is not UTF-8 ({e})")) }),
+            Err(e) => Err(Rejected { id: None, error: RpcError::new(PARSE_ERROR, format!("parse error: the line is not UTF-8 ({e})")), answer: true }),
         };
         let Some(session) = session.upgrade() else { return };
         session.handle(message, outlet);
@@ -190,6 +195,26 @@ mod tests {
         assert!(out[1]["error"]["message"].as_str().unwrap().starts_with("parse error: the line is not UTF-8"), "{}", out[1]);
         assert_eq!(out[2]["id"], 1);
         assert!(out[2]["result"]["protocolVersion"].is_string(), "{}", out[2]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn only_json_whitespace_is_a_blank_line_and_notifications_and_responses_get_no_answer() {
+        let mut bytes = " \t\r\n\x0b\n\x0c\n\u{a0}\n".as_bytes().to_vec();
+        bytes.extend(input(&[
+            initialize(),
+            json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": "soon" }),
+            json!({ "jsonrpc": "2.0", "id": null, "error": { "code": -32700, "message": "Parse error" } }),
+            request(2, "ping", json!({})),
+        ]));
+        let out = serve_all(bytes).await;
+        // `\x0b`, `\x0c` and NBSP are not JSON whitespace: each such line is a parse error.
+        let errors: Vec<&Value> = out.iter().filter(|m| m["error"]["code"] == json!(PARSE_ERROR)).collect();
+        assert_eq!(errors.len(), 3, "{out:?}");
+        assert!(errors.iter().all(|e| e["id"].is_null()), "{out:?}");
+        // The refused notification and the client's id-less error response are not answered.
+        let ids: Vec<&Value> = out.iter().filter(|m| m.get("error").is_none()).map(|m| &m["id"]).collect();
+        assert_eq!(ids, [&json!(1), &json!(2)], "{out:?}");
+        assert_eq!(out.len(), 5, "{out:?}");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
