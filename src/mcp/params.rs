@@ -132,6 +132,17 @@ impl<'a> Params<'a> {
     pub fn progress_token(self) -> Option<Value> {
         self.meta().and_then(|m| m.get(PROGRESS_TOKEN)).filter(|t| t.is_string() || t.is_i64()).cloned()
     }
+
+    /// `_meta.progressToken` for a method that checks its `_meta` (`tools/call`): a `_meta` that
+    /// is not an object, or a token that is neither a string nor an integer, is refused.
+    pub fn checked_progress_token(self) -> Result<Option<Value>, RpcError> {
+        let Some(meta) = self.optional_object("_meta")? else { return Ok(None) };
+        match meta.get(PROGRESS_TOKEN) {
+            None | Some(Value::Null) => Ok(None),
+            Some(token) if token.is_string() || token.is_i64() => Ok(Some(token.clone())),
+            Some(_) => Err(RpcError::invalid_params("`_meta.progressToken` must be a string or an integer")),
+        }
+    }
 }
 
 fn must_be(key: &str, what: &str) -> RpcError {

@@ -173,6 +173,8 @@ impl Session {
 
     fn initialize(&self, params: Params<'_>) -> Result<Value, RpcError> {
         let requested = params.required_str("protocolVersion", "")?;
+        params.optional_object("capabilities")?;
+        params.optional_object("clientInfo")?;
         let version = negotiate_version(requested);
         let client = params.get("clientInfo").and_then(|c| c.get("name")).and_then(Value::as_str).unwrap_or("unknown");
         let caps = ClientCaps::from_initialize(params.get("capabilities"));

@@ -84,8 +84,9 @@ pub fn admit_local(host: &Host, params: Params<'_>) -> Result<AdmittedCall, RpcE
         None => Value::Object(Map::new()),
         Some(arguments) => Value::Object(arguments.map().clone()),
     };
+    let progress_token = params.checked_progress_token()?;
     let entry = host.registry.snapshot().tool(name).cloned().ok_or_else(|| RpcError::invalid_params(format!("unknown tool `{name}`")))?;
-    Ok(AdmittedCall { entry, arguments, progress_token: params.progress_token() })
+    Ok(AdmittedCall { entry, arguments, progress_token })
 }
 
 /// Runs an admitted call to its result. Validation failures and limits become `isError`

@@ -97,11 +97,19 @@ async fn params_errors_say_exactly_what_is_wrong() {
     let invalid = |message: &str| (INVALID_PARAMS as i64, message.to_owned());
     assert_eq!(c.refused(1, "initialize", json!({})).await, invalid("missing `protocolVersion`"));
     assert_eq!(c.refused(2, "initialize", json!({ "protocolVersion": 1 })).await, invalid("`protocolVersion` must be a string"));
+    let version = json!("2025-11-25");
+    assert_eq!(c.refused(13, "initialize", json!({ "protocolVersion": version, "capabilities": [] })).await, invalid("`capabilities` must be an object"));
+    assert_eq!(c.refused(14, "initialize", json!({ "protocolVersion": version, "clientInfo": "me" })).await, invalid("`clientInfo` must be an object"));
     c.initialize().await;
     assert_eq!(c.refused(3, "tools/call", json!({})).await, invalid("missing `name`: tools/call needs the name of a tool"));
     assert_eq!(c.refused(4, "tools/call", json!({ "name": 3 })).await, invalid("`name` must be a string"));
     assert_eq!(c.refused(5, "tools/call", json!({ "name": "echo", "arguments": [] })).await, invalid("`arguments` must be an object"));
     assert_eq!(c.refused(6, "tools/call", json!({ "name": "nope" })).await, invalid("unknown tool `nope`"));
+    assert_eq!(c.refused(15, "tools/call", json!({ "name": "echo", "_meta": 1 })).await, invalid("`_meta` must be an object"));
+    assert_eq!(
+        c.refused(16, "tools/call", json!({ "name": "echo", "_meta": { "progressToken": 1.5 } })).await,
+        invalid("`_meta.progressToken` must be a string or an integer")
+    );
     assert_eq!(c.refused(7, "resources/read", json!({})).await, invalid("missing `uri`: the URI of a resource"));
     assert_eq!(c.refused(8, "tasks/get", json!({})).await, invalid("missing `taskId`"));
     assert_eq!(c.refused(9, "tasks/get", json!({ "taskId": "t" })).await, invalid("Failed to retrieve task: Task not found"));
