@@ -22,6 +22,11 @@ use serde_json::{json, Value};
 #[path = "../tests/common/registry.rs"]
 mod registry;
 
+#[path = "common/report.rs"]
+mod report;
+
+use report::{header, report};
+
 const PULL_N: usize = 10;
 const START_N: usize = 20;
 const PLUGINS: usize = 20;
@@ -168,20 +173,4 @@ fn start_once(plugins: &Path, cache: &Path) -> Duration {
     let _ = child.kill();
     let _ = child.wait();
     took
-}
-
-fn header(title: &str) {
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    println!();
-    println!("== {title}   [load average {}]", load.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
-    println!("{:<60} {:>4} {:>10} {:>10} {:>10} {:>10}", "measurement", "n", "p50", "p90", "mean", "max");
-}
-
-fn report(name: &str, mut samples: Vec<Duration>) {
-    samples.sort_unstable();
-    let n = samples.len();
-    let pct = |q: f64| samples[((q * n as f64).ceil() as usize).clamp(1, n) - 1];
-    let mean = samples.iter().sum::<Duration>() / n as u32;
-    let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1e3);
-    println!("{name:<60} {n:>4} {:>10} {:>10} {:>10} {:>10}", ms(pct(0.5)), ms(pct(0.9)), ms(mean), ms(samples[n - 1]));
 }
