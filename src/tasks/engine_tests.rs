@@ -221,6 +221,30 @@ async fn recovery_reruns_idempotent_tasks_and_fails_the_others() {
 }
 
 #[tokio::test]
+async fn recovery_runs_a_task_that_was_only_admitted_whatever_its_tool() {
+    // Issue 17, finding 3: a task still in the queue when its host died never ran, so running
+    // it is safe even for a tool that may not run twice.
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("tasks.db");
+    let first = Fake::new(true);
+    let dead = start_on(&db, settings(1, 10, 10), first.clone(), Arc::default()).await;
+    let running = dead.admit(call("o", "hold")).await.unwrap();
+    eventually("the first runs", || first.started().len() == 1).await;
+    let queued = dead.admit(call("o", "hold")).await.unwrap();
+    dead.shutdown().await;
+    drop(dead);
+    assert_eq!(first.started(), [running.id.as_str()], "the second never left the queue");
+
+    let second = Fake::new(false);
+    let engine = start_on(&db, settings(1, 10, 10), second.clone(), Arc::default()).await;
+    let (ran, outcome) = engine.result("o", &queued.id).await.unwrap();
+    assert_eq!((ran.status, outcome), (TaskStatus::Completed, Outcome::Result(json!({ "ran": queued.id }))), "the admitted task ran");
+    let (failed, outcome) = engine.result("o", &running.id).await.unwrap();
+    assert_eq!((failed.status, outcome), (TaskStatus::Failed, Outcome::Interrupted), "the started one is interrupted");
+    assert_eq!(second.started(), [queued.id.as_str()]);
+}
+
+#[tokio::test]
 async fn an_idempotency_key_names_one_task_until_it_expires() {
     let fake = Fake::new(false);
     let engine = start(settings(2, 10, 10), fake.clone()).await;

@@ -47,6 +47,9 @@ pub trait TaskEvents: Send + Sync {
 pub struct TaskControl {
     pub(super) live: Arc<Live>,
     pub(super) store: Arc<dyn TaskStore>,
+    /// This host's runner id: every write is fenced on it, so a host whose task was claimed
+    /// by another (it was taken for dead) writes nothing.
+    pub(super) runner: Arc<str>,
 }
 
 impl TaskControl {
@@ -95,7 +98,7 @@ impl TaskControl {
             return false;
         }
         *self.live.message.lock().unwrap() = message.clone();
-        match self.store.set_status(&self.live.id, status, message.as_deref()).await {
+        match self.store.set_status_as(&self.live.id, &self.runner, status, message.as_deref()).await {
             Ok(Some(task)) => {
                 self.live.announce(&task);
                 true

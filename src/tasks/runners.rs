@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 /// This host process as a runner of tasks in a shared database, and who else is alive.
 pub struct Runners {
     id: String,
+    /// The store keeps the hosts' heartbeats (PostgreSQL) and claims dead hosts' tasks itself.
+    shared: bool,
     /// `None` for an in-memory database, which no other process can see.
     dir: Option<PathBuf>,
     _lock: Option<File>,
@@ -23,7 +25,7 @@ impl Runners {
     pub fn register(db: &Path) -> io::Result<Runners> {
         let id = uuid::Uuid::new_v4().to_string();
         if db == Path::new(":memory:") {
-            return Ok(Runners { id, dir: None, _lock: None });
+            return Ok(Runners { id, shared: false, dir: None, _lock: None });
         }
         let mut dir = db.as_os_str().to_owned();
         dir.push(".hosts");
@@ -31,7 +33,19 @@ impl Runners {
         std::fs::create_dir_all(&dir)?;
         let lock = OpenOptions::new().create(true).write(true).truncate(true).open(dir.join(format!("{id}.lock")))?;
         lock.lock()?;
-        Ok(Runners { id, dir: Some(dir), _lock: Some(lock) })
+        Ok(Runners { id, shared: false, dir: Some(dir), _lock: Some(lock) })
+    }
+
+    /// This process as a runner of tasks in a database whose store tells live hosts from dead
+    /// ones itself, by heartbeat (PostgreSQL): no lock file, and [`Runners::is_alive`] leaves
+    /// every other host alone (recovery goes through `TaskStore::claim_orphans`).
+    pub fn shared() -> Runners {
+        Runners { id: uuid::Uuid::new_v4().to_string(), shared: true, dir: None, _lock: None }
+    }
+
+    /// Whether the store decides which hosts are alive ([`Runners::shared`]).
+    pub fn is_shared(&self) -> bool {
+        self.shared
     }
 
     /// This host's id, recorded in every task it runs.
@@ -41,7 +55,7 @@ impl Runners {
 
     /// Whether the host `runner` is still running. A dead host's lock file is removed.
     pub fn is_alive(&self, runner: &str) -> bool {
-        if runner == self.id {
+        if runner == self.id || self.shared {
             return true;
         }
         let Some(dir) = &self.dir else { return false };

@@ -36,7 +36,7 @@ pub enum Durability {
     Power,
 }
 
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 /// Operations per transaction at most, so one commit's answers are not held back for long.
 const MAX_BATCH: usize = 512;
 /// Operations waiting for a thread at most; a caller beyond it waits (asynchronously) for a
@@ -61,7 +61,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     poll_interval_ms INTEGER NOT NULL,
     progress_token TEXT,
     idempotency_key TEXT,
-    runner TEXT NOT NULL
+    runner TEXT NOT NULL,
+    started_at INTEGER
 );
 CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks(owner, seq);
 CREATE UNIQUE INDEX IF NOT EXISTS tasks_by_key ON tasks(owner, idempotency_key) WHERE idempotency_key IS NOT NULL;
@@ -184,6 +185,25 @@ impl SqliteStore {
         })
     }
 
+    /// Ends a task (outcome and status in one transaction), fenced on `runner` when given.
+    fn finish_where(&self, id: &str, runner: Option<&str>, status: TaskStatus, message: Option<&str>, outcome: &Outcome) -> StoreFuture<Option<Task>> {
+        debug_assert!(status.is_terminal());
+        let (id, runner, message) = (id.to_owned(), runner.map(str::to_owned), message.map(str::to_owned));
+        let body = serde_json::to_string(outcome).expect("outcomes serialize");
+        self.write(move |c| {
+            let ended = c
+                .prepare_cached(&format!(
+                    "UPDATE tasks SET status = ?2, status_message = ?3, updated_at = ?4 WHERE id = ?1 AND (?5 IS NULL OR runner = ?5) AND status IN ('working', 'input_required') RETURNING {COLUMNS}"
+                ))?
+                .query_row(params![id, status.as_str(), message, now(), runner], read_task)
+                .optional()?;
+            if ended.is_some() {
+                c.execute("INSERT OR REPLACE INTO outcomes (task_id, body) VALUES (?1, ?2)", params![id, body])?;
+            }
+            Ok(ended)
+        })
+    }
+
     /// Tells every thread to stop after the work sent before; returns the threads to join.
     fn stop_threads(&self) -> Vec<JoinHandle<()>> {
         // A full channel cannot take `Stop`; the thread then stops when the store (and with it
@@ -236,6 +256,11 @@ fn prepare(conn: &Connection, durability: Durability) -> rusqlite::Result<()> {
     if version == 1 {
         // Version 2 records which host runs each task, for databases shared by several hosts.
         conn.execute_batch("ALTER TABLE tasks ADD COLUMN runner TEXT NOT NULL DEFAULT ''")?;
+    }
+    if (1..3).contains(&version) {
+        // Version 3 records when a worker took each task: one only admitted may always run
+        // after a crash. Tasks of older databases count as started, as they may have been.
+        conn.execute_batch("ALTER TABLE tasks ADD COLUMN started_at INTEGER; UPDATE tasks SET started_at = updated_at")?;
     }
     conn.execute_batch(SCHEMA)?;
     conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
@@ -385,21 +410,7 @@ impl TaskStore for SqliteStore {
     }
 
     fn finish(&self, id: &str, status: TaskStatus, message: Option<&str>, outcome: &Outcome) -> StoreFuture<Option<Task>> {
-        debug_assert!(status.is_terminal());
-        let (id, message) = (id.to_owned(), message.map(str::to_owned));
-        let body = serde_json::to_string(outcome).expect("outcomes serialize");
-        self.write(move |c| {
-            let ended = c
-                .prepare_cached(&format!(
-                    "UPDATE tasks SET status = ?2, status_message = ?3, updated_at = ?4 WHERE id = ?1 AND status IN ('working', 'input_required') RETURNING {COLUMNS}"
-                ))?
-                .query_row(params![id, status.as_str(), message, now()], read_task)
-                .optional()?;
-            if ended.is_some() {
-                c.execute("INSERT OR REPLACE INTO outcomes (task_id, body) VALUES (?1, ?2)", params![id, body])?;
-            }
-            Ok(ended)
-        })
+        self.finish_where(id, None, status, message, outcome)
     }
 
     fn outcome(&self, id: &str) -> StoreFuture<Option<Outcome>> {
@@ -437,6 +448,41 @@ impl TaskStore for SqliteStore {
             )
             .optional()
         })
+    }
+
+    fn start(&self, owner: &str, id: &str, runner: &str) -> StoreFuture<Option<Task>> {
+        let (owner, id, runner) = (owner.to_owned(), id.to_owned(), runner.to_owned());
+        self.write(move |c| {
+            c.prepare_cached(&format!(
+                "UPDATE tasks SET started_at = coalesce(started_at, ?4) WHERE id = ?1 AND owner = ?2 AND runner = ?3 AND status IN ('working', 'input_required') RETURNING {COLUMNS}"
+            ))?
+            .query_row(params![id, owner, runner, now()], read_task)
+            .optional()
+        })
+    }
+
+    fn started(&self, id: &str) -> StoreFuture<bool> {
+        let id = id.to_owned();
+        self.read(move |c| {
+            let started: Option<Option<i64>> = c.query_row("SELECT started_at FROM tasks WHERE id = ?1", params![id], |r| r.get(0)).optional()?;
+            Ok(started.flatten().is_some())
+        })
+    }
+
+    fn set_status_as(&self, id: &str, runner: &str, status: TaskStatus, message: Option<&str>) -> StoreFuture<Option<Task>> {
+        let (id, runner, message) = (id.to_owned(), runner.to_owned(), message.map(str::to_owned));
+        let from = allowed_from(status);
+        self.write(move |c| {
+            c.prepare_cached(&format!(
+                "UPDATE tasks SET status = ?2, status_message = ?3, updated_at = ?4 WHERE id = ?1 AND runner = ?6 AND status IN (SELECT value FROM json_each(?5)) RETURNING {COLUMNS}"
+            ))?
+            .query_row(params![id, status.as_str(), message, now(), from, runner], read_task)
+            .optional()
+        })
+    }
+
+    fn finish_as(&self, id: &str, runner: &str, status: TaskStatus, message: Option<&str>, outcome: &Outcome) -> StoreFuture<Option<Task>> {
+        self.finish_where(id, Some(runner), status, message, outcome)
     }
 
     fn purge_expired(&self, now_ms: i64) -> StoreFuture<usize> {

@@ -1,5 +1,5 @@
-//! Where tasks live. SQLite today; a shared PostgreSQL store for several hosts will implement
-//! the same trait.
+//! Where tasks live: embedded SQLite (one machine), or PostgreSQL for several replicas that
+//! share one database; both implement this trait and pass one suite (`store_suite`).
 //!
 //! The trait is async so that no store call ever holds a tokio worker: the SQLite store answers
 //! from its own threads, a PostgreSQL store from the network. It returns boxed futures
@@ -70,6 +70,29 @@ pub enum StoreError {
         /// What the JSON parser said.
         source: serde_json::Error,
     },
+    /// The PostgreSQL server cannot be reached, or refused us (a wrong password, say).
+    #[error("task store {url}: cannot connect: {source}")]
+    Connect {
+        /// The database URL, without its password.
+        url: String,
+        /// What the client library said.
+        source: tokio_postgres::Error,
+    },
+    /// The PostgreSQL database holds a schema this corral must not touch: another
+    /// application's tables, or a corral schema newer than this binary.
+    #[error("task store {url}: {problem}")]
+    Schema {
+        /// The database URL, without its password.
+        url: String,
+        /// What is wrong, in words a person can act on.
+        problem: String,
+    },
+    /// One PostgreSQL operation failed (or the server went away while it ran).
+    #[error("task store (PostgreSQL): {0}")]
+    Postgres(String),
+    /// No PostgreSQL connection could be had from the pool: the server is down or unreachable.
+    #[error("task store (PostgreSQL) is unavailable: {0}")]
+    Unavailable(String),
     /// A task ended without an outcome, which a store must never let happen.
     #[error("task store: task {id} ended without an outcome")]
     MissingOutcome {
@@ -110,6 +133,31 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Moves an unfinished task from the dead host `from` to `to`, fenced on `from`: returns
     /// the claimed row, or `None` when another host claimed it first or it has ended.
     fn claim(&self, id: &str, from: &str, to: &str) -> StoreFuture<Option<Task>>;
+
+    /// A worker of host `runner` takes `owner`'s task `id`: records that it started (so a
+    /// crash from here on interrupts it) and returns the row, or `None` when the task ended,
+    /// went or now belongs to another host.
+    fn start(&self, owner: &str, id: &str, runner: &str) -> StoreFuture<Option<Task>>;
+
+    /// Whether a worker ever took the task ([`TaskStore::start`]). A task that was only
+    /// admitted has done nothing yet, so recovery may always run it.
+    fn started(&self, id: &str) -> StoreFuture<bool>;
+
+    /// [`TaskStore::set_status`] for the host that runs the task: nothing is written unless
+    /// `runner` still holds it, so a host that lost its tasks to another writes nothing.
+    fn set_status_as(&self, id: &str, runner: &str, status: TaskStatus, message: Option<&str>) -> StoreFuture<Option<Task>>;
+
+    /// [`TaskStore::finish`] fenced on `runner` like [`TaskStore::set_status_as`]. (A cancel
+    /// uses `finish`: any host may cancel any task.)
+    fn finish_as(&self, id: &str, runner: &str, status: TaskStatus, message: Option<&str>, outcome: &Outcome) -> StoreFuture<Option<Task>>;
+
+    /// Claims for host `to` the unfinished tasks of hosts the store itself knows to be dead
+    /// (PostgreSQL: a heartbeat older than the host expiry). A store whose hosts are told
+    /// alive by [`Runners`](super::Runners) (SQLite: lock files) claims nothing here.
+    fn claim_orphans(&self, to: &str) -> StoreFuture<Vec<Task>> {
+        let _ = to;
+        Box::pin(async { Ok(Vec::new()) })
+    }
 
     /// Deletes tasks (and their outcomes) whose TTL has passed at `now_ms`; returns how many.
     fn purge_expired(&self, now_ms: i64) -> StoreFuture<usize>;

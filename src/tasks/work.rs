@@ -45,11 +45,12 @@ async fn run_one(inner: &Arc<Inner>, queued: &Queued) {
         inner.retire(id);
         return;
     }
-    // Read, not taken from the queue: another host sharing the database may have cancelled it.
-    let task = match inner.store.get(owner, id).await {
+    // Read (and marked started), not taken from the queue: another host sharing the database
+    // may have cancelled or claimed it.
+    let task = match inner.store.start(owner, id, inner.runners.id()).await {
         Ok(Some(task)) if !task.status.is_terminal() => task,
         Ok(_) => {
-            // Cancelled (or purged) while it waited in the queue.
+            // Cancelled (or purged, or claimed by another host) while it waited in the queue.
             inner.retire(id);
             return;
         }
@@ -59,10 +60,10 @@ async fn run_one(inner: &Arc<Inner>, queued: &Queued) {
             return;
         }
     };
-    let control = TaskControl { live: live.clone(), store: inner.store.clone() };
+    let control = TaskControl { live: live.clone(), store: inner.store.clone(), runner: inner.runners.id().into() };
     let finished = inner.runner.run(&task, control).await;
     if !live.cancel.is_cancelled() {
-        match inner.store.finish(id, finished.status, finished.message.as_deref(), &finished.outcome).await {
+        match inner.store.finish_as(id, inner.runners.id(), finished.status, finished.message.as_deref(), &finished.outcome).await {
             Ok(Some(ended)) => live.announce(&ended),
             Ok(None) => {}
             Err(e) => tracing::error!(task = %id, "storing the task's outcome failed: {e}"),
@@ -72,21 +73,33 @@ async fn run_one(inner: &Arc<Inner>, queued: &Queued) {
 }
 
 impl Inner {
-    /// Tasks left `working` or `input_required` by a host that died: those the runner may run
-    /// again are claimed and queued, the others fail with a message saying why.
+    /// Tasks left `working` or `input_required` by a host that died are claimed by this one.
+    /// A task no worker had started yet has done nothing, so it is queued whatever its tool;
+    /// a started one is queued again if the runner may run its tool again, and otherwise
+    /// fails with a message saying why.
     pub(super) async fn recover(self: &Arc<Self>) -> Result<(), EngineError> {
-        for task in self.store.unfinished().await? {
-            if self.runners.is_alive(&task.runner) {
-                continue;
+        let me = self.runners.id();
+        let mut claimed = Vec::new();
+        if !self.runners.is_shared() {
+            for task in self.store.unfinished().await? {
+                if self.runners.is_alive(&task.runner) {
+                    continue;
+                }
+                if let Some(task) = self.store.claim(&task.id, &task.runner, me).await? {
+                    claimed.push(task);
+                }
             }
-            if self.runner.may_rerun(&task.tool) {
-                let Some(claimed) = self.store.claim(&task.id, &task.runner, self.runners.id()).await? else { continue };
-                tracing::info!(task = %claimed.id, tool = %claimed.tool, "running an interrupted idempotent task again");
-                Reservation::force(self, &claimed.owner).keep();
-                self.enqueue(&claimed, None, None);
+        }
+        claimed.extend(self.store.claim_orphans(me).await?);
+        for task in claimed {
+            if self.runner.may_rerun(&task.tool) || !self.store.started(&task.id).await? {
+                tracing::info!(task = %task.id, tool = %task.tool, "running a task its host left unfinished");
+                Reservation::force(self, &task.owner).keep();
+                self.enqueue(&task, None, None);
             } else {
                 tracing::warn!(task = %task.id, tool = %task.tool, "failing a task its host left unfinished");
-                self.store.finish(&task.id, TaskStatus::Failed, Some("interrupted by a host restart before it finished"), &Outcome::Interrupted).await?;
+                let message = Some("interrupted by a host restart before it finished");
+                self.store.finish_as(&task.id, me, TaskStatus::Failed, message, &Outcome::Interrupted).await?;
             }
         }
         Ok(())
