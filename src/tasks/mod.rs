@@ -1,5 +1,5 @@
 //! Tasks: calls that outlive their request. The model and its transitions, the store (SQLite
-//! behind an async trait) and the engine that admits, queues, runs, cancels and expires them.
+//! or PostgreSQL behind an async trait) and the engine that admits, queues, runs, cancels and expires them.
 //!
 //! A leaf: it knows nothing of MCP, the runtime or the server. Whoever runs tasks implements
 //! [`TaskRunner`] and gets a [`TaskControl`] for each run; outcomes are opaque values.
@@ -7,6 +7,7 @@
 mod engine;
 mod finish;
 mod model;
+mod postgres;
 mod runner;
 mod runners;
 mod settings;
@@ -21,6 +22,7 @@ mod engine_tests;
 
 pub use engine::{Admission, Counts, Engine, EngineError};
 pub use model::{now_ms, Outcome, Task, TaskStatus};
+pub use postgres::{is_postgres_url, redacted, PgOptions, PgStore};
 pub use runner::{Finished, TaskControl, TaskEvents, TaskRunner};
 pub use runners::Runners;
 pub use settings::TaskSettings;

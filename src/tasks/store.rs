@@ -71,12 +71,12 @@ pub enum StoreError {
         source: serde_json::Error,
     },
     /// The PostgreSQL server cannot be reached, or refused us (a wrong password, say).
-    #[error("task store {url}: cannot connect: {source}")]
+    #[error("task store {url}: cannot connect: {problem}")]
     Connect {
         /// The database URL, without its password.
         url: String,
-        /// What the client library said.
-        source: tokio_postgres::Error,
+        /// What the server or the network said.
+        problem: String,
     },
     /// The PostgreSQL database holds a schema this corral must not touch: another
     /// application's tables, or a corral schema newer than this binary.

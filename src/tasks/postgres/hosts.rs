@@ -1,0 +1,93 @@
+//! Replicas as rows of `corral_hosts`: each registers at start, beats every third of the host
+//! expiry, and deregisters when its store closes. Time is the database's (`now()`), so the
+//! replicas' clocks need not agree.
+//!
+//! A live replica claims a dead one's tasks in one transaction: it deletes the expired host
+//! rows (`FOR UPDATE SKIP LOCKED`, so replicas sweeping at once split the work), then moves
+//! the unfinished tasks of every runner without a row to itself, bumping each task's epoch.
+//! A dead replica that comes back finds its row gone: it registers again, and since its tasks
+//! now name another runner, the fenced writes of its old runs change nothing.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use deadpool_postgres::Pool;
+use tokio_util::sync::CancellationToken;
+
+use super::pool::get;
+use super::store::{read_task, COLUMNS};
+use crate::tasks::model::Task;
+use crate::tasks::store::StoreResult;
+
+/// Tasks claimed per sweep at most; the next sweep takes the rest.
+const CLAIM_BATCH: i64 = 256;
+
+/// Registers `host` (again, if it was taken for dead).
+pub(super) async fn register(client: &tokio_postgres::Client, host: &str) -> Result<(), tokio_postgres::Error> {
+    client
+        .execute("INSERT INTO corral_hosts (id) VALUES ($1) ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()", &[&host])
+        .await
+        .map(|_| ())
+}
+
+/// Beats for `host` every `every` until `stop` fires, then deregisters it.
+pub(super) async fn beat(pool: Pool, host: Arc<str>, every: Duration, stop: CancellationToken) {
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => break,
+            _ = ticks.tick() => {}
+        }
+        let beat = async {
+            let client = get(&pool).await?;
+            let kept = client.execute("UPDATE corral_hosts SET heartbeat_at = now() WHERE id = $1", &[&&*host]).await?;
+            if kept == 0 {
+                tracing::warn!(host = %host, "this replica was taken for dead and its tasks went to others; registering again");
+                register(&client, &host).await?;
+            }
+            StoreResult::Ok(())
+        };
+        if let Err(e) = beat.await {
+            tracing::warn!(host = %host, "heartbeat failed: {e}");
+        }
+    }
+    let bye = async {
+        let client = get(&pool).await?;
+        client.execute("DELETE FROM corral_hosts WHERE id = $1", &[&&*host]).await?;
+        StoreResult::Ok(())
+    };
+    if let Err(e) = bye.await {
+        tracing::debug!(host = %host, "deregistering failed: {e}");
+    }
+}
+
+/// Claims for `to` the unfinished tasks of replicas dead for longer than `expiry`.
+pub(super) async fn claim_orphans(pool: &Pool, to: &str, expiry: Duration) -> StoreResult<Vec<Task>> {
+    let mut client = get(pool).await?;
+    let txn = client.transaction().await?;
+    let expiry_ms = expiry.as_millis() as f64;
+    txn.execute(
+        "DELETE FROM corral_hosts WHERE id IN (
+             SELECT id FROM corral_hosts WHERE heartbeat_at < now() - $1 * interval '1 millisecond' AND id <> $2 FOR UPDATE SKIP LOCKED)",
+        &[&expiry_ms, &to],
+    )
+    .await?;
+    let rows = txn
+        .query(
+            &format!(
+                "WITH orphans AS MATERIALIZED (
+                     SELECT seq FROM corral_tasks t
+                     WHERE status IN ('working', 'input_required') AND runner <> $1
+                       AND NOT EXISTS (SELECT 1 FROM corral_hosts h WHERE h.id = t.runner)
+                     ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED)
+                 UPDATE corral_tasks t SET runner = $1, epoch = t.epoch + 1 FROM orphans WHERE t.seq = orphans.seq
+                 RETURNING {}",
+                COLUMNS.split(", ").map(|c| format!("t.{c}")).collect::<Vec<_>>().join(", ")
+            ),
+            &[&to, &CLAIM_BATCH],
+        )
+        .await?;
+    txn.commit().await?;
+    rows.iter().map(read_task).collect()
+}

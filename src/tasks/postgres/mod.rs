@@ -1,0 +1,84 @@
+//! The task store on PostgreSQL, for several corral replicas that share one database: any
+//! replica answers for any task, and a dead replica's tasks are claimed by a live one.
+//!
+//! The rows are the SQLite store's, plus what replicas need: `corral_hosts` holds one row per
+//! live replica with its heartbeat (replacing the lock files of `DB.hosts/`), and every task
+//! row has an `epoch`, bumped each time a task changes hands, beside its `runner`. A worker's
+//! writes are fenced on the runner (`… WHERE runner = $me`), so a replica that was taken for
+//! dead and comes back writes nothing over what its successor wrote.
+//!
+//! Pieces: [`pool`] (connections, TLS), [`schema`] (versioned migrations under an advisory
+//! lock), [`store`] (the [`TaskStore`](super::TaskStore) itself), [`hosts`] (heartbeats and
+//! the claim of a dead replica's tasks).
+
+mod hosts;
+mod pool;
+mod schema;
+mod store;
+#[cfg(test)]
+pub(crate) mod testing;
+#[cfg(test)]
+mod tests;
+
+use std::time::Duration;
+
+pub use store::PgStore;
+
+/// Where and as whom a replica keeps its tasks in PostgreSQL.
+#[derive(Clone, Debug)]
+pub struct PgOptions {
+    /// `postgres://user:password@host:port/db?sslmode=…`, as given to `--db`.
+    pub url: String,
+    /// This replica's runner id ([`Runners::id`](super::Runners::id)).
+    pub host_id: String,
+    /// A replica whose heartbeat is older than this is dead (`--host-expiry`).
+    pub host_expiry: Duration,
+    /// Connections in the pool at most.
+    pub max_connections: usize,
+}
+
+impl PgOptions {
+    /// Options for `url` and host `host_id`, with a 15 s host expiry and 16 connections.
+    pub fn new(url: &str, host_id: &str) -> PgOptions {
+        PgOptions { url: url.to_owned(), host_id: host_id.to_owned(), host_expiry: Duration::from_secs(15), max_connections: 16 }
+    }
+}
+
+/// Whether `--db` names a PostgreSQL database rather than a SQLite file.
+pub fn is_postgres_url(db: &str) -> bool {
+    db.starts_with("postgres://") || db.starts_with("postgresql://")
+}
+
+/// `url` without its password, for messages and logs.
+pub fn redacted(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let (authority, tail) = match rest.find(['/', '?']) {
+        Some(at) => rest.split_at(at),
+        None => (rest, ""),
+    };
+    match authority.rsplit_once('@') {
+        Some((user, host)) => match user.split_once(':') {
+            Some((name, _password)) => format!("{scheme}://{name}:***@{host}{tail}"),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
+}
+
+/// What went wrong in a PostgreSQL call, with the server's own message when it sent one
+/// (`tokio_postgres::Error`'s `Display` alone says only "db error").
+pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        return format!("{}: {} (SQLSTATE {})", db.severity(), db.message(), db.code().code());
+    }
+    match std::error::Error::source(e) {
+        Some(source) => format!("{e}: {source}"),
+        None => e.to_string(),
+    }
+}
+
+impl From<tokio_postgres::Error> for super::StoreError {
+    fn from(e: tokio_postgres::Error) -> super::StoreError {
+        super::StoreError::Postgres(describe(&e))
+    }
+}

@@ -1,0 +1,88 @@
+//! Versioned migrations, applied when a replica starts. They run in one transaction under an
+//! advisory lock, so replicas starting together apply each migration once and the others wait
+//! and find it done. A database that holds someone else's tables, or a corral schema newer
+//! than this binary, is refused with an error naming it; nothing is changed.
+
+use super::pool::Target;
+use crate::tasks::store::{StoreError, StoreResult};
+
+/// The advisory lock key every corral takes while migrating ("corral" in ASCII).
+const MIGRATION_LOCK: i64 = 0x636f_7272_616c;
+
+/// Migration `n` takes the schema from version `n` to `n + 1`.
+const MIGRATIONS: &[&str] = &["
+CREATE TABLE corral_tasks (
+    seq BIGSERIAL PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    owner TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    arguments JSONB NOT NULL,
+    status TEXT NOT NULL,
+    status_message TEXT,
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL,
+    ttl_ms BIGINT,
+    expires_at BIGINT,
+    poll_interval_ms BIGINT NOT NULL,
+    progress_token JSONB,
+    idempotency_key TEXT,
+    runner TEXT NOT NULL,
+    epoch BIGINT NOT NULL DEFAULT 0,
+    started_at BIGINT
+);
+CREATE INDEX corral_tasks_by_owner ON corral_tasks (owner, seq);
+CREATE UNIQUE INDEX corral_tasks_by_key ON corral_tasks (owner, idempotency_key) WHERE idempotency_key IS NOT NULL;
+CREATE INDEX corral_tasks_by_expiry ON corral_tasks (expires_at) WHERE expires_at IS NOT NULL;
+CREATE INDEX corral_tasks_unfinished ON corral_tasks (runner, seq) WHERE status IN ('working', 'input_required');
+-- Outcomes can be large; they live apart so the rows that polling reads stay small.
+CREATE TABLE corral_outcomes (
+    task_id TEXT PRIMARY KEY REFERENCES corral_tasks (id) ON DELETE CASCADE,
+    body JSONB NOT NULL
+);
+-- One row per live replica; a heartbeat older than the host expiry means it is dead.
+CREATE TABLE corral_hosts (
+    id TEXT PRIMARY KEY,
+    started_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    heartbeat_at TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+"];
+
+/// The schema version this corral writes.
+pub(super) const VERSION: i32 = MIGRATIONS.len() as i32;
+
+/// Brings the database to [`VERSION`], or says why it must not.
+pub(super) async fn migrate(target: &Target) -> StoreResult<()> {
+    let mut client = target.connect().await?;
+    let refuse = |problem: String| StoreError::Schema { url: target.shown.clone(), problem };
+    let txn = client.transaction().await?;
+    txn.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK]).await?;
+    let ours: bool = txn.query_one("SELECT to_regclass('corral_schema') IS NOT NULL", &[]).await?.get(0);
+    let version: i32 = if ours {
+        txn.query_one("SELECT version FROM corral_schema", &[]).await?.get(0)
+    } else {
+        let others: Vec<String> = txn
+            .query("SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY table_name LIMIT 5", &[])
+            .await?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        if !others.is_empty() {
+            return Err(refuse(format!(
+                "the database holds tables that are not corral's ({}): it belongs to something else; give corral a database of its own (CREATE DATABASE corral)",
+                others.join(", ")
+            )));
+        }
+        txn.batch_execute("CREATE TABLE corral_schema (version INTEGER NOT NULL); INSERT INTO corral_schema VALUES (0);").await?;
+        0
+    };
+    if version > VERSION {
+        return Err(refuse(format!("the corral schema is version {version}, newer than this corral understands ({VERSION}): run a newer corral")));
+    }
+    for (from, migration) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
+        tracing::info!("task store {}: migrating the schema from version {from}", target.shown);
+        txn.batch_execute(migration).await?;
+    }
+    txn.execute("UPDATE corral_schema SET version = $1", &[&VERSION]).await?;
+    txn.commit().await?;
+    Ok(())
+}

@@ -1,0 +1,372 @@
+//! [`PgStore`]: the [`TaskStore`] on a pool of PostgreSQL connections.
+//!
+//! Each call is one statement (finishing a task writes its row and its outcome with one
+//! statement too, through a data-modifying CTE), so a call is atomic without an explicit
+//! transaction and costs one round trip. Every write that changes a status also sends
+//! `pg_notify('corral_tasks', '<id> <status>')` in the same statement: it is delivered at
+//! commit, to replicas that wait on the task.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use deadpool_postgres::Pool;
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+use tokio_postgres::Row;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::pool::{get, Target};
+use super::{hosts, schema, PgOptions};
+use crate::tasks::model::{now_ms, Outcome, Task, TaskStatus};
+use crate::tasks::store::{StoreError, StoreFuture, StoreResult, TaskStore};
+
+/// The columns every query returns, in the order [`read_task`] reads them.
+pub(super) const COLUMNS: &str =
+    "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner";
+
+/// Rows deleted per purge statement; a purge repeats until a batch comes back short.
+const PURGE_BATCH: i64 = 1000;
+
+/// The task store on PostgreSQL; see the module doc.
+pub struct PgStore {
+    pool: Pool,
+    host: Arc<str>,
+    host_expiry: Duration,
+    /// Stops the heartbeat (which then deregisters the host).
+    stop: CancellationToken,
+    tracker: TaskTracker,
+    /// Set once the store is closed: calls fail with [`StoreError::Closed`].
+    closed: Arc<Mutex<bool>>,
+}
+
+impl PgStore {
+    /// Connects, applies the migrations and registers `options.host_id` as a live replica.
+    /// An unreachable server, a refused login, another application's database or a newer
+    /// schema is an error naming the database (without its password).
+    pub async fn open(options: PgOptions) -> StoreResult<PgStore> {
+        let target = Target::parse(&options.url)?;
+        Self::prepare(&target, &options).await?;
+        Self::assemble(&target, &options)
+    }
+
+    /// The part of [`PgStore::open`] that talks to the server before the store exists.
+    pub(super) async fn prepare(target: &Target, options: &PgOptions) -> StoreResult<()> {
+        schema::migrate(target).await?;
+        let client = target.connect().await?;
+        hosts::register(&client, &options.host_id).await?;
+        Ok(())
+    }
+
+    /// The store on a prepared database; starts the heartbeat on the current runtime.
+    pub(super) fn assemble(target: &Target, options: &PgOptions) -> StoreResult<PgStore> {
+        let pool = target.pool(options.max_connections)?;
+        let host: Arc<str> = options.host_id.as_str().into();
+        let (stop, tracker) = (CancellationToken::new(), TaskTracker::new());
+        let every = (options.host_expiry / 3).max(Duration::from_millis(50));
+        tracker.spawn(hosts::beat(pool.clone(), host.clone(), every, stop.clone()));
+        Ok(PgStore { pool, host, host_expiry: options.host_expiry, stop, tracker, closed: Arc::default() })
+    }
+
+    /// The pool, or [`StoreError::Closed`] once the store is closed.
+    fn pool(&self) -> StoreResult<Pool> {
+        if *self.closed.lock().unwrap() {
+            return Err(StoreError::Closed);
+        }
+        Ok(self.pool.clone())
+    }
+
+    /// Runs one statement returning at most one task row.
+    fn one(&self, sql: String, args: Args) -> StoreFuture<Option<Task>> {
+        let pool = self.pool();
+        Box::pin(async move {
+            let client = get(&pool?).await?;
+            let statement = client.prepare_cached(&sql).await?;
+            let row = client.query_opt(&statement, &args.refs()).await?;
+            row.as_ref().map(read_task).transpose()
+        })
+    }
+
+    /// Runs one statement returning task rows.
+    fn many(&self, sql: String, args: Args) -> StoreFuture<Vec<Task>> {
+        let pool = self.pool();
+        Box::pin(async move {
+            let client = get(&pool?).await?;
+            let statement = client.prepare_cached(&sql).await?;
+            client.query(&statement, &args.refs()).await?.iter().map(read_task).collect()
+        })
+    }
+
+    /// Ends a task with its outcome in one statement, fenced on `runner` when given.
+    fn finish_where(&self, id: &str, runner: Option<&str>, status: TaskStatus, message: Option<&str>, outcome: &Outcome) -> StoreFuture<Option<Task>> {
+        debug_assert!(status.is_terminal());
+        let body = serde_json::to_value(outcome).expect("outcomes serialize");
+        let sql = format!(
+            "WITH ended AS (
+                 UPDATE corral_tasks SET status = $2, status_message = $3, updated_at = $4
+                 WHERE id = $1 AND ($5::text IS NULL OR runner = $5) AND status IN ('working', 'input_required') RETURNING *),
+             kept AS (
+                 INSERT INTO corral_outcomes (task_id, body) SELECT id, $6 FROM ended
+                 ON CONFLICT (task_id) DO UPDATE SET body = EXCLUDED.body)
+             SELECT {COLUMNS}, pg_notify('corral_tasks', id || ' ' || status) FROM ended"
+        );
+        let args = Args::new()
+            .text(id)
+            .text(status.as_str())
+            .opt_text(message)
+            .int(now_ms())
+            .opt_text(runner)
+            .json(Some(body));
+        self.one(sql, args)
+    }
+}
+
+/// The arguments of one statement, owned so the call's future is `'static`.
+struct Args(Vec<Box<dyn tokio_postgres::types::ToSql + Send + Sync>>);
+
+impl Args {
+    fn new() -> Args {
+        Args(Vec::new())
+    }
+    fn text(mut self, s: &str) -> Args {
+        self.0.push(Box::new(s.to_owned()));
+        self
+    }
+    fn opt_text(mut self, s: Option<&str>) -> Args {
+        self.0.push(Box::new(s.map(str::to_owned)));
+        self
+    }
+    fn int(mut self, n: i64) -> Args {
+        self.0.push(Box::new(n));
+        self
+    }
+    fn json(mut self, v: Option<Value>) -> Args {
+        self.0.push(Box::new(v));
+        self
+    }
+    fn texts(mut self, v: Vec<String>) -> Args {
+        self.0.push(Box::new(v));
+        self
+    }
+    fn refs(&self) -> Vec<&(dyn tokio_postgres::types::ToSql + Sync)> {
+        self.0.iter().map(|b| &**b as &(dyn tokio_postgres::types::ToSql + Sync)).collect()
+    }
+}
+
+/// A task from a row whose first columns are [`COLUMNS`].
+pub(super) fn read_task(row: &Row) -> StoreResult<Task> {
+    let status: String = row.try_get(5)?;
+    Ok(Task {
+        seq: row.try_get(0)?,
+        id: row.try_get(1)?,
+        owner: row.try_get(2)?,
+        tool: row.try_get(3)?,
+        arguments: row.try_get(4)?,
+        status: TaskStatus::parse(&status).ok_or_else(|| StoreError::Postgres(format!("a task row has an unknown status {status:?}")))?,
+        status_message: row.try_get(6)?,
+        created_at: row.try_get(7)?,
+        updated_at: row.try_get(8)?,
+        ttl_ms: row.try_get(9)?,
+        poll_interval_ms: row.try_get(10)?,
+        progress_token: row.try_get(11)?,
+        idempotency_key: row.try_get(12)?,
+        runner: row.try_get(13)?,
+    })
+}
+
+/// Statuses a task may move to `status` from.
+fn allowed_from(status: TaskStatus) -> Vec<String> {
+    TaskStatus::ALL.iter().filter(|from| from.can_become(status)).map(|s| s.as_str().to_owned()).collect()
+}
+
+impl TaskStore for PgStore {
+    fn insert(&self, task: Task) -> StoreFuture<Task> {
+        let pool = self.pool();
+        Box::pin(async move {
+            let client = get(&pool?).await?;
+            let statement = client
+                .prepare_cached(
+                    "INSERT INTO corral_tasks (id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, progress_token, idempotency_key, runner)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING seq",
+                )
+                .await?;
+            let row = client
+                .query_one(
+                    &statement,
+                    &[
+                        &task.id,
+                        &task.owner,
+                        &task.tool,
+                        &task.arguments,
+                        &task.status.as_str(),
+                        &task.status_message,
+                        &task.created_at,
+                        &task.updated_at,
+                        &task.ttl_ms,
+                        &task.expires_at(),
+                        &task.poll_interval_ms,
+                        &task.progress_token,
+                        &task.idempotency_key,
+                        &task.runner,
+                    ],
+                )
+                .await?;
+            Ok(Task { seq: row.try_get(0)?, ..task })
+        })
+    }
+
+    fn get(&self, owner: &str, id: &str) -> StoreFuture<Option<Task>> {
+        self.one(format!("SELECT {COLUMNS} FROM corral_tasks WHERE id = $1 AND owner = $2"), Args::new().text(id).text(owner))
+    }
+
+    fn list(&self, owner: &str, after: i64, limit: usize) -> StoreFuture<Vec<Task>> {
+        let args = Args::new().text(owner).int(after).int(limit as i64);
+        self.many(format!("SELECT {COLUMNS} FROM corral_tasks WHERE owner = $1 AND seq > $2 ORDER BY seq LIMIT $3"), args)
+    }
+
+    fn set_status(&self, id: &str, status: TaskStatus, message: Option<&str>) -> StoreFuture<Option<Task>> {
+        self.set_status_where(id, None, status, message)
+    }
+
+    fn finish(&self, id: &str, status: TaskStatus, message: Option<&str>, outcome: &Outcome) -> StoreFuture<Option<Task>> {
+        self.finish_where(id, None, status, message, outcome)
+    }
+
+    fn outcome(&self, id: &str) -> StoreFuture<Option<Outcome>> {
+        let (pool, id) = (self.pool(), id.to_owned());
+        Box::pin(async move {
+            let client = get(&pool?).await?;
+            let statement = client.prepare_cached("SELECT body FROM corral_outcomes WHERE task_id = $1").await?;
+            let Some(row) = client.query_opt(&statement, &[&id]).await? else { return Ok(None) };
+            let body: Value = row.try_get(0)?;
+            serde_json::from_value(body).map(Some).map_err(|source| StoreError::CorruptOutcome { id, source })
+        })
+    }
+
+    fn find_by_key(&self, owner: &str, key: &str) -> StoreFuture<Option<Task>> {
+        self.one(format!("SELECT {COLUMNS} FROM corral_tasks WHERE owner = $1 AND idempotency_key = $2"), Args::new().text(owner).text(key))
+    }
+
+    fn unfinished(&self) -> StoreFuture<Vec<Task>> {
+        self.many(format!("SELECT {COLUMNS} FROM corral_tasks WHERE status IN ('working', 'input_required') ORDER BY seq"), Args::new())
+    }
+
+    fn claim(&self, id: &str, from: &str, to: &str) -> StoreFuture<Option<Task>> {
+        self.one(
+            format!(
+                "UPDATE corral_tasks SET runner = $3, epoch = epoch + 1 WHERE id = $1 AND runner = $2 AND status IN ('working', 'input_required') RETURNING {COLUMNS}"
+            ),
+            Args::new().text(id).text(from).text(to),
+        )
+    }
+
+    fn start(&self, owner: &str, id: &str, runner: &str) -> StoreFuture<Option<Task>> {
+        self.one(
+            format!(
+                "UPDATE corral_tasks SET started_at = coalesce(started_at, $4) WHERE id = $1 AND owner = $2 AND runner = $3 AND status IN ('working', 'input_required') RETURNING {COLUMNS}"
+            ),
+            Args::new().text(id).text(owner).text(runner).int(now_ms()),
+        )
+    }
+
+    fn started(&self, id: &str) -> StoreFuture<bool> {
+        let (pool, id) = (self.pool(), id.to_owned());
+        Box::pin(async move {
+            let client = get(&pool?).await?;
+            let row = client.query_opt("SELECT started_at IS NOT NULL FROM corral_tasks WHERE id = $1", &[&id]).await?;
+            Ok(match row {
+                Some(row) => row.try_get(0)?,
+                None => false,
+            })
+        })
+    }
+
+    fn set_status_as(&self, id: &str, runner: &str, status: TaskStatus, message: Option<&str>) -> StoreFuture<Option<Task>> {
+        self.set_status_where(id, Some(runner), status, message)
+    }
+
+    fn finish_as(&self, id: &str, runner: &str, status: TaskStatus, message: Option<&str>, outcome: &Outcome) -> StoreFuture<Option<Task>> {
+        self.finish_where(id, Some(runner), status, message, outcome)
+    }
+
+    fn claim_orphans(&self, to: &str) -> StoreFuture<Vec<Task>> {
+        let (pool, to, expiry) = (self.pool(), to.to_owned(), self.host_expiry);
+        Box::pin(async move { hosts::claim_orphans(&pool?, &to, expiry).await })
+    }
+
+    fn purge_expired(&self, now_ms: i64) -> StoreFuture<usize> {
+        let pool = self.pool();
+        Box::pin(async move {
+            let client = get(&pool?).await?;
+            // Batched so no statement holds many row locks; SKIP LOCKED lets every replica purge
+            // at once without waiting for another. Outcomes go with their tasks (ON DELETE CASCADE).
+            let statement = client
+                .prepare_cached(
+                    "DELETE FROM corral_tasks WHERE seq IN (
+                         SELECT seq FROM corral_tasks WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)",
+                )
+                .await?;
+            let mut purged = 0;
+            loop {
+                let n = client.execute(&statement, &[&now_ms, &PURGE_BATCH]).await?;
+                purged += n as usize;
+                if (n as i64) < PURGE_BATCH {
+                    return Ok(purged);
+                }
+            }
+        })
+    }
+
+    fn count_by_status(&self) -> StoreFuture<Vec<(TaskStatus, u64)>> {
+        let pool = self.pool();
+        Box::pin(async move {
+            let client = get(&pool?).await?;
+            let rows = client.query("SELECT status, count(*) FROM corral_tasks GROUP BY status", &[]).await?;
+            let mut counts = Vec::new();
+            for row in rows {
+                let (status, n): (String, i64) = (row.try_get(0)?, row.try_get(1)?);
+                if let Some(s) = TaskStatus::parse(&status) {
+                    counts.push((s, n as u64));
+                }
+            }
+            Ok(counts)
+        })
+    }
+
+    fn close(&self) -> BoxFuture<'static, ()> {
+        *self.closed.lock().unwrap() = true;
+        self.stop.cancel();
+        self.tracker.close();
+        let (tracker, pool) = (self.tracker.clone(), self.pool.clone());
+        Box::pin(async move {
+            // The heartbeat deregisters the host on its way out, so other replicas may claim what
+            // this one leaves unfinished at once instead of after the host expiry.
+            tracker.wait().await;
+            pool.close();
+        })
+    }
+}
+
+impl PgStore {
+    fn set_status_where(&self, id: &str, runner: Option<&str>, status: TaskStatus, message: Option<&str>) -> StoreFuture<Option<Task>> {
+        let sql = format!(
+            "WITH moved AS (
+                 UPDATE corral_tasks SET status = $2, status_message = $3, updated_at = $4
+                 WHERE id = $1 AND ($6::text IS NULL OR runner = $6) AND status = ANY($5) RETURNING *)
+             SELECT {COLUMNS}, pg_notify('corral_tasks', id || ' ' || status) FROM moved"
+        );
+        let args = Args::new().text(id).text(status.as_str()).opt_text(message).int(now_ms()).texts(allowed_from(status)).opt_text(runner);
+        self.one(sql, args)
+    }
+
+    /// This replica's runner id.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+}
+
+impl Drop for PgStore {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
