@@ -1,11 +1,17 @@
-//! Task-augmented tool calls (MCP 2025-11-25 tasks) end to end, on a real SQLite file.
+//! Task-augmented tool calls (MCP 2025-11-25 tasks) end to end, on a real SQLite file and on a
+//! real PostgreSQL database (a server the tests start themselves; see `pg_cluster`).
 //!
-//! Each scenario runs over both transports (`stdio::NAME`, `http::NAME`; see `scenarios!`).
+//! Each scenario runs over both transports (`stdio::NAME`, `http::NAME`; see `scenarios!`), and
+//! again on PostgreSQL (`postgres::stdio::NAME`, `postgres::http::NAME`; see `store_scenarios!`).
 //! Over stdio every task belongs to the local user; over HTTP to the session, or to the bearer
 //! token's holder when authentication is on, which the scenarios that restart the host use.
 
 #[macro_use]
 mod common;
+#[path = "../src/tasks/postgres/testing.rs"]
+mod pg_cluster;
+
+use std::cell::RefCell;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -24,6 +30,56 @@ struct Host {
     db: tempfile::TempDir,
     /// Over HTTP: authentication is on, with one token.
     auth: bool,
+    /// The PostgreSQL database the host keeps its tasks in, when the scenario runs there.
+    postgres: Option<String>,
+}
+
+thread_local! {
+    /// The database a scenario running on PostgreSQL gets (each test has a thread of its own).
+    static POSTGRES: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Runs `scenario` with its hosts on a fresh PostgreSQL database. Without a server it is
+/// skipped, loudly (and fails when `CORRAL_REQUIRE_POSTGRES` is set, as in CI).
+fn on_postgres(scenario: impl FnOnce()) {
+    match pg_cluster::fresh_database() {
+        Ok(url) => POSTGRES.with(|pg| *pg.borrow_mut() = Some(url)),
+        Err(why) => {
+            assert!(std::env::var_os("CORRAL_REQUIRE_POSTGRES").is_none(), "{}", pg_cluster::skip_notice(&why));
+            eprintln!("{}", pg_cluster::skip_notice(&why));
+            return;
+        }
+    }
+    scenario();
+}
+
+/// `scenarios!`, plus the same scenarios on PostgreSQL; `sqlite_only("why")` keeps one off it.
+macro_rules! store_scenarios {
+    ($($(sqlite_only($why:literal))? fn $name:ident($t:ident: Transport) $body:block)*) => {
+        scenarios! { $(fn $name($t: Transport) $body)* }
+
+        /// The scenarios with the tasks in PostgreSQL.
+        mod postgres {
+            mod stdio {
+                $(
+                    $(#[ignore = $why])?
+                    #[test]
+                    fn $name() {
+                        crate::on_postgres(|| super::super::$name(crate::common::Transport::Stdio))
+                    }
+                )*
+            }
+            mod http {
+                $(
+                    $(#[ignore = $why])?
+                    #[test]
+                    fn $name() {
+                        crate::on_postgres(|| super::super::$name(crate::common::Transport::Http))
+                    }
+                )*
+            }
+        }
+    };
 }
 
 impl Host {
@@ -32,7 +88,8 @@ impl Host {
         let plugins = example_plugins(&["text", "ticker", "hash"]);
         let spin = Fixture::new().tool(ToolDef::new("spin").task_support(TaskSupport::Optional).body(SPIN));
         write_plugin(plugins.path(), "spin", &spin.build());
-        Host { transport, plugins, db: tempfile::tempdir().unwrap(), auth: false }
+        let postgres = POSTGRES.with(|pg| pg.borrow().clone());
+        Host { transport, plugins, db: tempfile::tempdir().unwrap(), auth: false, postgres }
     }
 
     /// Like `new`, for scenarios whose tasks must outlive a host process: its clients keep one
@@ -46,7 +103,10 @@ impl Host {
     }
 
     fn db_path(&self) -> String {
-        self.db.path().join("tasks.db").to_str().unwrap().to_owned()
+        match &self.postgres {
+            Some(url) => url.clone(),
+            None => self.db.path().join("tasks.db").to_str().unwrap().to_owned(),
+        }
     }
 
     fn tokens_path(&self) -> String {
@@ -60,6 +120,10 @@ impl Host {
         let mut args = vec!["serve", "--plugins", &plugins, "--db", &db];
         if self.auth {
             args.extend(["--auth-tokens-file", &tokens]);
+        }
+        if self.postgres.is_some() {
+            // A killed replica's tasks move after the host expiry; keep the scenarios quick.
+            args.extend(["--host-expiry", "1s"]);
         }
         args.extend_from_slice(extra);
         let mut mcp = McpProcess::spawn_with(self.transport, &args);
@@ -100,7 +164,7 @@ fn wait_terminal(mcp: &mut McpProcess, id: &str) -> Value {
     }
 }
 
-scenarios! {
+store_scenarios! {
     fn initialize_advertises_tasks_for_tool_calls(t: Transport) {
         let host = Host::new(t);
         let mut mcp = host.spawn(&[]);
@@ -307,6 +371,9 @@ scenarios! {
         mcp.result("tasks/cancel", json!({ "taskId": cancelled }));
         let rerun = create(&mut mcp, "tick", json!({ "count": 20, "interval_ms": 50 }), json!({}))["taskId"].as_str().unwrap().to_owned();
         let interrupted = create(&mut mcp, "spin", json!({}), json!({}))["taskId"].as_str().unwrap().to_owned();
+        // Let a worker take it: a task that was only admitted runs again after a crash,
+        // whatever its tool (issue 17, finding 3), and this one must have started.
+        std::thread::sleep(Duration::from_millis(300));
         let completed_result = mcp.result("tasks/result", json!({ "taskId": completed }));
         drop(mcp); // SIGKILL: no shutdown code runs.
 
@@ -324,6 +391,7 @@ scenarios! {
         assert_eq!(listed, 5, "every accepted task is still there");
     }
 
+    sqlite_only("a file database; PostgreSQL's foreign schemas are refused in tasks::postgres::tests")
     fn a_corrupt_database_is_a_startup_error_naming_the_file(t: Transport) {
         let host = Host::new(t);
         std::fs::write(host.db_path(), b"this is not a database, but it is long enough to look like one to a careless reader..").unwrap();

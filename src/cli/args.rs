@@ -123,9 +123,11 @@ impl From<DbSync> for Durability {
 /// The task store's and the task engine's flags.
 #[derive(Args)]
 pub struct TaskArgs {
-    /// Task database (SQLite). `:memory:` keeps tasks only while the host runs.
+    /// Task database: a SQLite file (`:memory:` keeps tasks only while the host runs), or
+    /// `postgres://user:password@host/db` (also `postgresql://`; TLS as `?sslmode=` says) for
+    /// several replicas sharing one PostgreSQL database.
     /// [default: a per-user data directory, e.g. ~/.local/share/corral/tasks.db]
-    #[arg(long, env = "CORRAL_DB", value_name = "PATH")]
+    #[arg(long, env = "CORRAL_DB", value_name = "PATH|URL")]
     pub db: Option<PathBuf>,
     /// What a stored task survives: `process` (the host being killed) or `power` (power loss;
     /// every commit waits for fsync).
@@ -152,6 +154,10 @@ pub struct TaskArgs {
     /// How often expired tasks are deleted.
     #[arg(long, env = "CORRAL_TASK_REAP_EVERY", default_value = defaults::TASK_REAP_EVERY, value_parser = config::parse_duration)]
     pub task_reap_every: Duration,
+    /// With a PostgreSQL --db: a replica whose heartbeat is older than this is dead, and a live
+    /// one claims its unfinished tasks.
+    #[arg(long, env = "CORRAL_HOST_EXPIRY", default_value = "15s", value_parser = config::parse_duration)]
+    pub host_expiry: Duration,
 }
 
 /// The Streamable HTTP transport's flags.

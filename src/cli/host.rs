@@ -13,7 +13,7 @@ use crate::config::{self, Limits};
 use crate::registry::{load_dir, LoadSettings, Registry};
 use crate::runtime::{EngineSettings, Runtime, RuntimeSettings};
 use crate::server::{self, Host, ServerOptions, ToolRunner};
-use crate::tasks::{Durability, Engine, Runners, SqliteStore, TaskSettings};
+use crate::tasks::{is_postgres_url, Durability, Engine, PgOptions, PgStore, Runners, SqliteStore, TaskSettings, TaskStore};
 use crate::transport;
 
 impl HostArgs {
@@ -75,6 +75,7 @@ impl TaskArgs {
             max_ttl: self.task_max_ttl,
             poll_interval: self.task_poll_interval,
             reap_every: self.task_reap_every,
+            host_expiry: self.host_expiry,
         }
     }
 
@@ -119,6 +120,23 @@ pub async fn build_local_host(args: &HostArgs) -> anyhow::Result<Arc<Host>> {
     Ok(build_host(args, ServerOptions::default(), Path::new(":memory:"), Durability::Process, TaskSettings::default()).await?.0)
 }
 
+/// The task store `--db` names (a PostgreSQL URL, or a SQLite file), and this host as one of
+/// its runners.
+async fn open_store(db: &Path, durability: Durability, tasks: &TaskSettings) -> anyhow::Result<(Arc<dyn TaskStore>, Runners)> {
+    if let Some(url) = db.to_str().filter(|db| is_postgres_url(db)) {
+        let runners = Runners::shared();
+        // A connection per worker, plus room for admissions and polls.
+        let max_connections = (tasks.max_running * 2).clamp(8, 64);
+        let options = PgOptions { host_expiry: tasks.host_expiry, max_connections, ..PgOptions::new(url, runners.id()) };
+        let store = PgStore::open(options).await.map_err(|e| anyhow::anyhow!("{e:#}"))?;
+        return Ok((Arc::new(store), runners));
+    }
+    let store = SqliteStore::open(db, durability)
+        .map_err(|e| anyhow::anyhow!("{e:#} (choose another file with --db PATH, or --db :memory: to keep tasks in memory)"))?;
+    let runners = Runners::register(db).map_err(|e| anyhow::anyhow!("task store {}: cannot register this host: {e}", db.display()))?;
+    Ok((Arc::new(store), runners))
+}
+
 /// Loads the plugin directory and starts the task engine: everything a session needs.
 pub async fn build_host(
     args: &HostArgs,
@@ -139,13 +157,9 @@ pub async fn build_host(
     }
     let registry = Arc::new(Registry::new(catalog));
     let runtime = Arc::new(runtime);
-    let store = Arc::new(
-        SqliteStore::open(db, durability)
-            .map_err(|e| anyhow::anyhow!("{e:#} (choose another file with --db PATH, or --db :memory: to keep tasks in memory)"))?,
-    );
+    let (store, runners) = open_store(db, durability, &tasks).await?;
     let metrics = Arc::new(server::Metrics::default());
     let runner = Arc::new(ToolRunner { registry: registry.clone(), runtime: runtime.clone(), metrics: metrics.clone() });
-    let runners = Runners::register(db).map_err(|e| anyhow::anyhow!("task store {}: cannot register this host: {e}", db.display()))?;
     // Stopped by `Engine::shutdown` once the transport has returned (or when the host is dropped).
     let engine = Engine::start(store, runners, tasks, runner, runtime.waker(), tokio_util::sync::CancellationToken::new()).await?;
     Ok((Arc::new(Host::new(registry, runtime, engine, options, metrics)), load))

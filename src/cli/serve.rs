@@ -14,7 +14,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let db = args.tasks.db_path()?;
     let options = ServerOptions { page_size: args.page_size, list_changed: args.watch };
     let (host, load) = build_host(&args.host, options, &db, durability, args.tasks.settings()).await?;
-    tracing::info!("tasks are kept in {}", db.display());
+    tracing::info!("tasks are kept in {}", crate::tasks::redacted(&db.display().to_string()));
     server::announce_changes(&host);
     let _watcher: Option<Watcher> = match args.watch {
         true => Some(crate::registry::watch(&args.host.plugins, host.registry.clone(), host.runtime.clone(), load)?),

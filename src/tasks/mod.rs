@@ -25,6 +25,6 @@ pub use model::{now_ms, Outcome, Task, TaskStatus};
 pub use postgres::{is_postgres_url, redacted, PgOptions, PgStore};
 pub use runner::{Finished, TaskControl, TaskEvents, TaskRunner};
 pub use runners::Runners;
-pub use settings::TaskSettings;
+pub use settings::{TaskSettings, DEFAULT_HOST_EXPIRY};
 pub use sqlite::{Durability, SqliteStore};
 pub use store::{StoreError, StoreFuture, StoreResult, TaskStore};

@@ -21,7 +21,15 @@ pub struct TaskSettings {
     pub poll_interval: Duration,
     /// How often expired tasks are deleted (and orphans of dead hosts recovered).
     pub reap_every: Duration,
+    /// A replica whose heartbeat is older than this is dead and its tasks are claimed (a
+    /// store shared over the network, PostgreSQL; SQLite hosts use lock files instead).
+    /// Recovery then looks four times per expiry, so a dead replica's tasks move within
+    /// about `host_expiry` and a quarter.
+    pub host_expiry: Duration,
 }
+
+/// `--host-expiry`'s default.
+pub const DEFAULT_HOST_EXPIRY: Duration = Duration::from_secs(15);
 
 impl Default for TaskSettings {
     fn default() -> TaskSettings {
@@ -33,6 +41,7 @@ impl Default for TaskSettings {
             max_ttl: defaults::duration(defaults::TASK_MAX_TTL),
             poll_interval: defaults::duration(defaults::TASK_POLL_INTERVAL),
             reap_every: defaults::duration(defaults::TASK_REAP_EVERY),
+            host_expiry: DEFAULT_HOST_EXPIRY,
         }
     }
 }

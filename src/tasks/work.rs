@@ -107,11 +107,18 @@ impl Inner {
 }
 
 /// Every `reap_every`: recovers orphans of hosts that died since, and deletes expired tasks.
-/// Stops when `stop` fires.
+/// On a store that tracks hosts by heartbeat, recovery looks four times per host expiry (if
+/// that is more often), so a dead replica's tasks move within about the expiry. Stops when
+/// `stop` fires.
 pub(super) async fn reaper(inner: Arc<Inner>, stop: CancellationToken) {
     let every = inner.settings.reap_every;
+    let recover_every = match inner.runners.is_shared() {
+        true => every.min(inner.settings.host_expiry / 4).max(std::time::Duration::from_millis(10)),
+        false => every,
+    };
     // The first look is `Engine::start`'s own recovery.
-    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + recover_every, recover_every);
+    let mut purge_at = tokio::time::Instant::now() + every;
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
@@ -120,6 +127,10 @@ pub(super) async fn reaper(inner: Arc<Inner>, stop: CancellationToken) {
         if let Err(e) = inner.recover().await {
             tracing::error!("recovering orphaned tasks failed: {e}");
         }
+        if tokio::time::Instant::now() < purge_at {
+            continue;
+        }
+        purge_at = tokio::time::Instant::now() + every;
         match inner.store.purge_expired(now_ms()).await {
             Ok(0) => {}
             Ok(n) => tracing::info!("deleted {n} expired tasks"),
