@@ -23,7 +23,7 @@ use super::model::{now_ms, Outcome, Task, TaskStatus};
 use super::runner::{Live, TaskEvents, TaskRunner};
 use super::runners::Runners;
 use super::settings::TaskSettings;
-use super::store::{StoreError, TaskStore};
+use super::store::{StoreError, StoreEvent, TaskStore};
 use super::work;
 use crate::cancel::{CancelHandle, Wake};
 
@@ -156,6 +156,9 @@ impl Engine {
             engine.tracker.spawn(work::worker(inner.clone(), receiver.clone(), engine.stop.clone()));
         }
         engine.tracker.spawn(work::reaper(inner.clone(), engine.stop.clone()));
+        if let Some(changes) = inner.store.subscribe() {
+            engine.tracker.spawn(work::follow(inner.clone(), changes, engine.stop.clone()));
+        }
         // On an error the engine is dropped, which stops what was spawned.
         inner.recover().await?;
         Ok(engine)
@@ -261,6 +264,7 @@ impl Engine {
         loop {
             // Subscribed before the read, so an end between the two is not missed.
             let done = self.inner.live.lock().unwrap().get(id).map(|live| live.done.subscribe());
+            let changes = self.inner.store.subscribe();
             let task = self.get(owner, id).await?;
             if task.status.is_terminal() {
                 let outcome = self.inner.store.outcome(id).await?.ok_or_else(|| StoreError::MissingOutcome { id: id.to_owned() })?;
@@ -271,10 +275,14 @@ impl Engine {
                     // Err: the task was retired meanwhile; the next read sees how it ended.
                     let _ = done.wait_for(|ended| *ended).await;
                 }
-                // FIXME(pg): not run by this process (another host runs it, or recovery has not
-                // queued it yet), so nothing here wakes us when it ends: poll. A PostgreSQL
-                // store can LISTEN for the row's change instead.
-                None => tokio::time::sleep(Duration::from_millis(50)).await,
+                // Not run by this process (another host runs it, or recovery has not queued it
+                // yet): a shared store says when it changes; the poll interval is the fallback
+                // for a change it could not tell (its connection was lost meanwhile).
+                None => match changes {
+                    Some(changes) => wait_for_change(changes, id, Duration::from_millis(task.poll_interval_ms.max(1) as u64)).await,
+                    // A store that tells nothing (SQLite shared by hosts on one machine): poll.
+                    None => tokio::time::sleep(Duration::from_millis(50)).await,
+                },
             }
         }
     }
@@ -304,6 +312,20 @@ impl Engine {
         inner.retire(id);
         Ok(cancelled)
     }
+}
+
+/// Waits until the store says task `id` changed (or may have), at most `fallback`.
+async fn wait_for_change(mut changes: tokio::sync::broadcast::Receiver<StoreEvent>, id: &str, fallback: Duration) {
+    let changed = async {
+        loop {
+            match changes.recv().await {
+                Ok(StoreEvent::Changed { id: changed, .. }) if changed != id => continue,
+                // This task, a resync, a lag or a closed store: read again.
+                _ => return,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(fallback, changed).await;
 }
 
 impl Drop for Engine {

@@ -350,3 +350,72 @@ async fn an_admission_whose_caller_stops_waiting_still_queues_its_task() {
         assert_eq!(engine.result("o", &task.id).await.unwrap().0.status, TaskStatus::Completed);
     }
 }
+
+/// An engine on PostgreSQL at `url`, as one replica among others.
+async fn start_on_postgres(url: &str, settings: TaskSettings, runner: Arc<Fake>) -> Engine {
+    let runners = Runners::shared();
+    let options = PgOptions { host_expiry: settings.host_expiry, ..PgOptions::new(url, runners.id()) };
+    let store = Arc::new(PgStore::open(options).await.unwrap());
+    Engine::start(store, runners, settings, runner, Arc::new(|| {}), CancellationToken::new()).await.unwrap()
+}
+
+fn postgres_database() -> String {
+    super::postgres::testing::fresh_database().unwrap_or_else(|why| panic!("{}", super::postgres::testing::skip_notice(&why)))
+}
+
+#[tokio::test]
+async fn on_postgres_a_cancel_on_one_replica_stops_the_task_on_another_and_a_result_wakes_without_polling() {
+    let url = postgres_database();
+    // A minute between polls: only a notification can wake a waiter within the test's time.
+    let slow_polls = TaskSettings { poll_interval: Duration::from_secs(60), ..settings(4, 10, 10) };
+    let (on_a, on_b) = (Fake::new(true), Fake::new(true));
+    let a = start_on_postgres(&url, slow_polls.clone(), on_a.clone()).await;
+    let b = start_on_postgres(&url, slow_polls, on_b.clone()).await;
+
+    let doomed = a.admit(call("o", "hold")).await.unwrap();
+    eventually("it runs on a", || on_a.started() == [doomed.id.clone()]).await;
+    let cancelled = b.cancel("o", &doomed.id).await.unwrap();
+    assert_eq!(cancelled.status, TaskStatus::Cancelled);
+    let saw = on_a.saw_cancel.clone();
+    eventually("a's guest is told to stop", || saw.lock().unwrap().contains(&doomed.id)).await;
+    eventually("a no longer runs it", || !a.runs("o", &doomed.id)).await;
+
+    let task = a.admit(call("o", "hold")).await.unwrap();
+    eventually("it runs on a", || on_a.started().len() == 2).await;
+    let asked = tokio::time::Instant::now();
+    let waiting = tokio::spawn({
+        let id = task.id.clone();
+        async move { b.result("o", &id).await.map(|(task, outcome)| (task.status, outcome)) }
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    on_a.release.add_permits(1);
+    let answer = tokio::time::timeout(Duration::from_secs(10), waiting).await.expect("the waiter on b woke").unwrap().unwrap();
+    assert_eq!(answer, (TaskStatus::Completed, Outcome::Result(json!({ "ran": task.id }))));
+    assert!(asked.elapsed() < Duration::from_secs(10));
+    assert!(on_b.started().is_empty(), "b ran nothing");
+}
+
+#[tokio::test]
+async fn on_postgres_recovery_runs_an_admitted_task_and_interrupts_a_started_one() {
+    // Issue 17, finding 3, across replicas: `dead` stops beating; `heir` claims its tasks.
+    let url = postgres_database();
+    let quick_expiry = TaskSettings { host_expiry: Duration::from_millis(400), ..settings(1, 10, 10) };
+    let first = Fake::new(true);
+    let dead = start_on_postgres(&url, quick_expiry.clone(), first.clone()).await;
+    let running = dead.admit(call("o", "hold")).await.unwrap();
+    eventually("the first runs", || first.started().len() == 1).await;
+    let queued = dead.admit(call("o", "hold")).await.unwrap();
+    // Gone without a goodbye: its heartbeat stops and its host row stays until it expires.
+    super::postgres::testing::psql(&url, "UPDATE corral_hosts SET heartbeat_at = now() + interval '1 hour'").unwrap();
+    drop(dead);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    super::postgres::testing::psql(&url, "UPDATE corral_hosts SET heartbeat_at = now() - interval '1 hour'").unwrap();
+
+    let second = Fake::new(false);
+    let heir = start_on_postgres(&url, quick_expiry, second.clone()).await;
+    let (ran, outcome) = heir.result("o", &queued.id).await.unwrap();
+    assert_eq!((ran.status, outcome), (TaskStatus::Completed, Outcome::Result(json!({ "ran": queued.id }))), "the admitted task ran");
+    let (failed, outcome) = heir.result("o", &running.id).await.unwrap();
+    assert_eq!((failed.status, outcome), (TaskStatus::Failed, Outcome::Interrupted), "the started one is interrupted");
+    assert_eq!(second.started(), [queued.id.as_str()]);
+}

@@ -27,4 +27,4 @@ pub use runner::{Finished, TaskControl, TaskEvents, TaskRunner};
 pub use runners::Runners;
 pub use settings::{TaskSettings, DEFAULT_HOST_EXPIRY};
 pub use sqlite::{Durability, SqliteStore};
-pub use store::{StoreError, StoreFuture, StoreResult, TaskStore};
+pub use store::{StoreError, StoreEvent, StoreFuture, StoreResult, TaskStore};

@@ -101,6 +101,22 @@ pub enum StoreError {
     },
 }
 
+/// A change to a task that a store shared by several hosts tells every host about
+/// ([`TaskStore::subscribe`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum StoreEvent {
+    /// Task `id` now has `status` (whichever host wrote it).
+    Changed {
+        /// The task.
+        id: String,
+        /// Its new status.
+        status: TaskStatus,
+    },
+    /// Changes may have been missed (the store lost its connection and has it back, or the
+    /// receiver lagged): whoever waits on a task should read it again.
+    Resync,
+}
+
 /// Every write is durable when its future resolves: a record before its `CreateTaskResult` is
 /// sent, an outcome before its terminal status can be seen.
 pub trait TaskStore: Send + Sync + 'static {
@@ -157,6 +173,13 @@ pub trait TaskStore: Send + Sync + 'static {
     fn claim_orphans(&self, to: &str) -> StoreFuture<Vec<Task>> {
         let _ = to;
         Box::pin(async { Ok(Vec::new()) })
+    }
+
+    /// Changes written by any host, as they commit, for a store that several hosts share over
+    /// the network (PostgreSQL `LISTEN`). `None`: the store tells nothing, and a host waiting on
+    /// a task another host runs has to poll.
+    fn subscribe(&self) -> Option<tokio::sync::broadcast::Receiver<StoreEvent>> {
+        None
     }
 
     /// Deletes tasks (and their outcomes) whose TTL has passed at `now_ms`; returns how many.

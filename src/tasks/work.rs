@@ -3,12 +3,13 @@
 
 use std::sync::Arc;
 
-use tokio::sync::mpsc;
+use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::engine::{EngineError, Inner, Queued, Reservation};
 use super::model::{now_ms, Outcome, TaskStatus};
 use super::runner::TaskControl;
+use super::store::StoreEvent;
 
 /// The workers share one receiver; whoever holds the lock takes the next task.
 pub(super) type SharedQueue = Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<Queued>>>;
@@ -103,6 +104,48 @@ impl Inner {
             }
         }
         Ok(())
+    }
+}
+
+/// Follows the changes other hosts make to the tasks this one runs, until `stop` fires: a
+/// task cancelled on another replica is stopped here (its guest within one epoch tick) and
+/// its requestor told. After a resync (the store's connection came back) every live task is
+/// read again, so a cancel sent while the connection was down is not missed.
+pub(super) async fn follow(inner: Arc<Inner>, mut changes: broadcast::Receiver<StoreEvent>, stop: CancellationToken) {
+    loop {
+        let event = tokio::select! {
+            _ = stop.cancelled() => return,
+            event = changes.recv() => event,
+        };
+        let ids: Vec<String> = match event {
+            Ok(StoreEvent::Changed { id, status: TaskStatus::Cancelled }) => vec![id],
+            Ok(StoreEvent::Changed { .. }) => continue,
+            Ok(StoreEvent::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => inner.live.lock().unwrap().keys().cloned().collect(),
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        for id in ids {
+            inner.stop_if_cancelled_elsewhere(&id).await;
+        }
+    }
+}
+
+impl Inner {
+    /// Stops task `id` if it runs here and the store says another host cancelled it.
+    async fn stop_if_cancelled_elsewhere(&self, id: &str) {
+        let Some(live) = self.live.lock().unwrap().get(id).cloned() else { return };
+        if live.cancel.is_cancelled() {
+            return; // cancelled here: `Engine::cancel` does the rest
+        }
+        match self.store.get(&live.owner, id).await {
+            Ok(Some(task)) if task.status == TaskStatus::Cancelled => {
+                tracing::info!(task = %id, "cancelled on another replica; stopping it here");
+                live.cancel.cancel();
+                live.announce(&task);
+                self.retire(id);
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(task = %id, "reading a task cancelled elsewhere failed: {e}"),
+        }
     }
 }
 

@@ -9,9 +9,11 @@
 //!
 //! Pieces: [`pool`] (connections, TLS), [`schema`] (versioned migrations under an advisory
 //! lock), [`store`] (the [`TaskStore`](super::TaskStore) itself), [`hosts`] (heartbeats and
-//! the claim of a dead replica's tasks).
+//! the claim of a dead replica's tasks), [`listen`] (`LISTEN/NOTIFY`, so a replica hears what
+//! the others write).
 
 mod hosts;
+mod listen;
 mod pool;
 mod schema;
 mod store;

@@ -17,9 +17,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::pool::{get, Target};
-use super::{hosts, schema, PgOptions};
+use super::{hosts, listen, schema, PgOptions};
 use crate::tasks::model::{now_ms, Outcome, Task, TaskStatus};
-use crate::tasks::store::{StoreError, StoreFuture, StoreResult, TaskStore};
+use crate::tasks::store::{StoreError, StoreEvent, StoreFuture, StoreResult, TaskStore};
 
 /// The columns every query returns, in the order [`read_task`] reads them.
 pub(super) const COLUMNS: &str =
@@ -27,6 +27,9 @@ pub(super) const COLUMNS: &str =
 
 /// Rows deleted per purge statement; a purge repeats until a batch comes back short.
 const PURGE_BATCH: i64 = 1000;
+
+/// Changes buffered per subscriber; one that falls further behind is told to resync.
+const EVENT_BUFFER: usize = 4096;
 
 /// The task store on PostgreSQL; see the module doc.
 pub struct PgStore {
@@ -36,6 +39,8 @@ pub struct PgStore {
     /// Stops the heartbeat (which then deregisters the host).
     stop: CancellationToken,
     tracker: TaskTracker,
+    /// Changes any replica writes, heard through `LISTEN`.
+    events: tokio::sync::broadcast::Sender<StoreEvent>,
     /// Set once the store is closed: calls fail with [`StoreError::Closed`].
     closed: Arc<Mutex<bool>>,
 }
@@ -65,7 +70,9 @@ impl PgStore {
         let (stop, tracker) = (CancellationToken::new(), TaskTracker::new());
         let every = (options.host_expiry / 3).max(Duration::from_millis(50));
         tracker.spawn(hosts::beat(pool.clone(), host.clone(), every, stop.clone()));
-        Ok(PgStore { pool, host, host_expiry: options.host_expiry, stop, tracker, closed: Arc::default() })
+        let (events, _) = tokio::sync::broadcast::channel(EVENT_BUFFER);
+        tracker.spawn(listen::listen(target.clone(), events.clone(), stop.clone()));
+        Ok(PgStore { pool, host, host_expiry: options.host_expiry, stop, tracker, events, closed: Arc::default() })
     }
 
     /// The pool, or [`StoreError::Closed`] once the store is closed.
@@ -292,6 +299,10 @@ impl TaskStore for PgStore {
     fn claim_orphans(&self, to: &str) -> StoreFuture<Vec<Task>> {
         let (pool, to, expiry) = (self.pool(), to.to_owned(), self.host_expiry);
         Box::pin(async move { hosts::claim_orphans(&pool?, &to, expiry).await })
+    }
+
+    fn subscribe(&self) -> Option<tokio::sync::broadcast::Receiver<StoreEvent>> {
+        Some(self.events.subscribe())
     }
 
     fn purge_expired(&self, now_ms: i64) -> StoreFuture<usize> {

@@ -1,0 +1,112 @@
+//! `LISTEN corral_tasks` on a connection of its own (a pooled one could be handed to another
+//! call, and deadpool drives its connections where no one reads notifications).
+//!
+//! Every status write sends `pg_notify('corral_tasks', '<id> <status>')` in its own statement,
+//! so a notification arrives once the write has committed, on every replica. PostgreSQL does
+//! not replay notifications to a listener that was away: after each (re)connection the
+//! listener sends [`StoreEvent::Resync`], and whoever waits reads the tasks again.
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use tokio::sync::{broadcast, mpsc};
+use tokio_postgres::AsyncMessage;
+use tokio_util::sync::CancellationToken;
+
+use super::describe;
+use super::pool::Target;
+use crate::tasks::model::TaskStatus;
+use crate::tasks::store::StoreEvent;
+
+/// The channel every status write notifies.
+pub(super) const CHANNEL: &str = "corral_tasks";
+/// How long the listener waits before connecting again after losing its connection.
+const RECONNECT_AFTER: Duration = Duration::from_millis(500);
+
+/// Listens until `stop` fires, reconnecting whenever the connection is lost.
+pub(super) async fn listen(target: Target, events: broadcast::Sender<StoreEvent>, stop: CancellationToken) {
+    let mut lost = false;
+    loop {
+        let problem = tokio::select! {
+            _ = stop.cancelled() => return,
+            problem = session(&target, &events, lost) => problem,
+        };
+        if !lost {
+            tracing::warn!("task store {}: lost the LISTEN connection ({problem}); waiting on other replicas' tasks falls back to polling", target.shown);
+        }
+        lost = true;
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(RECONNECT_AFTER) => {}
+        }
+    }
+}
+
+/// One connection's life: returns why it ended.
+async fn session(target: &Target, events: &broadcast::Sender<StoreEvent>, reconnected: bool) -> String {
+    let (client, mut connection) = match target.config.connect(target.tls.clone()).await {
+        Ok(connected) => connected,
+        Err(e) => return describe(&e),
+    };
+    let (payloads, mut received) = mpsc::unbounded_channel();
+    // The connection must be polled for the LISTEN below to be answered, and for notifications.
+    let driver = tokio::spawn(async move {
+        let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(message) = messages.next().await {
+            match message {
+                Ok(AsyncMessage::Notification(n)) => {
+                    let _ = payloads.send(Ok(n.payload().to_owned()));
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    let _ = payloads.send(Err(describe(&e)));
+                    return;
+                }
+            }
+        }
+        let _ = payloads.send(Err("the server closed the connection".to_owned()));
+    });
+    let problem = async {
+        if let Err(e) = client.batch_execute(&format!("LISTEN {CHANNEL}")).await {
+            return describe(&e);
+        }
+        if reconnected {
+            tracing::info!("task store {}: listening again; catching up on missed changes", target.shown);
+        }
+        // Whatever changed before this point was not heard: waiters read again.
+        let _ = events.send(StoreEvent::Resync);
+        loop {
+            match received.recv().await {
+                Some(Ok(payload)) => {
+                    if let Some(event) = parse(&payload) {
+                        let _ = events.send(event);
+                    }
+                }
+                Some(Err(problem)) => return problem,
+                None => return "the connection task ended".to_owned(),
+            }
+        }
+    }
+    .await;
+    driver.abort();
+    drop(client);
+    problem
+}
+
+/// `"<id> <status>"` as the store's statements send it.
+fn parse(payload: &str) -> Option<StoreEvent> {
+    let (id, status) = payload.rsplit_once(' ')?;
+    Some(StoreEvent::Changed { id: id.to_owned(), status: TaskStatus::parse(status)? })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payloads_parse_as_the_statements_write_them() {
+        assert_eq!(parse("abc-1 cancelled"), Some(StoreEvent::Changed { id: "abc-1".into(), status: TaskStatus::Cancelled }));
+        assert_eq!(parse("abc-1 nonsense"), None);
+        assert_eq!(parse("no-space"), None);
+    }
+}
