@@ -443,3 +443,43 @@ store_scenarios! {
         create(&mut mcp, "tick", json!({ "count": 1, "interval_ms": 0 }), json!({}));
     }
 }
+
+/// `corral serve --db URL` on `host`'s plugins; what it printed and how it exited.
+fn serve_once(host: &Host, db: &str) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_corral"))
+        .args(["serve", "--plugins", host.plugins.path().to_str().unwrap(), "--db", db])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_postgres_database_that_is_down_at_start_is_a_clear_error_and_exit_2() {
+    let host = Host::new(Transport::Stdio);
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("postgres://corral:secret-pw@127.0.0.1:{port}/tasks");
+    let out = serve_once(&host, &url);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("task store postgres://corral:***@127.0.0.1:{port}/tasks: cannot connect")), "{stderr}");
+    assert!(!stderr.contains("secret-pw"), "the password is not shown: {stderr}");
+}
+
+#[test]
+fn a_postgres_database_of_something_else_or_a_wrong_password_stops_the_host() {
+    on_postgres(|| {
+        let host = Host::new(Transport::Stdio);
+        let url = host.db_path();
+        pg_cluster::psql(&url, "CREATE TABLE accounts (id int)").unwrap();
+        let out = serve_once(&host, &url);
+        assert_eq!(out.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("tables that are not corral's (accounts)"), "{stderr}");
+        if url.contains(pg_cluster::PASSWORD) {
+            let out = serve_once(&host, &url.replace(pg_cluster::PASSWORD, "wrong"));
+            assert_eq!(out.status.code(), Some(2));
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(stderr.contains("password authentication failed"), "{stderr}");
+        }
+    });
+}
