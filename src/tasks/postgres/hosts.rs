@@ -24,10 +24,7 @@ const CLAIM_BATCH: i64 = 256;
 
 /// Registers `host` (again, if it was taken for dead).
 pub(super) async fn register(client: &tokio_postgres::Client, host: &str) -> Result<(), tokio_postgres::Error> {
-    client
-        .execute("INSERT INTO corral_hosts (id) VALUES ($1) ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()", &[&host])
-        .await
-        .map(|_| ())
+    client.execute("INSERT INTO corral_hosts (id) VALUES ($1) ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()", &[&host]).await.map(|_| ())
 }
 
 /// Beats for `host` every `every` until `stop` fires, then deregisters it.

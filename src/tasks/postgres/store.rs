@@ -117,13 +117,7 @@ impl PgStore {
                  ON CONFLICT (task_id) DO UPDATE SET body = EXCLUDED.body)
              SELECT {COLUMNS}, pg_notify('corral_tasks', id || ' ' || status) FROM ended"
         );
-        let args = Args::new()
-            .text(id)
-            .text(status.as_str())
-            .opt_text(message)
-            .int(now_ms())
-            .opt_text(runner)
-            .json(Some(body));
+        let args = Args::new().text(id).text(status.as_str()).opt_text(message).int(now_ms()).opt_text(runner).json(Some(body));
         self.one(sql, args)
     }
 }

@@ -24,9 +24,7 @@ fn fresh_store() -> (PgStore, ()) {
     let options = PgOptions::new(&url, "suite-host");
     let target = Target::parse(&url).unwrap();
     std::thread::scope(|s| {
-        s.spawn(|| tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(PgStore::prepare(&target, &options)))
-            .join()
-            .unwrap()
+        s.spawn(|| tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(PgStore::prepare(&target, &options))).join().unwrap()
     })
     .unwrap();
     (PgStore::assemble(&target, &options).unwrap(), ())
