@@ -483,3 +483,70 @@ fn a_postgres_database_of_something_else_or_a_wrong_password_stops_the_host() {
         }
     });
 }
+
+#[test]
+fn when_postgres_goes_away_task_calls_name_the_store_plain_calls_work_and_the_host_comes_back() {
+    let server = match pg_cluster::private_server() {
+        Ok(server) => server,
+        Err(why) => {
+            assert!(std::env::var_os("CORRAL_REQUIRE_POSTGRES").is_none() || why.contains("CORRAL_TEST_POSTGRES"), "{}", pg_cluster::skip_notice(&why));
+            return eprintln!("{}", pg_cluster::skip_notice(&why));
+        }
+    };
+    POSTGRES.with(|pg| *pg.borrow_mut() = Some(server.database().unwrap()));
+    let host = Host::new(Transport::Stdio);
+    let mut mcp = host.start(&[]);
+    let before = create(&mut mcp, "tick", json!({ "count": 1, "interval_ms": 0 }), json!({}))["taskId"].as_str().unwrap().to_owned();
+    wait_terminal(&mut mcp, &before);
+
+    server.stop();
+    let refused = mcp.request("tools/call", json!({ "name": "tick", "arguments": { "count": 1 }, "task": {} }));
+    let (code, message) = error_of(&refused);
+    assert_eq!(code, -32603, "{refused}");
+    assert!(message.contains("task store (PostgreSQL)"), "the error names the store: {message}");
+    let (_, message) = error_of(&mcp.request("tasks/get", json!({ "taskId": before })));
+    assert!(message.contains("task store (PostgreSQL)"), "{message}");
+    let plain = mcp.call_tool("echo", json!({ "text": "still here" }));
+    assert!(plain["isError"] != true && plain.to_string().contains("still here"), "a plain tool call needs no store: {plain}");
+
+    server.restart();
+    let deadline = Instant::now() + TIMEOUT;
+    let after = loop {
+        let response = mcp.request("tools/call", json!({ "name": "tick", "arguments": { "count": 1, "interval_ms": 0 }, "task": {} }));
+        if let Some(task) = response.get("result") {
+            break task["task"]["taskId"].as_str().unwrap().to_owned();
+        }
+        assert!(Instant::now() < deadline, "the host never reconnected: {response}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(wait_terminal(&mut mcp, &after)["status"], "completed");
+    assert_eq!(mcp.result("tasks/get", json!({ "taskId": before }))["status"], "completed", "nothing was lost");
+    server.stop();
+}
+
+#[test]
+fn on_postgres_any_replica_answers_for_a_task_and_a_cancel_on_one_stops_the_guest_on_the_other() {
+    on_postgres(|| {
+        // Two replicas of one database; the client's token makes it the same owner on both.
+        let host = Host::with_identity(Transport::Http);
+        let mut a = host.start(&["--max-running", "1", "--task-timeout", "10m"]);
+        let mut b = host.start(&[]);
+        let spinning = create(&mut a, "spin", json!({}), json!({}))["taskId"].as_str().unwrap().to_owned();
+        assert_eq!(b.result("tasks/get", json!({ "taskId": spinning }))["status"], "working", "b reads a's task");
+        let listed = b.result("tasks/list", json!({}))["tasks"].as_array().unwrap().len();
+        assert_eq!(listed, 1, "and lists it");
+        std::thread::sleep(Duration::from_millis(200));
+        let cancelled_at = Instant::now();
+        assert_eq!(b.result("tasks/cancel", json!({ "taskId": spinning }))["status"], "cancelled");
+        // a's only worker is free again once its guest stopped: a's next task completes, long
+        // before the spinning guest would have run out of fuel (seconds).
+        let next = create(&mut a, "tick", json!({ "count": 1, "interval_ms": 0 }), json!({}))["taskId"].as_str().unwrap().to_owned();
+        assert_eq!(wait_terminal(&mut a, &next)["status"], "completed");
+        assert!(cancelled_at.elapsed() < Duration::from_secs(3), "the guest on a stopped when b cancelled: {:?}", cancelled_at.elapsed());
+        // tasks/result on b waits for a task a runs, and answers when it ends.
+        let ticking = create(&mut a, "tick", json!({ "count": 10, "interval_ms": 50 }), json!({}))["taskId"].as_str().unwrap().to_owned();
+        let result = b.result("tasks/result", json!({ "taskId": ticking }));
+        assert_eq!(result["content"][0]["text"], "ticked 10 times");
+        assert_eq!(a.result("tasks/result", json!({ "taskId": spinning }))["_meta"]["corral/error"]["kind"], "cancelled");
+    });
+}

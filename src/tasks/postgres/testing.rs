@@ -39,11 +39,15 @@ pub fn server() -> Result<&'static Server, String> {
 
 /// The URL of a new, empty database on the shared server.
 pub fn fresh_database() -> Result<String, String> {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let server = server()?;
-    let name = format!("corral_t{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst));
-    psql(&format!("{}/postgres", server.base), &format!("CREATE DATABASE {name}"))?;
-    Ok(format!("{}/{name}", server.base))
+    server()?.database()
+}
+
+/// A server of the caller's own, for a test that stops and starts it (never an external one).
+pub fn private_server() -> Result<Server, String> {
+    if std::env::var_os("CORRAL_TEST_POSTGRES").is_some() {
+        return Err("CORRAL_TEST_POSTGRES names a server this test must not stop".into());
+    }
+    start_cluster()
 }
 
 /// Runs one SQL command with `psql` against `url`.
@@ -61,6 +65,14 @@ pub fn skip_notice(why: &str) -> String {
 }
 
 impl Server {
+    /// The URL of a new, empty database on this server.
+    pub fn database(&self) -> Result<String, String> {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let name = format!("corral_t{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::SeqCst));
+        psql(&format!("{}/postgres", self.base), &format!("CREATE DATABASE {name}"))?;
+        Ok(format!("{}/{name}", self.base))
+    }
+
     /// Stops the server (`-m immediate`: as a crash looks to its clients).
     pub fn stop(&self) {
         if let (Some((pg_ctl, as_postgres)), Some(data)) = (&self.pg_ctl, &self.data) {
@@ -89,9 +101,14 @@ fn start() -> Result<Server, String> {
         let base = url.trim_end_matches('/').rsplit_once('/').filter(|(b, _)| b.contains("://") && b.len() > "postgres://".len()).map(|(b, _)| b.to_owned());
         return Ok(Server { base: base.unwrap_or(url), data: None, pg_ctl: None, options: String::new() });
     }
+    start_cluster()
+}
+
+fn start_cluster() -> Result<Server, String> {
+    static CLUSTERS: AtomicUsize = AtomicUsize::new(0);
     let bin = bin_dir().ok_or("no PostgreSQL server binaries (initdb, pg_ctl) were found")?;
     let as_postgres = is_root();
-    let dir = std::env::temp_dir().join(format!("corral-pg-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("corral-pg-{}-{}", std::process::id(), CLUSTERS.fetch_add(1, Ordering::SeqCst)));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     if as_postgres {
