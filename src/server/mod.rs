@@ -6,6 +6,7 @@
 mod ask;
 mod inline;
 mod metrics;
+mod modern;
 mod notify;
 mod paging;
 mod peer;
