@@ -116,6 +116,11 @@ impl Session {
         super::modern::dispatch(self, id, method, envelope, params, reply);
     }
 
+    /// Who this session's tasks belong to.
+    pub(super) fn owner(&self) -> &str {
+        &self.shared.owner
+    }
+
     /// The host this session serves.
     pub(super) fn host(&self) -> &Arc<Host> {
         &self.shared.host

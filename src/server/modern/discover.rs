@@ -6,8 +6,8 @@
 
 use serde_json::{json, Value};
 
-use crate::mcp::modern::supported_versions;
 use crate::mcp::modern::wire::{self, CacheScope, Caching, COMPLETE};
+use crate::mcp::modern::{supported_versions, TASKS_EXTENSION};
 use crate::server::ServerOptions;
 
 /// How long a client may keep the discovery answer.
@@ -23,6 +23,8 @@ pub(in crate::server) fn discover(options: &ServerOptions) -> Value {
             "resources": { "listChanged": list_changed },
             "prompts": { "listChanged": list_changed },
             "completions": {},
+            // Exactly `{}`: clients (ext-tasks 0.2.2) check for an empty object.
+            "extensions": { TASKS_EXTENSION: {} },
         },
         "instructions": "Tools served by corral run in sandboxed WebAssembly plugins with time, fuel and memory limits.",
     });

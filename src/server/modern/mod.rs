@@ -9,6 +9,7 @@
 
 mod discover;
 mod observer;
+mod tasks;
 
 use std::sync::Arc;
 
@@ -26,6 +27,7 @@ use crate::registry::Plugin;
 use crate::runtime::{CallContext, TaskSupport};
 
 pub(super) use discover::discover;
+pub(super) use tasks::Adopted;
 
 /// How long a list may be cached when plugins are not watched (the list cannot change).
 const STATIC_LIST_TTL_MS: u64 = 5 * 60 * 1000;
@@ -48,6 +50,19 @@ pub(super) fn dispatch(session: &Session, id: RequestId, method: ModernMethod, e
         ModernMethod::Shared(Method::CompletionComplete) => return completion(session, id, envelope, params, reply),
         ModernMethod::Shared(Method::TasksGet | Method::TasksCancel) | ModernMethod::TasksUpdate if !envelope.capabilities.tasks => {
             Err(missing_capability(TASKS_EXTENSION))
+        }
+        // The engine's entry points wait for the store: they answer from their own future.
+        ModernMethod::Shared(Method::TasksGet) => {
+            let (host, owner) = (host.clone(), tasks::owner(session.owner()));
+            return session.answer_later(id, reply, async move { tasks::get(&host, &owner, &params).await });
+        }
+        ModernMethod::Shared(Method::TasksCancel) => {
+            let (host, owner) = (host.clone(), tasks::owner(session.owner()));
+            return session.answer_later(id, reply, async move { tasks::cancel(&host, &owner, &params).await });
+        }
+        ModernMethod::TasksUpdate => {
+            let (host, owner) = (host.clone(), tasks::owner(session.owner()));
+            return session.answer_later(id, reply, async move { tasks::update(&host, &owner, &params).await });
         }
         other => Err(RpcError::method_not_found(format!("method `{other}` is not served in the 2026-07-28 era yet"))),
     };
@@ -92,14 +107,59 @@ fn call(session: &Session, id: RequestId, envelope: Envelope, params: Map<String
         Ok(call) => call,
         Err(e) => return session.reply(reply, &id, Err(e)),
     };
-    if call.entry.task_support == TaskSupport::Required && !envelope.capabilities.tasks {
-        return session.reply(reply, &id, Err(missing_capability(TASKS_EXTENSION)));
+    let as_task = envelope.capabilities.tasks;
+    match call.entry.task_support {
+        TaskSupport::Required if !as_task => return session.reply(reply, &id, Err(missing_capability(TASKS_EXTENSION))),
+        TaskSupport::Required => {
+            // Validated here, once, as for a 2025-11-25 task: the runner does not check again.
+            let problems = crate::registry::violations(&call.entry.input_validator, &call.arguments);
+            if !problems.is_empty() {
+                let result = super::results::invalid_arguments_result(&call.entry.name, &problems);
+                return session.reply(reply, &id, Ok(wire::result(serde_json::to_value(result).expect("results serialize"), COMPLETE, None)));
+            }
+            let owner = tasks::owner(session.owner());
+            return session.answer_later(id, reply, async move { tasks::create(&host, &owner, &call, None).await });
+        }
+        TaskSupport::Optional if as_task => return adaptive(session, id, envelope, call, reply),
+        _ => {}
     }
     let observer = observer(&envelope, &call.entry.plugin, call.progress_token.clone(), reply);
     let ctx = context(&call.entry.plugin, &observer);
     session.spawn_request(id, reply, move |cancel| async move {
         let result = tools::run(&host.runtime, &host.metrics, &call, ctx(cancel)).await.ok()?;
         Some(finish(&observer, Ok(serde_json::to_value(result).expect("results serialize"))))
+    });
+}
+
+/// An `optional` tool for a request that declared the tasks extension: the call starts at once
+/// and answers inline if it ends within `task_after`; past that, the running call becomes a task.
+fn adaptive(session: &Session, id: RequestId, envelope: Envelope, call: tools::AdmittedCall, reply: &Arc<dyn Outlet>) {
+    let host = session.host().clone();
+    let owner = tasks::owner(session.owner());
+    let task_after = host.options.task_after;
+    let observer = observer(&envelope, &call.entry.plugin, call.progress_token.clone(), reply);
+    let ctx = context(&call.entry.plugin, &observer);
+    let call = Arc::new(call);
+    session.spawn_request(id, reply, move |cancel| async move {
+        let running = {
+            let (host, call, cancel) = (host.clone(), call.clone(), cancel.clone());
+            tokio::spawn(async move { tools::run(&host.runtime, &host.metrics, &call, ctx(cancel)).await })
+        };
+        let mut running = running;
+        tokio::select! {
+            done = &mut running => {
+                let result = done.ok()?.ok()?;
+                Some(finish(&observer, Ok(serde_json::to_value(result).expect("results serialize"))))
+            }
+            _ = tokio::time::sleep(task_after) => {
+                let created = tasks::create(&host, &owner, &call, Some(Adopted::new(running, cancel.clone()))).await;
+                if created.is_err() {
+                    // Refused (overloaded, shutting down): the call it would have adopted stops.
+                    cancel.cancel();
+                }
+                Some(created)
+            }
+        }
     });
 }
 
