@@ -129,7 +129,9 @@ impl Reply {
     /// The JSON-RPC response: the body, or the last `data:` event of an SSE answer.
     fn answer(&self) -> Value {
         let text = match self.header("content-type") {
-            Some(t) if t.starts_with("text/event-stream") => self.body.lines().filter_map(|l| l.strip_prefix("data:")).last().unwrap_or("").trim().to_owned(),
+            Some(t) if t.starts_with("text/event-stream") => {
+                self.body.lines().filter_map(|l| l.strip_prefix("data:")).next_back().unwrap_or("").trim().to_owned()
+            }
             _ => self.body.clone(),
         };
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("no JSON answer ({e}): {self:?}"))

@@ -8,6 +8,7 @@
 //! this era (an unknown resource is -32602 with `data.uri`).
 
 mod discover;
+mod listen;
 mod observer;
 mod tasks;
 
@@ -64,6 +65,7 @@ pub(super) fn dispatch(session: &Session, id: RequestId, method: ModernMethod, e
             let (host, owner) = (host.clone(), tasks::owner(session.owner()));
             return session.answer_later(id, reply, async move { tasks::update(&host, &owner, &params).await });
         }
+        ModernMethod::SubscriptionsListen => return listen::listen(session, id, &envelope, &params, reply),
         other => Err(RpcError::method_not_found(format!("method `{other}` is not served in the 2026-07-28 era yet"))),
     };
     session.reply(reply, &id, answer);
