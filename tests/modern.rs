@@ -140,9 +140,14 @@ impl Reply {
 
 impl Server {
     fn start(plugins: &Path) -> Server {
+        Server::start_with(plugins, &[])
+    }
+
+    fn start_with(plugins: &Path, extra: &[&str]) -> Server {
         let exe = env!("CARGO_BIN_EXE_corral");
         let mut child = Command::new(exe)
             .args(["serve", "--plugins", plugins.to_str().unwrap(), "--http", "127.0.0.1:0", "--db", ":memory:"])
+            .args(extra)
             .env("NO_COLOR", "1")
             .env_remove("RUST_LOG")
             .stdin(Stdio::null())
@@ -360,4 +365,41 @@ fn http_a_closed_response_stream_cancels_its_call() {
         assert!(Instant::now() < deadline, "the call was not cancelled when its stream closed:\n{metrics}\n{}", server.stderr.lock().unwrap());
         thread::sleep(Duration::from_millis(100));
     }
+}
+
+#[test]
+fn http_listen_acknowledges_then_delivers_only_the_asked_list_changes_of_a_hot_reload() {
+    let dir = plugins();
+    let server = Server::start_with(dir.path(), &["--watch"]);
+    let params = with_meta(json!({ "notifications": { "toolsListChanged": true, "taskIds": ["t"] } }), json!({}));
+    let refused = server.modern(1, "subscriptions/listen", params).answer();
+    assert_eq!(refused["error"]["code"], -32021, "taskIds need the tasks extension: {refused}");
+
+    let body = json!({ "jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen",
+        "params": with_meta(json!({ "notifications": { "toolsListChanged": true } }), json!({})) })
+    .to_string();
+    let address = server.base.strip_prefix("http://").unwrap().to_owned();
+    let mut stream = TcpStream::connect(&address).unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: {VERSION}\r\nMcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let mut events = BufReader::new(stream.try_clone().unwrap())
+        .lines()
+        .map_while(Result::ok)
+        .filter_map(|l| l.strip_prefix("data:").map(|d| serde_json::from_str::<Value>(d.trim()).unwrap()));
+    let ack = events.next().expect("an acknowledgement");
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged", "{ack}");
+    assert_eq!(ack["params"]["notifications"], json!({ "toolsListChanged": true }), "{ack}");
+    assert_eq!(ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "listen-1", "{ack}");
+
+    // A second plugin appears: tools, prompts and resources change; only tools were asked for.
+    std::fs::copy(common::test_guests().join("probe.wasm"), dir.path().join("probe.wasm")).unwrap();
+    let changed = events.next().expect("a list change");
+    assert_eq!(changed["method"], "notifications/tools/list_changed", "{changed}");
+    assert_eq!(changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "listen-1", "{changed}");
+    drop(events);
+    drop(stream);
 }
