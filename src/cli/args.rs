@@ -210,6 +210,10 @@ pub struct ServeArgs {
     /// changed. Calls already running finish on the version they started on.
     #[arg(long, env = "CORRAL_WATCH")]
     pub watch: bool,
+    /// How long an `optional` tool called by a 2026-07-28 client that declares the tasks
+    /// extension runs inline; past it, the running call becomes a task.
+    #[arg(long, env = "CORRAL_TASK_AFTER", default_value = "1s", value_parser = config::parse_duration)]
+    pub task_after: Duration,
 }
 
 /// `corral tools`.

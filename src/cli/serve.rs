@@ -12,7 +12,7 @@ use crate::transport;
 pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let durability = args.tasks.db_sync.into();
     let db = args.tasks.db_path()?;
-    let options = ServerOptions { page_size: args.page_size, list_changed: args.watch };
+    let options = ServerOptions { page_size: args.page_size, list_changed: args.watch, task_after: args.task_after };
     let (host, load) = build_host(&args.host, options, &db, durability, args.tasks.settings()).await?;
     tracing::info!("tasks are kept in {}", crate::tasks::redacted(&db.display().to_string()));
     server::announce_changes(&host);

@@ -4,6 +4,7 @@
 
 pub mod jsonrpc;
 pub mod method;
+pub mod modern;
 pub mod params;
 pub mod types;
 

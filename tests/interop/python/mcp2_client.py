@@ -1,8 +1,10 @@
 """PyPI `mcp` 2.x (`mcp.client.Client`) against corral and the example plugins.
 
-mcp 2.x speaks 2026-07-28 first: in its default mode it probes `server/discover` before anything
-else and falls back to `initialize` on an error. It has no task API, so a `required` tool is out
-of its reach and must fail clearly, while `optional` ones run as plain calls.
+mcp 2.x speaks 2026-07-28 first: in its default `auto` mode it probes `server/discover` before
+anything else and falls back to `initialize` on an error. corral serves both eras, so the probe
+succeeds and the client stays on the stateless 2026-07-28 wire: logs come only at the level the
+client names per request (`log_level`), and a `required` tool (the client declares no tasks
+extension) is refused with -32021 naming the extension, while `optional` ones run as plain calls.
 
     python mcp2_client.py stdio CORRAL PLUGINS_DIR   starts `CORRAL serve --plugins PLUGINS_DIR --db :memory:`
     python mcp2_client.py http URL                   talks to a running `corral serve --http` at URL (.../mcp)
@@ -50,14 +52,13 @@ async def on_log(params) -> None:
 
 
 async def run_checks(client: Client) -> None:
-    async def probed_then_initialized():
+    async def probed_and_stayed_modern():
         expect(probes, "the client sent no server/discover probe")
         version, answer = probes[0]
-        expect(isinstance(answer, int), f"server/discover ({version}) should fail on a 2025-11-25 host, got {answer!r}")
-        expect(client.session.initialize_result is not None, "no initialize after the failed probe")
-        expect(client.session.discover_result is None, "the client adopted a discover result")
-        equal(client.protocol_version, "2025-11-25", "negotiated protocol version")
-        equal(client.server_info.name, "corral", "serverInfo.name")
+        expect(not isinstance(answer, int), f"server/discover ({version}) failed with {answer!r}")
+        expect(client.session.discover_result is not None, "the client did not adopt the discover result")
+        expect(client.session.initialize_result is None, "the client sent initialize after a successful probe")
+        equal(client.protocol_version, "2026-07-28", "negotiated protocol version")
 
     async def list_tools():
         tools = (await client.list_tools()).tools
@@ -73,7 +74,6 @@ async def run_checks(client: Client) -> None:
         await raises_code(client.call_tool("no_such_tool", {}), -32602, "unknown tool")
 
     async def optional_tool_plain():
-        await client.set_logging_level("debug")
         seen: list[tuple[float, float | None]] = []
 
         async def on_progress(p, total, message) -> None:
@@ -86,13 +86,13 @@ async def run_checks(client: Client) -> None:
         expect(any(getattr(l, "logger", None) == "ticker" for l in logs), f"log messages: {logs!r}")
 
     async def required_tool_refused():
-        await raises_code(client.call_tool("countdown", {"from": 1}), -32601, "countdown without a task")
+        await raises_code(client.call_tool("countdown", {"from": 1}), -32021, "countdown without the tasks extension")
 
-    await check("server/discover probe fails, the client falls back to initialize (2025-11-25)", probed_then_initialized)
+    await check("server/discover probe succeeds, the client stays on 2026-07-28 (no initialize)", probed_and_stayed_modern)
     await check("tools/list: task support as the 2025-11-25 `execution` field", list_tools)
     await check("plain calls: echo, word_count (structured), invalid arguments, unknown tool", plain_calls)
-    await check("optional tool as a plain call, with progress and log messages", optional_tool_plain)
-    await check("required tool from a client without tasks: -32601", required_tool_refused)
+    await check("optional tool as a plain call, with progress and log messages (per-request log level)", optional_tool_plain)
+    await check("required tool from a client without the tasks extension: -32021", required_tool_refused)
 
 
 async def main() -> str:
@@ -102,14 +102,14 @@ async def main() -> str:
         params = StdioServerParameters(command=corral, args=["serve", "--plugins", plugins, "--db", ":memory:"])
         with tempfile.TemporaryFile("w+") as errlog:
             try:
-                async with Client(stdio_client(params, errlog=errlog), logging_callback=on_log) as client:
+                async with Client(stdio_client(params, errlog=errlog), logging_callback=on_log, log_level="debug") as client:
                     await run_checks(client)
             finally:
                 errlog.seek(0)
                 server_log = errlog.read()
         return server_log
     if mode == "http":
-        async with Client(sys.argv[2], logging_callback=on_log) as client:
+        async with Client(sys.argv[2], logging_callback=on_log, log_level="debug") as client:
             await run_checks(client)
         return ""
     abort(f"usage: mcp2_client.py stdio CORRAL PLUGINS | http URL (got {mode!r})")

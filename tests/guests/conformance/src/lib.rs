@@ -87,6 +87,32 @@ fn tool(name: &str, description: &str, input_schema: &str) -> Tool {
     }
 }
 
+fn required_task_tool(name: &str, description: &str, input_schema: &str) -> Tool {
+    Tool { task_support: TaskSupport::Required, ..tool(name, description, input_schema) }
+}
+
+const GREET_ARGS: &str = r#"{"type":"object","properties":{"name":{"type":"string"}}}"#;
+const SLOW_ARGS: &str = r#"{"type":"object","properties":{"seconds":{"type":"number"},"label":{"type":"string"}}}"#;
+const CONFIRM_ARGS: &str = r#"{"type":"object","properties":{"filename":{"type":"string"}}}"#;
+
+/// A number field of a JSON object, found by hand like [`string_field`].
+fn number_field(json: &str, key: &str) -> Option<f64> {
+    let at = json.find(&format!("\"{key}\""))? + key.len() + 2;
+    let rest = json[at..].trim_start().strip_prefix(':')?.trim_start();
+    let end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == 'e' || c == 'E' || c == '+')).unwrap_or(rest.len());
+    rest[..end].parse().ok()
+}
+
+/// Sleeps `seconds` in short steps, so a cancelled call stops at its next step.
+fn sleep_for(seconds: f64) {
+    let mut left = Duration::from_secs_f64(seconds.clamp(0.0, 600.0));
+    while !left.is_zero() {
+        let step = left.min(Duration::from_millis(50));
+        std::thread::sleep(step);
+        left -= step;
+    }
+}
+
 fn task_tool(name: &str, description: &str, input_schema: &str) -> Tool {
     Tool { task_support: TaskSupport::Optional, ..tool(name, description, input_schema) }
 }
@@ -258,6 +284,18 @@ impl Guest for Conformance {
             task_tool("ask_user", "Elicits `message` with `schema` (default: one string `answer`); returns the answer or the error as JSON.", ASK_ARGS),
             task_tool("ask_model", "Samples an answer to `message`; returns it or the error as JSON.", ASK_ARGS),
             tool("touch", "Reports resource `uri` updated.", TOUCH_ARGS),
+            // 2026-07-28 (conformance 0.2.0-alpha.12): `server-stateless`.
+            tool("test_missing_capability", "Asks the client's model; a request without `sampling` must be refused with -32021.", NO_ARGS),
+            tool("test_streaming_elicitation", "Asks the user; on the 2026-07-28 wire that never becomes a server-to-client request.", NO_ARGS),
+            tool("test_logging_tool", "Logs three info messages; sent only when the request names a log level.", NO_ARGS),
+            // The tasks extension scenarios (`tasks-*`).
+            tool("greet", "Says hello to `name` (never a task).", GREET_ARGS),
+            task_tool("slow_compute", "Sleeps `seconds` seconds, then answers `label` (optional task: inline when quick).", SLOW_ARGS),
+            required_task_tool("failing_job", "Fails with a tool error (isError) after about a second; always a task.", NO_ARGS),
+            required_task_tool("protocol_error_job", "Traps, which the host reports as a failure; always a task.", NO_ARGS),
+            required_task_tool("confirm_delete", "Asks the user to confirm deleting `filename`; always a task.", CONFIRM_ARGS),
+            required_task_tool("multi_input", "Asks the user two questions; always a task.", NO_ARGS),
+            required_task_tool("test_tool_with_task", "Asks the user's name, then runs as a task.", NO_ARGS),
         ];
         tools.into_iter().map(|t| Tool { name: format!("{prefix}{}", t.name), ..t }).collect()
     }
@@ -303,6 +341,38 @@ impl Guest for Conformance {
                 CallResult { content: vec![text("This tool intentionally returns an error for testing")], structured: None, is_error: true }
             }
             "json_schema_2020_12_tool" => ok(vec![text("JSON Schema 2020-12 tool called")]),
+            "test_missing_capability" => match host::sample(&sampling("Say hello")) {
+                Ok(answer) => ok(vec![text(&format!("LLM response: {}", first_text(&answer.content)))]),
+                Err(e) => ok(vec![text(&format!("sampling unavailable: {}", error_text(&e)))]),
+            },
+            "test_streaming_elicitation" => match host::elicit("Please enter your name", r#"{"type":"object","properties":{"name":{"type":"string"}}}"#) {
+                Ok(answer) => ok(vec![text(&format!("User response: action={}", action_name(answer.action)))]),
+                Err(e) => ok(vec![text(&format!("elicitation unavailable: {}", error_text(&e)))]),
+            },
+            "test_logging_tool" => {
+                for line in ["Tool execution started", "Tool processing data", "Tool execution completed"] {
+                    host::log(LogLevel::Info, line);
+                }
+                ok(vec![text("Tool with logging executed successfully")])
+            }
+            "greet" => ok(vec![text(&format!("Hello, {}!", string_field(&_arguments, "name").unwrap_or_else(|| "World".into())))]),
+            "slow_compute" => {
+                sleep_for(number_field(&_arguments, "seconds").unwrap_or(1.0));
+                let label = string_field(&_arguments, "label").unwrap_or_else(|| "slow_compute".into());
+                ok(vec![text(&format!("Computed {label}"))])
+            }
+            "failing_job" => {
+                sleep_for(1.0);
+                tool_error("failing_job always fails".into())
+            }
+            "protocol_error_job" => panic!("protocol_error_job fails on purpose"),
+            "confirm_delete" | "multi_input" | "test_tool_with_task" => {
+                let schema = r#"{"type":"object","properties":{"confirm":{"type":"boolean"}}}"#;
+                match host::elicit("Please confirm", schema) {
+                    Ok(answer) => ok(vec![text(&format!("User response: action={}", action_name(answer.action)))]),
+                    Err(e) => ok(vec![text(&format!("elicitation unavailable: {}", error_text(&e)))]),
+                }
+            }
             "test_sampling" => {
                 let prompt = string_field(&_arguments, "prompt").unwrap_or_default();
                 match host::sample(&sampling(&prompt)) {

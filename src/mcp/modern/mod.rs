@@ -1,0 +1,123 @@
+//! The 2026-07-28 era of MCP: stateless requests, each carrying its protocol version and the
+//! client's capabilities in `params._meta` (the envelope), and the shapes its results take.
+//!
+//! corral serves this era beside 2025-11-25. Which era a message belongs to is decided once per
+//! message, by [`Era::of`]: the transports call it (HTTP per POST, stdio per line) and hand the
+//! message to the path of its era. Nothing here does I/O.
+
+pub mod envelope;
+pub mod headers;
+pub mod method;
+pub mod wire;
+
+pub use envelope::{ClientCapabilities, Envelope};
+pub use method::ModernMethod;
+
+use serde_json::{json, Map, Value};
+
+use super::types::SUPPORTED_PROTOCOL_VERSIONS;
+use super::RpcError;
+
+/// The stateless protocol version corral serves.
+pub const MODERN_PROTOCOL_VERSION: &str = "2026-07-28";
+
+/// `_meta` key of the protocol version a request speaks.
+pub const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+/// `_meta` key of the capabilities the client declares for this one request.
+pub const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `_meta` key of the client's name and version (optional).
+pub const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
+/// `_meta` key of the lowest log level the client wants for this request (optional; without it
+/// the request gets no log notifications).
+pub const LOG_LEVEL_KEY: &str = "io.modelcontextprotocol/logLevel";
+/// Result `_meta` key of the server's identity.
+pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+/// The tasks extension (SEP-2663), as clients and servers name it under `extensions`.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// A header disagrees with the body (or is missing or malformed).
+pub const HEADER_MISMATCH: i32 = -32020;
+/// Serving the request needs a capability the request did not declare.
+pub const MISSING_CAPABILITY: i32 = -32021;
+/// The request speaks a protocol version corral does not serve.
+pub const UNSUPPORTED_VERSION: i32 = -32022;
+
+/// The protocol era of one message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Era {
+    /// 2025-11-25 and earlier: `initialize`, then a session.
+    Legacy,
+    /// 2026-07-28: stateless, every request enveloped.
+    Modern,
+}
+
+impl Era {
+    /// The era of a request, read from its body: a `_meta` protocol-version claim makes it
+    /// modern, and so does `server/discover` (it exists only in the modern era). `header` is the
+    /// HTTP `MCP-Protocol-Version` (stdio has none): a request without a claim is still modern
+    /// when the header names a version that is not a legacy one, so that a modern request whose
+    /// envelope is broken gets the modern error for it rather than a legacy answer.
+    pub fn of(method: &str, params: &Map<String, Value>, header: Option<&str>) -> Era {
+        let claims = params.get("_meta").and_then(|m| m.get(PROTOCOL_VERSION_KEY)).is_some();
+        let modern_header = header.is_some_and(|v| !SUPPORTED_PROTOCOL_VERSIONS.contains(&v.trim()));
+        if claims || method == ModernMethod::ServerDiscover.as_str() || modern_header {
+            Era::Modern
+        } else {
+            Era::Legacy
+        }
+    }
+}
+
+/// Every protocol version corral serves, the stateless one first: `server/discover`'s
+/// `supportedVersions` and the `supported` of an unsupported-version error.
+pub fn supported_versions() -> Vec<&'static str> {
+    std::iter::once(MODERN_PROTOCOL_VERSION).chain(SUPPORTED_PROTOCOL_VERSIONS).collect()
+}
+
+/// Reads a modern request's envelope and method: -32602 or -32022 for the envelope (see
+/// [`Envelope::read`]), then -32601 for a method this era does not have (`initialize`, `ping`,
+/// ...). Both transports take their request through here, after HTTP's header checks.
+pub fn admit(method: &str, params: &Map<String, Value>) -> Result<(ModernMethod, Envelope), RpcError> {
+    let envelope = Envelope::read(params)?;
+    let method = method.parse::<ModernMethod>().map_err(|unknown| RpcError::method_not_found(format!("{unknown} in the {MODERN_PROTOCOL_VERSION} era")))?;
+    Ok((method, envelope))
+}
+
+/// -32021 for a request that needs `capability` (a `clientCapabilities` key, or the tasks
+/// extension) which it did not declare.
+pub fn missing_capability(capability: &str) -> RpcError {
+    let (what, required) = if capability == TASKS_EXTENSION {
+        ("the tasks extension (io.modelcontextprotocol/tasks)".to_owned(), json!({ "extensions": { TASKS_EXTENSION: {} } }))
+    } else {
+        (format!("the `{capability}` capability"), json!({ capability: {} }))
+    };
+    RpcError::new(MISSING_CAPABILITY, format!("this request needs {what}: declare it in `_meta[\"{CLIENT_CAPABILITIES_KEY}\"]`"))
+        .with_data(json!({ "requiredCapabilities": required }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(value: Value) -> Map<String, Value> {
+        value.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn the_body_decides_the_era_and_a_modern_header_without_a_claim_is_modern() {
+        let enveloped = params(json!({"_meta": {PROTOCOL_VERSION_KEY: "2026-07-28"}}));
+        assert_eq!(Era::of("initialize", &enveloped, None), Era::Modern);
+        assert_eq!(Era::of("initialize", &params(json!({"protocolVersion": "2025-11-25"})), None), Era::Legacy);
+        assert_eq!(Era::of("server/discover", &Map::new(), None), Era::Modern);
+        assert_eq!(Era::of("tools/list", &Map::new(), Some("2025-11-25")), Era::Legacy);
+        assert_eq!(Era::of("tools/list", &Map::new(), Some("2026-07-28")), Era::Modern);
+        assert_eq!(Era::of("tools/list", &Map::new(), None), Era::Legacy);
+    }
+
+    #[test]
+    fn a_missing_capability_names_it_as_a_capabilities_object() {
+        assert_eq!(missing_capability("sampling").data.unwrap(), json!({"requiredCapabilities": {"sampling": {}}}));
+        assert_eq!(missing_capability(TASKS_EXTENSION).data.unwrap(), json!({"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}));
+        assert_eq!(missing_capability("sampling").code, MISSING_CAPABILITY);
+    }
+}

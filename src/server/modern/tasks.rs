@@ -1,0 +1,155 @@
+//! The tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663) on the same engine and store
+//! as 2025-11-25's tasks.
+//!
+//! The server alone decides, per request, whether a call becomes a task, from the tool's task
+//! policy and only for a request that declares the extension: `required` always does; `optional`
+//! starts at once and answers inline when it finishes within `task_after`, and past that the
+//! call already running is handed to the engine ([`Adopted`]) and the client gets a flat
+//! `CreateTaskResult`, written to the store first so that an immediate `tasks/get` finds it.
+//!
+//! A task created on this wire belongs to `modern:` + the requestor's owner, so it is read on
+//! this wire only. `tasks/get` inlines the outcome: a tool's own `isError` result is `completed`
+//! (the extension's rule), while a failure the host imposed (timeout, fuel, memory, trap, ...)
+//! is `failed` with an `error` whose `data.kind` names it.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Map, Value};
+use tokio::task::JoinHandle;
+
+use crate::cancel::CancelHandle;
+use crate::mcp::modern::wire::{self, COMPLETE};
+use crate::mcp::types::CallToolResult;
+use crate::mcp::{Params, RpcError};
+use crate::server::tasks::{engine_error, iso8601};
+use crate::server::tools::{AdmittedCall, Cancelled};
+use crate::server::Host;
+use crate::tasks::{Admission, EngineError, Outcome, Task};
+
+/// `resultType` of a `CreateTaskResult`.
+const TASK: &str = "task";
+
+/// The owner of the tasks a requestor creates on this wire.
+pub(in crate::server) fn owner(requestor: &str) -> String {
+    format!("modern:{requestor}")
+}
+
+/// A call that was already running when it became a task: the engine's runner awaits it instead
+/// of starting the tool again, and cancelling the task cancels it.
+pub(in crate::server) struct Adopted {
+    running: Mutex<Option<JoinHandle<Result<CallToolResult, Cancelled>>>>,
+    cancel: CancelHandle,
+}
+
+impl Adopted {
+    /// The running call and the cancel handle its guest watches.
+    pub(in crate::server) fn new(running: JoinHandle<Result<CallToolResult, Cancelled>>, cancel: CancelHandle) -> Adopted {
+        Adopted { running: Mutex::new(Some(running)), cancel }
+    }
+
+    /// The call, once (a second runner of the same task finds nothing to adopt).
+    pub(in crate::server) fn take(&self) -> Option<(JoinHandle<Result<CallToolResult, Cancelled>>, CancelHandle)> {
+        self.running.lock().unwrap().take().map(|running| (running, self.cancel.clone()))
+    }
+}
+
+/// The `Task` fields both `CreateTaskResult` and `DetailedTask` carry.
+fn task_fields(task: &Task, status: &str) -> Map<String, Value> {
+    let mut t = Map::new();
+    t.insert("taskId".into(), json!(task.id));
+    t.insert("status".into(), json!(status));
+    t.insert("createdAt".into(), json!(iso8601(task.created_at)));
+    t.insert("lastUpdatedAt".into(), json!(iso8601(task.updated_at)));
+    t.insert("ttlMs".into(), json!(task.ttl_ms));
+    t.insert("pollIntervalMs".into(), json!(task.poll_interval_ms));
+    if let Some(m) = &task.status_message {
+        t.insert("statusMessage".into(), json!(m));
+    }
+    t
+}
+
+/// Admits `call` as a task (its arguments were validated by the shared admission) and answers
+/// the flat `CreateTaskResult`. `adopted` is the call already running, when there is one.
+pub(in crate::server) async fn create(host: &Host, owner: &str, call: &AdmittedCall, adopted: Option<Adopted>) -> Result<Value, RpcError> {
+    let admission = Admission {
+        owner: owner.to_owned(),
+        tool: call.entry.name.clone(),
+        arguments: call.arguments.clone(),
+        requested_ttl_ms: None,
+        progress_token: None,
+        idempotency_key: None,
+        requestor: adopted.map(|a| Arc::new(a) as Arc<dyn std::any::Any + Send + Sync>),
+        events: None,
+    };
+    let task = host.engine.admit(admission).await.map_err(engine_error)?;
+    Ok(wire::result(Value::Object(task_fields(&task, task.status.as_str())), TASK, None))
+}
+
+fn task_id(params: &Map<String, Value>) -> Result<&str, RpcError> {
+    Params::new(params).required_str("taskId", "the id a CreateTaskResult gave")
+}
+
+/// An unknown (or another owner's) task: -32602, as the extension asks.
+fn not_found(e: EngineError) -> RpcError {
+    match e {
+        EngineError::NotFound | EngineError::Expired => RpcError::invalid_params(format!("Failed to retrieve task: {e}")),
+        other => engine_error(other),
+    }
+}
+
+/// The failure kind corral recorded on a result, when the host ended the call.
+fn host_failure(result: &Value) -> Option<&str> {
+    result.get("_meta").and_then(|m| m.get("corral/error")).and_then(|e| e.get("kind")).and_then(Value::as_str)
+}
+
+fn first_text(result: &Value) -> Option<String> {
+    result.get("content")?.as_array()?.iter().find_map(|c| c.get("text").and_then(Value::as_str)).map(str::to_owned)
+}
+
+/// `tasks/get`: the `DetailedTask`, with the outcome inlined once the task has ended.
+pub(in crate::server) async fn get(host: &Host, owner: &str, params: &Map<String, Value>) -> Result<Value, RpcError> {
+    let id = task_id(params)?;
+    let task = host.engine.get(owner, id).await.map_err(not_found)?;
+    if !task.status.is_terminal() {
+        return Ok(wire::result(Value::Object(task_fields(&task, task.status.as_str())), COMPLETE, None));
+    }
+    let (task, outcome) = host.engine.result(owner, id).await.map_err(not_found)?;
+    let failed = |code: i64, message: String, kind: &str| json!({ "code": code, "message": message, "data": { "kind": kind } });
+    let (status, key, value) = match outcome {
+        Outcome::Result(result) => match host_failure(&result) {
+            Some(kind) => {
+                let message = first_text(&result).unwrap_or_else(|| format!("the call ended with `{kind}`"));
+                ("failed", "error", failed(-32603, message, kind))
+            }
+            None => ("completed", "result", result),
+        },
+        Outcome::Error(error) => ("failed", "error", error),
+        Outcome::Cancelled => ("cancelled", "", Value::Null),
+        Outcome::Interrupted => {
+            let message = format!("tool `{}` was interrupted by a host restart; it is not marked idempotent, so it was not run again", task.tool);
+            ("failed", "error", failed(-32603, message, "interrupted"))
+        }
+    };
+    let mut fields = task_fields(&task, status);
+    if !key.is_empty() {
+        fields.insert(key.into(), value);
+    }
+    Ok(wire::result(Value::Object(fields), COMPLETE, None))
+}
+
+/// `tasks/cancel`: an empty acknowledgement, the same for a task that has already ended.
+pub(in crate::server) async fn cancel(host: &Host, owner: &str, params: &Map<String, Value>) -> Result<Value, RpcError> {
+    match host.engine.cancel(owner, task_id(params)?).await {
+        Ok(_) | Err(EngineError::Terminal(_)) => Ok(wire::result(json!({}), COMPLETE, None)),
+        Err(e) => Err(not_found(e)),
+    }
+}
+
+/// `tasks/update`: acknowledges input responses for a task of this owner.
+// FIXME(mrtr): the responses are not yet delivered to a guest waiting in `elicit`/`sample`.
+pub(in crate::server) async fn update(host: &Host, owner: &str, params: &Map<String, Value>) -> Result<Value, RpcError> {
+    let id = task_id(params)?;
+    Params::new(params).object_or("inputResponses", "missing `inputResponses`: an object of answers keyed like the task's inputRequests")?;
+    host.engine.get(owner, id).await.map_err(not_found)?;
+    Ok(wire::result(json!({}), COMPLETE, None))
+}

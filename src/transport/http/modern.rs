@@ -1,0 +1,100 @@
+//! The stateless era (2026-07-28) over Streamable HTTP: one POST, one request, no session.
+//!
+//! A POST whose body claims the era (or whose `MCP-Protocol-Version` names a version that is not
+//! 2025-11-25's) comes here instead of the session path. Its headers are checked against its
+//! body, its envelope read, and its method looked up in the era's set, answering the error
+//! ladder with HTTP 400 (-32020, -32602, -32022, -32021) or 404 (-32601). The request then runs
+//! on a session of its own that lives as long as its response: when the client closes the
+//! response stream, the session's calls are cancelled (the era's cancellation signal) and the
+//! guest stops at its next epoch tick.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use futures_util::stream::{self, StreamExt};
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use super::{is_response_to, App, ChannelOutlet, VERSION_HEADER};
+use crate::mcp::jsonrpc::{self, Incoming, INVALID_PARAMS, METHOD_NOT_FOUND};
+use crate::mcp::modern::headers::{self, RequestHeaders};
+use crate::mcp::modern::{self as era, HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION};
+use crate::mcp::{RequestId, RpcError};
+use crate::server::{Outlet, Session};
+
+/// Asks proxies not to buffer an SSE response (nginx honours it), so notifications arrive as sent.
+const NO_BUFFERING: (&str, &str) = ("x-accel-buffering", "no");
+
+/// Cancels what the request's session still runs when the response is dropped: the client
+/// closed the stream (or the request finished, and then there is nothing left to cancel).
+struct CancelOnDrop(Arc<Session>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel_all();
+    }
+}
+
+/// The HTTP status of a modern error answer: the ladder's codes are 400, an unknown method 404.
+fn status_of(code: i32) -> StatusCode {
+    match code {
+        HEADER_MISMATCH | MISSING_CAPABILITY | UNSUPPORTED_VERSION => StatusCode::BAD_REQUEST,
+        METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+        _ => StatusCode::OK,
+    }
+}
+
+fn refuse(status: StatusCode, id: &RequestId, error: &RpcError) -> Response {
+    (status, Json(jsonrpc::error_message(Some(id), error))).into_response()
+}
+
+/// Serves one modern POST. `identity` is the bearer token's name when authentication is on.
+pub(super) async fn post(app: &Arc<App>, headers: &HeaderMap, identity: Option<String>, message: Incoming) -> Response {
+    let Incoming::Request { id, method, params } = message else {
+        unreachable!("only requests are classified by era");
+    };
+    let value = |name: &str| headers.get(name).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let (version, method_header, name_header) = (value(VERSION_HEADER), value("mcp-method"), value("mcp-name"));
+    let sent = RequestHeaders { version: version.as_deref(), method: method_header.as_deref(), name: name_header.as_deref() };
+    if let Err(mismatch) = headers::check(sent, &method, &params) {
+        return refuse(StatusCode::BAD_REQUEST, &id, &mismatch);
+    }
+    let (method, envelope) = match era::admit(&method, &params) {
+        Ok(admitted) => admitted,
+        // Envelope errors (-32602, -32022) are the ladder's 400s; an unknown method is 404.
+        Err(e) if e.code == INVALID_PARAMS => return refuse(StatusCode::BAD_REQUEST, &id, &e),
+        Err(e) => return refuse(status_of(e.code), &id, &e),
+    };
+    // Without authentication the requests of all clients share one owner: a task id, which is
+    // unguessable, is then the only capability to a task (as the tasks extension says).
+    let owner = identity.map_or_else(|| "anonymous".to_owned(), |who| format!("token:{who}"));
+    let (sender, mut answers) = mpsc::unbounded_channel();
+    let reply: Arc<dyn Outlet> = Arc::new(ChannelOutlet(sender));
+    let session = Arc::new(Session::new(app.host.clone(), reply.clone(), owner));
+    let guard = CancelOnDrop(session.clone());
+    session.handle_modern(id.clone(), method, envelope, params, &reply);
+    drop(reply);
+    let request_id = json!(id);
+    let Some(first) = answers.recv().await else {
+        return refuse(StatusCode::INTERNAL_SERVER_ERROR, &id, &RpcError::internal("the request ended without an answer"));
+    };
+    if is_response_to(&first, &request_id) {
+        let status = first.get("error").and_then(|e| e.get("code")).and_then(Value::as_i64).map_or(StatusCode::OK, |c| status_of(c as i32));
+        return (status, Json(first)).into_response();
+    }
+    // Notifications (progress, logs) came first: an SSE stream, ending with the response.
+    let rest = stream::unfold((answers, request_id, false, guard), |(mut answers, id, done, guard)| async move {
+        if done {
+            return None;
+        }
+        let message = answers.recv().await?;
+        let done = is_response_to(&message, &id);
+        Some((message, (answers, id, done, guard)))
+    });
+    let events = stream::once(async move { first }).chain(rest).map(|m| Ok::<_, Infallible>(SseEvent::default().data(m.to_string())));
+    ([NO_BUFFERING], Sse::new(events).keep_alive(KeepAlive::default())).into_response()
+}
