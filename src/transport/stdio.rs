@@ -96,7 +96,8 @@ where
     let session = Arc::new(Session::new(host, outlet.clone(), LOCAL_OWNER));
     let (eof_tx, eof_rx) = tokio::sync::oneshot::channel::<()>();
     let stop = Arc::new(AtomicBool::new(false));
-    let reader = Reader { session: Arc::downgrade(&session), outlet, slots: Slots::new(settings.max_in_flight), max_line: settings.max_line, stop: stop.clone() };
+    let reader =
+        Reader { session: Arc::downgrade(&session), outlet, slots: Slots::new(settings.max_in_flight), max_line: settings.max_line, stop: stop.clone() };
     std::thread::Builder::new().name("corral-stdin".into()).spawn(move || {
         reader.run(BufReader::new(input));
         let _ = eof_tx.send(());
@@ -107,7 +108,7 @@ where
     }
     stop.store(true, Ordering::SeqCst);
     session.finish(settings.shutdown_grace, WIND_DOWN).await;
-    
+
     Ok(())
 }
 
@@ -479,10 +480,7 @@ mod tests {
         let out = out.lines();
         assert_eq!(out.len(), 2, "the spin is answered and the unread ping is not: {out:?}");
         assert_eq!((out[1]["id"].clone(), out[1]["error"]["code"].clone()), (json!(2), json!(jsonrpc::INTERNAL_ERROR)), "{}", out[1]);
-        assert_eq!(
-            out[1]["error"]["message"],
-            "corral is shutting down: the call was still running after the shutdown grace (200ms) and was cancelled"
-        );
+        assert_eq!(out[1]["error"]["message"], "corral is shutting down: the call was still running after the shutdown grace (200ms) and was cancelled");
         assert_eq!(out[1]["error"]["data"]["kind"], "shutdown");
     }
 }

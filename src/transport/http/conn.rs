@@ -174,8 +174,10 @@ impl Acceptor {
 fn refuse(stream: TcpStream, max: usize) {
     tracing::warn!("refused a connection: {max} connections are open, every one serving a client (--max-connections)");
     let body = json!({ "jsonrpc": "2.0", "id": null, "error": { "code": crate::mcp::jsonrpc::INVALID_REQUEST, "message": format!("too many connections ({max}); try again later") } }).to_string();
-    let response =
-        format!("HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\nretry-after: 1\r\ncontent-length: {}\r\n\r\n{body}", body.len());
+    let response = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\nretry-after: 1\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
     // The socket's send buffer is empty: one non-blocking write takes the whole answer.
     let _ = stream.try_write(response.as_bytes());
 }

@@ -28,8 +28,8 @@ use futures_util::stream::{self, StreamExt};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use self::events::EventLog;
 pub use self::conn::ConnectionSettings;
+use self::events::EventLog;
 pub use self::guard::parse_tokens;
 use self::guard::Guard;
 use crate::mcp::jsonrpc::{self, Incoming};
