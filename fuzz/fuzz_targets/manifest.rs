@@ -1,0 +1,7 @@
+//! Fuzz target `manifest`: see `fuzz/harness.rs` for what it checks.
+#![no_main]
+
+#[path = "../harness.rs"]
+mod harness;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| harness::manifest(data));

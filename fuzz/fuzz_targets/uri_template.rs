@@ -1,0 +1,7 @@
+//! Fuzz target `uri_template`: see `fuzz/harness.rs` for what it checks.
+#![no_main]
+
+#[path = "../harness.rs"]
+mod harness;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| harness::uri_template(data));
