@@ -108,6 +108,12 @@ impl Session {
         self.shared.peer.close();
     }
 
+    /// Cancels the session's unfinished tasks; for a session that owns its tasks (HTTP without
+    /// auth) once it has ended, as nothing else can reach them. Returns how many were cancelled.
+    pub async fn cancel_tasks(&self) -> usize {
+        tasks::cancel_owned(&self.shared.host, &self.shared.owner).await
+    }
+
     /// Waits until every call this session started has finished.
     pub async fn drained(&self) {
         self.shared.calls.close();

@@ -398,7 +398,20 @@ async fn end_session(State(app): State<Arc<App>>, headers: HeaderMap) -> Respons
     session.events.close();
     session.session.cancel_all();
     tracing::info!(session = %id, "session ended by the client");
+    end_tasks(&session).await;
     StatusCode::OK.into_response()
+}
+
+/// Without auth a session's tasks belong to the session: once it ends (DELETE, expiry) nothing
+/// can reach them, so they are cancelled rather than left to run, and re-run after a restart,
+/// for no one (issue 17, finding 8). With auth they belong to the token's holder and live on.
+async fn end_tasks(session: &HttpSession) {
+    if session.identity.is_none() {
+        let cancelled = session.session.cancel_tasks().await;
+        if cancelled > 0 {
+            tracing::info!("cancelled {cancelled} unfinished task(s) of the ended session");
+        }
+    }
 }
 
 /// Prometheus metrics; behind the same Host/Origin checks and tokens as `/mcp`.
@@ -432,6 +445,7 @@ async fn reap_idle_sessions(app: std::sync::Weak<App>) {
             tracing::info!(session = %id, "session expired after {idle:?} idle");
             s.events.close();
             s.session.cancel_all();
+            tokio::spawn(async move { end_tasks(&s).await });
         }
     }
 }
@@ -641,6 +655,58 @@ mod tests {
         assert!(healthz(&mut idle).await.starts_with("HTTP/1.1 200"));
         let (_, took) = until_closed(&mut idle).await;
         assert!(took < Duration::from_secs(3), "the idle keep-alive was closed after {took:?}");
+        stop.send(()).unwrap();
+        tokio::time::timeout(PATIENCE, served).await.unwrap().unwrap().unwrap();
+    }
+
+    /// One request with `headers` on a blocking thread: (status, body).
+    async fn send(method: &'static str, url: String, headers: Vec<(&'static str, String)>, body: &'static str) -> (u16, String) {
+        tokio::task::spawn_blocking(move || {
+            let agent = ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(PATIENCE)).build().new_agent();
+            let mut request = ureq::http::Request::builder()
+                .method(method)
+                .uri(url)
+                .header("accept", "application/json, text/event-stream")
+                .header("content-type", "application/json");
+            for (name, value) in headers {
+                request = request.header(name, value);
+            }
+            let response = agent.run(request.body(body.to_owned()).unwrap()).expect("a request to /mcp");
+            (response.status().as_u16(), response.into_body().read_to_string().unwrap())
+        })
+        .await
+        .unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn without_auth_a_sessions_tasks_are_cancelled_when_it_ends() {
+        use crate::server::testing::fixture::{Fixture, TaskSupport, ToolDef};
+        let plugin = Fixture::new().tool(ToolDef::new("spin").body("(loop $l (br $l)) unreachable").task_support(TaskSupport::Optional)).build();
+        let host = testing::host(&[("fixture", plugin)], ServerOptions::default()).await;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let served = tokio::spawn(serve_on(host.clone(), listener, settings("127.0.0.1:0".parse().unwrap()), async move {
+            let _ = stopped.await;
+        }));
+        let (_, session, _) = post(url.clone(), INIT).await;
+        let session = session.unwrap();
+        let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"spin","arguments":{},"task":{}}}"#;
+        let (status, body) = send("POST", url.clone(), vec![(SESSION_HEADER, session.clone())], call).await;
+        assert_eq!(status, 200, "{body}");
+        let created: Value = serde_json::from_str(&body).unwrap();
+        let task = created["result"]["task"]["taskId"].as_str().unwrap().to_owned();
+        let owner = format!("session:{session}");
+        assert_eq!(host.engine.get(&owner, &task).await.unwrap().status.as_str(), "working");
+        let (status, _) = send("DELETE", url, vec![(SESSION_HEADER, session)], "").await;
+        assert_eq!(status, 200);
+        // Nothing can reach the task any more: it was cancelled, not left running for no one.
+        assert_eq!(host.engine.get(&owner, &task).await.unwrap().status.as_str(), "cancelled");
+        let deadline = Instant::now() + PATIENCE;
+        while host.engine.counts().running > 0 {
+            assert!(Instant::now() < deadline, "the cancelled spin stops");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         stop.send(()).unwrap();
         tokio::time::timeout(PATIENCE, served).await.unwrap().unwrap().unwrap();
     }
