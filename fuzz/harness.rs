@@ -16,6 +16,7 @@ use corral::registry::{load_dir, LoadSettings, Registry};
 use corral::runtime::{EngineSettings, Runtime, RuntimeSettings};
 use corral::server::{Host, Metrics, Outlet, ServerOptions, Session, ToolRunner};
 use corral::tasks::{Durability, Engine, Runners, SqliteStore, TaskSettings};
+use corral::transport::http::{serve_on, ConnectionSettings, HttpSettings};
 use serde_json::Value;
 
 /// The error codes corral may answer with: JSON-RPC's own, MCP's and corral's server range.
@@ -82,6 +83,59 @@ fn host() -> &'static (tokio::runtime::Runtime, Arc<Host>) {
         });
         (rt, host)
     })
+}
+
+/// One HTTP server for every HTTP input, on a loopback port, with short timeouts so an
+/// incomplete request cannot hold the run.
+fn http_server() -> std::net::SocketAddr {
+    static ADDR: OnceLock<std::net::SocketAddr> = OnceLock::new();
+    *ADDR.get_or_init(|| {
+        let (rt, host) = host();
+        let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).expect("a loopback port");
+        let addr = listener.local_addr().unwrap();
+        let connections = ConnectionSettings {
+            header_timeout: std::time::Duration::from_secs(1),
+            body_timeout: std::time::Duration::from_secs(1),
+            ..ConnectionSettings::default()
+        };
+        let settings = HttpSettings {
+            addr,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            tokens: Vec::new(),
+            max_body: 1 << 20,
+            session_idle: std::time::Duration::from_secs(60),
+            event_buffer: 16,
+            max_sessions: 64,
+            connections,
+        };
+        rt.spawn(serve_on(host.clone(), listener, settings, std::future::pending()));
+        addr
+    })
+}
+
+/// Raw bytes as one HTTP/1.1 exchange with the real server: it answers with an HTTP status
+/// line or closes the connection, never hangs or dies, and still serves `/healthz` after.
+pub fn http_request(data: &[u8]) {
+    use std::io::{Read, Write};
+    let addr = http_server();
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    let _ = stream.write_all(data);
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    let mut answer = Vec::new();
+    match stream.read_to_end(&mut answer) {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+        Err(e) => panic!("the server neither answered nor closed: {e}"),
+    }
+    assert!(answer.is_empty() || answer.starts_with(b"HTTP/1.1 "), "not an HTTP answer: {:?}", String::from_utf8_lossy(&answer));
+    let mut probe = std::net::TcpStream::connect(addr).expect("the server still accepts");
+    probe.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    probe.write_all(b"GET /healthz HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n").unwrap();
+    let mut health = Vec::new();
+    probe.read_to_end(&mut health).expect("the health check answers");
+    assert!(health.starts_with(b"HTTP/1.1 200"), "the server still serves: {:?}", String::from_utf8_lossy(&health));
 }
 
 /// Collects what a session sends.

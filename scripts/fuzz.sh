@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-600}"
-targets="${TARGETS:-jsonrpc_parse session manifest uri_template}"
+targets="${TARGETS:-jsonrpc_parse session manifest uri_template http_request}"
 CARGO_FUZZ_VERSION=0.13.2
 if ! cargo fuzz --version 2>/dev/null | grep -q "$CARGO_FUZZ_VERSION"; then
     cargo install cargo-fuzz --locked --version "$CARGO_FUZZ_VERSION"

@@ -39,3 +39,8 @@ fn manifest_corpus() {
 fn uri_template_corpus() {
     replay("uri_template", harness::uri_template);
 }
+
+#[test]
+fn http_request_corpus() {
+    replay("http_request", harness::http_request);
+}
