@@ -58,13 +58,13 @@ fn echoes_exactly(id: &RequestId, text: &str) -> Result<(), String> {
 }
 
 /// A request id as another message names it (`notifications/cancelled`'s `requestId`):
-/// deserializes from a string or an integer, and refuses anything else.
+/// deserializes from a string or a number, and refuses anything else.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IdKey(pub RequestId);
 
 impl<'de> Deserialize<'de> for IdKey {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<IdKey, D::Error> {
-        RequestId::from_json(&Value::deserialize(d)?).map(IdKey).ok_or_else(|| serde::de::Error::custom("request ids are strings or integers"))
+        RequestId::from_json(&Value::deserialize(d)?).map(IdKey).ok_or_else(|| serde::de::Error::custom("request ids are strings or numbers"))
     }
 }
 
