@@ -1,6 +1,7 @@
 //! Fuzz target `manifest`: see `fuzz/harness.rs` for what it checks.
 #![no_main]
 
+#[allow(dead_code)] // each target uses one entry point of the shared harness
 #[path = "../harness.rs"]
 mod harness;
 
