@@ -15,6 +15,7 @@ use crate::config::{self, defaults, Limits};
 use crate::runtime::EngineSettings;
 use crate::server::ServerOptions;
 use crate::tasks::{Durability, TaskSettings};
+use crate::transport::http::ConnectionSettings;
 
 /// The `corral` command line.
 #[derive(Parser)]
@@ -177,7 +178,8 @@ pub struct HttpArgs {
     /// Tasks then belong to the token's NAME.
     #[arg(long, env = "CORRAL_AUTH_TOKENS_FILE", value_name = "PATH")]
     pub auth_tokens_file: Option<PathBuf>,
-    /// Largest request body, e.g. 4MiB; bigger ones get 413.
+    /// Largest request body (an HTTP body or a stdio line), e.g. 4MiB; bigger ones get 413 (over
+    /// stdio, an error answer).
     #[arg(long, env = "CORRAL_MAX_BODY", default_value = "4MiB", value_parser = config::parse_size)]
     pub max_body: u64,
     /// A session unused this long is ended.
@@ -189,6 +191,19 @@ pub struct HttpArgs {
     /// Server-initiated messages kept per session for clients that reconnect with Last-Event-ID.
     #[arg(long, env = "CORRAL_EVENT_BUFFER", default_value_t = 1024, value_parser = config::parse_positive::<usize>)]
     pub event_buffer: usize,
+    /// HTTP connections open at once (a quarter is kept for connections already serving a
+    /// client); lowered to fit the open-file limit. Beyond it a connection gets 503 at once.
+    #[arg(long, env = "CORRAL_MAX_CONNECTIONS", default_value_t = ConnectionSettings::default().max_connections, value_parser = config::parse_positive::<usize>)]
+    pub max_connections: usize,
+    /// How long a client gets to send a request's headers; slower ones are disconnected.
+    #[arg(long, env = "CORRAL_HTTP_HEADER_TIMEOUT", default_value = "10s", value_parser = config::parse_duration)]
+    pub http_header_timeout: Duration,
+    /// How long a client gets to send a request's body; slower ones get 408.
+    #[arg(long, env = "CORRAL_HTTP_BODY_TIMEOUT", default_value = "30s", value_parser = config::parse_duration)]
+    pub http_body_timeout: Duration,
+    /// A keep-alive connection with no request in progress for this long is closed.
+    #[arg(long, env = "CORRAL_HTTP_IDLE_TIMEOUT", default_value = "60s", value_parser = config::parse_duration)]
+    pub http_idle_timeout: Duration,
 }
 
 /// `corral serve`.
@@ -214,6 +229,14 @@ pub struct ServeArgs {
     /// extension runs inline; past it, the running call becomes a task.
     #[arg(long, env = "CORRAL_TASK_AFTER", default_value = "1s", value_parser = config::parse_duration)]
     pub task_after: Duration,
+    /// On SIGTERM or the end of stdin: how long calls in flight get to finish and answer before
+    /// the rest are answered with a shutdown error and cancelled. Running tasks are left for
+    /// recovery at the next start.
+    #[arg(long, env = "CORRAL_SHUTDOWN_GRACE", default_value = "10s", value_parser = config::parse_duration)]
+    pub shutdown_grace: Duration,
+    /// Requests one stdio session runs at once; at the bound stdin is not read until one answers.
+    #[arg(long, env = "CORRAL_MAX_IN_FLIGHT", default_value_t = crate::transport::stdio::StdioSettings::default().max_in_flight, value_parser = config::parse_positive::<usize>)]
+    pub max_in_flight: usize,
 }
 
 /// `corral tools`.
@@ -318,5 +341,29 @@ mod tests {
         assert_eq!(Durability::from(serve(&[]).unwrap().tasks.db_sync), Durability::Process);
         assert_eq!(Durability::from(serve(&["--db-sync", "power"]).unwrap().tasks.db_sync), Durability::Power);
         assert_eq!(serve(&["--db-sync", "fsync"]).err().map(|e| e.kind()), Some(ErrorKind::InvalidValue));
+    }
+
+    #[test]
+    fn shutdown_grace_and_the_stdio_bound_have_defaults_and_refuse_zero() {
+        let args = serve(&[]).unwrap();
+        assert_eq!((args.shutdown_grace, args.max_in_flight), (Duration::from_secs(10), crate::transport::stdio::StdioSettings::default().max_in_flight));
+        assert_eq!(serve(&["--shutdown-grace", "2s"]).unwrap().shutdown_grace, Duration::from_secs(2));
+        assert!(serve(&["--shutdown-grace", "0s"]).err().unwrap().to_string().contains("must be greater than zero"));
+        assert!(serve(&["--max-in-flight", "0"]).err().unwrap().to_string().contains("must be greater than zero"));
+    }
+
+    #[test]
+    fn connection_flags_have_the_transport_defaults_and_refuse_zero() {
+        let args = serve(&[]).unwrap();
+        let defaults = ConnectionSettings::default();
+        assert_eq!(args.http.max_connections, defaults.max_connections);
+        assert_eq!(
+            (args.http.http_header_timeout, args.http.http_body_timeout, args.http.http_idle_timeout),
+            (defaults.header_timeout, defaults.body_timeout, defaults.idle_timeout)
+        );
+        assert!(serve(&["--max-connections", "0"]).err().unwrap().to_string().contains("must be greater than zero"));
+        for flag in ["--http-header-timeout", "--http-body-timeout", "--http-idle-timeout"] {
+            assert!(serve(&[flag, "0s"]).err().unwrap().to_string().contains("must be greater than zero"), "{flag}");
+        }
     }
 }

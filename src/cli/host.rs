@@ -111,6 +111,13 @@ impl HttpArgs {
             session_idle: self.session_idle,
             event_buffer: self.event_buffer,
             max_sessions: self.max_sessions,
+            connections: transport::http::ConnectionSettings {
+                max_connections: self.max_connections,
+                header_timeout: self.http_header_timeout,
+                body_timeout: self.http_body_timeout,
+                idle_timeout: self.http_idle_timeout,
+                ..transport::http::ConnectionSettings::default()
+            },
         })
     }
 }

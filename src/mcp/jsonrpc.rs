@@ -1,7 +1,8 @@
 //! JSON-RPC 2.0 messages as MCP uses them: one object per message, no batches.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Number, Value};
 
 /// The message is not JSON (or, over stdio, not UTF-8).
 pub const PARSE_ERROR: i32 = -32700;
@@ -22,26 +23,48 @@ pub enum RequestId {
     Int(i64),
     /// A string id.
     Str(String),
+    /// Any other JSON number (2^64-1, a fraction) that a [`Number`] holds exactly as the
+    /// client wrote it, so the answer echoes the same text (issue 17, finding 7).
+    Num(Number),
 }
 
 impl RequestId {
     fn from_json(value: &Value) -> Option<RequestId> {
         match value {
             Value::String(s) => Some(RequestId::Str(s.clone())),
-            Value::Number(n) => n.as_i64().map(RequestId::Int),
+            Value::Number(n) => Some(n.as_i64().map_or_else(|| RequestId::Num(n.clone()), RequestId::Int)),
             _ => None,
         }
     }
 }
 
+/// The text of the message's top-level `id`, as the client wrote it.
+#[derive(Deserialize)]
+struct RawId<'a> {
+    #[serde(borrow)]
+    id: &'a RawValue,
+}
+
+/// Whether `id`, read from `text`, would be echoed as the client wrote it. Integers always
+/// are; another number only when its shortest rendering is its text (`1.5` is, `1.50` and
+/// `1e2` are not, and neither are digits beyond what a 64-bit float holds).
+fn echoes_exactly(id: &RequestId, text: &str) -> Result<(), String> {
+    let RequestId::Num(n) = id else { return Ok(()) };
+    let raw = serde_json::from_str::<RawId<'_>>(text).map(|r| r.id.get().to_owned()).unwrap_or_default();
+    match raw == n.to_string() {
+        true => Ok(()),
+        false => Err(raw),
+    }
+}
+
 /// A request id as another message names it (`notifications/cancelled`'s `requestId`):
-/// deserializes from a string or an integer, and refuses anything else.
+/// deserializes from a string or a number, and refuses anything else.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IdKey(pub RequestId);
 
 impl<'de> Deserialize<'de> for IdKey {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<IdKey, D::Error> {
-        RequestId::from_json(&Value::deserialize(d)?).map(IdKey).ok_or_else(|| serde::de::Error::custom("request ids are strings or integers"))
+        RequestId::from_json(&Value::deserialize(d)?).map(IdKey).ok_or_else(|| serde::de::Error::custom("request ids are strings or numbers"))
     }
 }
 
@@ -50,6 +73,7 @@ impl std::fmt::Display for RequestId {
         match self {
             RequestId::Int(n) => write!(f, "{n}"),
             RequestId::Str(s) => write!(f, "{s:?}"),
+            RequestId::Num(n) => write!(f, "{n}"),
         }
     }
 }
@@ -140,7 +164,21 @@ pub struct Rejected {
 pub fn parse(text: &str) -> Result<Incoming, Rejected> {
     let value: Value =
         serde_json::from_str(text).map_err(|e| Rejected { id: None, error: RpcError::new(PARSE_ERROR, format!("parse error: {e}")), answer: true })?;
-    classify(value)
+    let message = classify(value)?;
+    let id = match &message {
+        Incoming::Request { id, .. } | Incoming::Response { id: Some(id), .. } => id,
+        _ => return Ok(message),
+    };
+    match echoes_exactly(id, text) {
+        Ok(()) => Ok(message),
+        Err(raw) => Err(Rejected {
+            id: None,
+            error: RpcError::invalid_request(format!(
+                "`id` {raw} cannot be echoed exactly as written: use a string, an integer, or a number in its shortest form"
+            )),
+            answer: true,
+        }),
+    }
 }
 
 fn classify(value: Value) -> Result<Incoming, Rejected> {
@@ -157,7 +195,7 @@ fn classify(value: Value) -> Result<Incoming, Rejected> {
         Some(Value::Null) if is_response => None,
         Some(v) => match RequestId::from_json(v) {
             Some(id) => Some(id),
-            None => return Err(reject(None, "`id` must be a string or an integer")),
+            None => return Err(reject(None, "`id` must be a string or a number")),
         },
     };
     if object.get("jsonrpc") != Some(&Value::String("2.0".into())) {
@@ -255,5 +293,28 @@ mod tests {
         assert_eq!(bad.error.code, INVALID_PARAMS);
         assert!(!bad.answer, "a notification gets no answer");
         assert!(rejected(r#"{"jsonrpc":"2.0","id":4,"method":"ping","params":[1]}"#).answer, "a request is answered");
+    }
+
+    #[test]
+    fn number_ids_are_echoed_with_the_text_the_client_wrote() {
+        for id in ["18446744073709551615", "-9223372036854775808", "-7", "1.5", "-0.25", "1e-7", "123456789.125"] {
+            let text = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+            let Ok(Incoming::Request { id: parsed, .. }) = parse(&text) else { panic!("{id} was refused") };
+            let answer = serde_json::to_string(&result_message(&parsed, json!({}))).unwrap();
+            assert!(answer.contains(&format!(r#""id":{id},"#)), "{id} came back as {answer}");
+            let error = serde_json::to_string(&error_message(Some(&parsed), &RpcError::internal("x"))).unwrap();
+            assert!(error.contains(&format!(r#""id":{id},"#)), "{id} came back as {error}");
+        }
+    }
+
+    #[test]
+    fn a_number_id_that_would_come_back_altered_is_refused_with_its_text() {
+        for id in ["1.50", "1e2", "123456789012345678901234567890", "0.1000000000000000000001"] {
+            let bad = rejected(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#));
+            assert_eq!(bad.error.code, INVALID_REQUEST, "{id}");
+            assert_eq!(bad.error.message, format!("`id` {id} cannot be echoed exactly as written: use a string, an integer, or a number in its shortest form"));
+        }
+        // Beyond a 64-bit float the JSON parser itself gives up: a parse error, not a wrong id.
+        assert_eq!(rejected(r#"{"jsonrpc":"2.0","id":1e400,"method":"ping"}"#).error.code, PARSE_ERROR);
     }
 }

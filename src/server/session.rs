@@ -2,6 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 use tokio_util::task::TaskTracker;
@@ -42,13 +43,20 @@ struct Shared {
     outlet: Arc<dyn Outlet>,
     phase: Mutex<Phase>,
     levels: LevelFilter,
-    in_flight: Mutex<HashMap<RequestId, CancelHandle>>,
+    in_flight: Mutex<HashMap<RequestId, InFlight>>,
     calls: TaskTracker,
     runtime: tokio::runtime::Handle,
     /// Requests to the client (elicitation, sampling) and the answers coming back.
     peer: Arc<Peer>,
     /// Resource URIs the client subscribed to.
     subscriptions: Mutex<HashSet<String>>,
+}
+
+/// A request running on the runtime: how to cancel it, and where its answer goes (so that a
+/// shutdown can answer it when it does not finish in time).
+struct InFlight {
+    cancel: CancelHandle,
+    reply: Arc<dyn Outlet>,
 }
 
 impl Session {
@@ -95,10 +103,16 @@ impl Session {
     /// Cancels every call in flight (the client went away).
     pub fn cancel_all(&self) {
         for call in self.shared.in_flight.lock().unwrap().values() {
-            call.cancel();
+            call.cancel.cancel();
         }
         // Tasks outlive the session; what they ask of this client now gets "unavailable".
         self.shared.peer.close();
+    }
+
+    /// Cancels the session's unfinished tasks; for a session that owns its tasks (HTTP without
+    /// auth) once it has ended, as nothing else can reach them. Returns how many were cancelled.
+    pub async fn cancel_tasks(&self) -> usize {
+        tasks::cancel_owned(&self.shared.host, &self.shared.owner).await
     }
 
     /// Waits until every call this session started has finished.
@@ -124,6 +138,30 @@ impl Session {
     /// The host this session serves.
     pub(super) fn host(&self) -> &Arc<Host> {
         &self.shared.host
+    }
+
+    /// Shutdown (issue 17, finding 4): the calls in flight get `grace` to finish and answer;
+    /// each one still running then is answered with a shutdown error and cancelled, and gets
+    /// `wind_down` to stop. The transport has stopped reading before this, so nothing new starts.
+    pub async fn finish(&self, grace: Duration, wind_down: Duration) {
+        self.shared.calls.close();
+        if tokio::time::timeout(grace, self.shared.calls.wait()).await.is_ok() {
+            return;
+        }
+        let unfinished: Vec<(RequestId, InFlight)> = self.shared.in_flight.lock().unwrap().drain().collect();
+        let error = RpcError::internal(format!(
+            "corral is shutting down: the call was still running after the shutdown grace ({}) and was cancelled",
+            humantime::format_duration(grace)
+        ))
+        .with_data(json!({ "kind": "shutdown" }));
+        for (id, call) in unfinished {
+            tracing::warn!(request = %id, "call still running at the end of the shutdown grace; answered and cancelled");
+            call.cancel.cancel();
+            call.reply.send(error_message(Some(&id), &error));
+        }
+        if tokio::time::timeout(wind_down, self.shared.calls.wait()).await.is_err() {
+            tracing::warn!("cancelled calls still running after {wind_down:?}; exiting anyway");
+        }
     }
 
     fn request(&self, id: RequestId, name: &str, params: Map<String, Value>, reply: &Arc<dyn Outlet>) {
@@ -251,10 +289,10 @@ impl Session {
         let Some(IdKey(id)) = params.get("requestId").and_then(|v| serde_json::from_value::<IdKey>(v.clone()).ok()) else {
             return tracing::debug!("ignored notifications/cancelled without a usable requestId");
         };
-        if let Some(token) = self.shared.in_flight.lock().unwrap().get(&id) {
+        if let Some(call) = self.shared.in_flight.lock().unwrap().get(&id) {
             let reason = params.get_str("reason").unwrap_or("no reason given");
             tracing::info!(request = %id, "client cancelled the call: {reason}");
-            token.cancel();
+            call.cancel.cancel();
         }
     }
 
@@ -401,14 +439,17 @@ impl Session {
                 drop(in_flight);
                 return self.reply(reply, &id, Err(RpcError::invalid_request(format!("request id {id} is already in use by a request in flight"))));
             }
-            in_flight.insert(id.clone(), cancel.clone());
+            in_flight.insert(id.clone(), InFlight { cancel: cancel.clone(), reply: reply.clone() });
         }
         let future = work(cancel);
         let task_shared = shared.clone();
         let reply = reply.clone();
         let request = shared.calls.track_future(async move {
             let answer = future.await;
-            task_shared.in_flight.lock().unwrap().remove(&id);
+            // Whoever takes the entry answers: a shutdown that answered first leaves nothing.
+            if task_shared.in_flight.lock().unwrap().remove(&id).is_none() {
+                return;
+            }
             match answer {
                 Some(Ok(result)) => reply.send(result_message(&id, result)),
                 Some(Err(error)) => reply.send(error_message(Some(&id), &error)),

@@ -122,6 +122,30 @@ pub async fn cancel(host: &Host, owner: &str, params: &Map<String, Value>) -> Re
     host.engine.cancel(owner, task_id(params)?).await.map(|t| task_json(&t)).map_err(engine_error)
 }
 
+/// Cancels every unfinished task of `owner` and returns how many were cancelled: what a
+/// session that owns its tasks (HTTP without auth) leaves when it ends, since no one else can
+/// ever reach them (issue 17, finding 8).
+pub async fn cancel_owned(host: &Host, owner: &str) -> usize {
+    let (mut after, mut cancelled) = (0, 0);
+    loop {
+        let page = match host.engine.list(owner, after, LIST_PAGE).await {
+            Ok(page) => page,
+            Err(e) => {
+                tracing::warn!(owner, "cannot list the tasks of an ended session: {e}");
+                return cancelled;
+            }
+        };
+        let Some(last) = page.last() else { return cancelled };
+        after = last.seq;
+        for task in page.iter().filter(|t| !t.status.is_terminal()) {
+            match host.engine.cancel(owner, &task.id).await {
+                Ok(_) => cancelled += 1,
+                Err(e) => tracing::debug!(task = %task.id, "not cancelled at session end: {e}"),
+            }
+        }
+    }
+}
+
 /// `tasks/list`: the owner's tasks in creation order, a page at a time.
 pub async fn list(host: &Host, owner: &str, params: &Map<String, Value>) -> Result<Value, RpcError> {
     let after = paging::resume(Params::new(params), "tasks/list", paging::decode_seq)?.unwrap_or(0);

@@ -144,6 +144,28 @@ async fn the_queue_cap_refuses_as_overloaded_and_creates_nothing() {
     engine.admit(call("o", "hold")).await.expect("room again once the queue drained");
 }
 
+/// Issue 17, finding 6: a refusal must not wait behind the store, whatever the store is doing
+/// (a burst of commits). The caps are checked in memory first, so an overload refusal is
+/// ready at the admission's first poll: it never reaches the store at all.
+#[tokio::test]
+async fn an_overload_refusal_is_ready_at_its_first_poll_without_the_store() {
+    use futures_util::FutureExt;
+    let fake = Fake::new(true);
+    let engine = start(settings(1, 1, 100), fake.clone()).await;
+    engine.admit(call("o", "hold")).await.unwrap();
+    eventually("the first task runs", || fake.started().len() == 1).await;
+    engine.admit(call("o", "hold")).await.unwrap();
+    for owner in ["o", "p"] {
+        let refused = engine.admit(call(owner, "hold")).now_or_never().expect("refused at the first poll, before any store call");
+        assert!(matches!(refused, Err(EngineError::Overloaded { queued: 1, limit: 1 })), "{refused:?}");
+    }
+    let per_owner = start(settings(1, 100, 1), Fake::new(true)).await;
+    per_owner.admit(call("o", "hold")).await.unwrap();
+    let refused = per_owner.admit(call("o", "hold")).now_or_never().expect("the per-client cap refuses at the first poll too");
+    assert!(matches!(refused, Err(EngineError::OwnerLimit { active: 1, limit: 1 })), "{refused:?}");
+    fake.release.add_permits(2);
+}
+
 #[tokio::test]
 async fn the_per_client_cap_refuses_and_frees_a_slot_when_a_task_ends() {
     let fake = Fake::new(true);

@@ -13,21 +13,43 @@
 //! interleave bytes. The output carries protocol messages only; logs go to stderr.
 
 use std::future::Future;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::sync::{Arc, Mutex, Weak};
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::mcp::jsonrpc::{self, PARSE_ERROR};
-use crate::mcp::{Rejected, RpcError};
+use crate::mcp::{Incoming, Rejected, RpcError};
 use crate::server::{Host, Outlet, Session};
 
 /// The owner of every task created over stdio.
 pub const LOCAL_OWNER: &str = "local";
 
-/// How long calls cancelled at shutdown get to wind down before `serve` returns anyway.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// How long calls cancelled at the end of the shutdown grace get to stop before `serve`
+/// returns anyway.
+const WIND_DOWN: Duration = Duration::from_secs(5);
+
+/// Stdio settings from the flags.
+#[derive(Clone, Debug)]
+pub struct StdioSettings {
+    /// The longest line accepted, in bytes (`--max-body`, as for an HTTP body). A longer line
+    /// is refused and skipped without being buffered.
+    pub max_line: usize,
+    /// Requests of the session running at once. At the bound the input is not read until one
+    /// of them answers, as HTTP back-pressure would do, so memory stays bounded.
+    pub max_in_flight: usize,
+    /// How long calls in flight get to finish and answer once the input ends or a shutdown
+    /// signal arrives.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for StdioSettings {
+    fn default() -> StdioSettings {
+        StdioSettings { max_line: 4 << 20, max_in_flight: 256, shutdown_grace: Duration::from_secs(10) }
+    }
+}
 
 /// Writes each message as one line.
 struct LineOutlet<W> {
@@ -45,14 +67,26 @@ impl<W: Write + Send + 'static> Outlet for LineOutlet<W> {
     }
 }
 
+/// Serves one session with the default [`StdioSettings`]; see [`serve_with`].
+pub async fn serve<R, W>(host: Arc<Host>, input: R, output: W, shutdown: impl Future<Output = ()>) -> anyhow::Result<()>
+where
+    R: Read + Send + 'static,
+    W: Write + Send + 'static,
+{
+    serve_with(host, input, output, StdioSettings::default(), shutdown).await
+}
+
 /// Serves one session, reading `input` and answering on `output`, until the input ends or
-/// `shutdown` resolves. Calls still running then are cancelled and get [`SHUTDOWN_GRACE`] to
-/// end.
+/// `shutdown` resolves. Then no further line is read; calls in flight get
+/// `settings.shutdown_grace` to finish and answer, and those still running after it are
+/// answered with a shutdown error and cancelled. Running tasks are left to the store's
+/// recovery.
 ///
 /// The reading thread is the one thing that may outlive this function: a blocking read cannot
-/// be interrupted portably. It holds the session weakly, so once this returns it serves no
-/// further line, and it ends at its next line or at the end of the input.
-pub async fn serve<R, W>(host: Arc<Host>, input: R, output: W, shutdown: impl Future<Output = ()>) -> anyhow::Result<()>
+/// be interrupted portably. It holds the session weakly and checks the stop flag, so once the
+/// input ended or the signal came it serves no further line, and it ends at its next line or at
+/// the end of the input.
+pub async fn serve_with<R, W>(host: Arc<Host>, input: R, output: W, settings: StdioSettings, shutdown: impl Future<Output = ()>) -> anyhow::Result<()>
 where
     R: Read + Send + 'static,
     W: Write + Send + 'static,
@@ -61,53 +95,174 @@ where
     // Over stdio the one client is the local user, so its tasks survive a host restart.
     let session = Arc::new(Session::new(host, outlet.clone(), LOCAL_OWNER));
     let (eof_tx, eof_rx) = tokio::sync::oneshot::channel::<()>();
-    let reader = Arc::downgrade(&session);
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader =
+        Reader { session: Arc::downgrade(&session), outlet, slots: Slots::new(settings.max_in_flight), max_line: settings.max_line, stop: stop.clone() };
     std::thread::Builder::new().name("corral-stdin".into()).spawn(move || {
-        read_lines(BufReader::new(input), &reader, &outlet);
+        reader.run(BufReader::new(input));
         let _ = eof_tx.send(());
     })?;
     tokio::select! {
-        _ = eof_rx => tracing::info!("stdin closed; shutting down"),
-        _ = shutdown => tracing::info!("signal received; shutting down"),
+        _ = eof_rx => tracing::info!("stdin closed; finishing the calls in flight"),
+        _ = shutdown => tracing::info!("signal received; finishing the calls in flight"),
     }
-    session.cancel_all();
-    if tokio::time::timeout(SHUTDOWN_GRACE, session.drained()).await.is_err() {
-        tracing::warn!("calls still running after {SHUTDOWN_GRACE:?}; exiting anyway");
-    }
+    stop.store(true, Ordering::SeqCst);
+    session.finish(settings.shutdown_grace, WIND_DOWN).await;
+
     Ok(())
 }
 
 /// What JSON (RFC 8259) counts as whitespace.
 const JSON_WHITESPACE: [char; 4] = [' ', '\t', '\n', '\r'];
 
-/// Hands each line to the session until the input ends, fails, or the session is gone.
-fn read_lines(mut input: impl BufRead, session: &Weak<Session>, outlet: &Arc<dyn Outlet>) {
-    let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        match input.read_until(b'\n', &mut buf) {
-            Ok(0) => return,
-            Ok(_) => {}
-            Err(e) => {
-                tracing::error!("reading stdin failed: {e}");
+/// The reading thread's state.
+struct Reader {
+    session: Weak<Session>,
+    outlet: Arc<dyn Outlet>,
+    slots: Arc<Slots>,
+    max_line: usize,
+    /// Set once the input ended or a shutdown began: no further line is served.
+    stop: Arc<AtomicBool>,
+}
+
+impl Reader {
+    /// Hands each line to the session until the input ends, fails, or serving stops.
+    fn run(&self, mut input: impl BufRead) {
+        let mut buf = Vec::new();
+        loop {
+            let message = match read_line(&mut input, &mut buf, self.max_line) {
+                Ok(Line::End) => return,
+                Ok(Line::TooLong(length)) => Err(Rejected {
+                    id: None,
+                    error: RpcError::invalid_request(format!("the line is {length} bytes, over --max-body ({} bytes)", self.max_line)),
+                    answer: true,
+                }),
+                Ok(Line::Complete) => match std::str::from_utf8(&buf) {
+                    // Only JSON's own whitespace makes a line blank; `\x0b`, `\x0c` or NBSP alone
+                    // are a line that does not parse.
+                    Ok(line) if line.trim_matches(JSON_WHITESPACE).is_empty() => continue,
+                    Ok(line) => jsonrpc::parse(line.trim_end_matches(['\n', '\r'])),
+                    Err(e) => Err(Rejected { id: None, error: RpcError::new(PARSE_ERROR, format!("parse error: the line is not UTF-8 ({e})")), answer: true }),
+                },
+                Err(e) => {
+                    tracing::error!("reading stdin failed: {e}");
+                    return;
+                }
+            };
+            // A request waits for a free slot, and the input is not read meanwhile: at the
+            // bound the client's writes back up. Notifications and responses (a cancel, the
+            // answer to an elicitation) take none.
+            let slot = matches!(message, Ok(Incoming::Request { .. })).then(|| self.slots.acquire());
+            if self.stop.load(Ordering::SeqCst) {
                 return;
             }
+            let Some(session) = self.session.upgrade() else { return };
+            // The request holds its slot for as long as anything holds its outlet: until it
+            // has answered.
+            let reply: Arc<dyn Outlet> = match slot {
+                Some(slot) => Arc::new(SlotOutlet { inner: self.outlet.clone(), _slot: slot }),
+                None => self.outlet.clone(),
+            };
+            session.handle(message, &reply);
         }
-        let message = match std::str::from_utf8(&buf) {
-            // Only JSON's own whitespace makes a line blank; `\x0b`, `\x0c` or NBSP alone are a
-            // line that does not parse.
-            Ok(line) if line.trim_matches(JSON_WHITESPACE).is_empty() => continue,
-            Ok(line) => jsonrpc::parse(line.trim_end_matches(['\n', '\r'])),
-            Err(e) => Err(Rejected { id: None, error: RpcError::new(PARSE_ERROR, format!("parse error: the line is not UTF-8 ({e})")), answer: true }),
+    }
+}
+
+/// How [`read_line`] ended.
+#[derive(Debug, PartialEq)]
+enum Line {
+    /// A whole line is in the buffer (its `\n` included, when it had one).
+    Complete,
+    /// The line had this many bytes (its `\n` excluded), over the limit; none were kept.
+    TooLong(usize),
+    /// The input ended before any byte.
+    End,
+}
+
+/// Reads one line into `buf`, keeping at most `max` bytes besides the `\n`: a longer line is
+/// read to its end and dropped, so memory never holds more than one allowed line.
+fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> io::Result<Line> {
+    buf.clear();
+    let (mut length, mut too_long) = (0usize, false);
+    loop {
+        let available = match input.fill_buf() {
+            Ok(available) => available,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
         };
-        let Some(session) = session.upgrade() else { return };
-        session.handle(message, outlet);
+        if available.is_empty() {
+            return Ok(match (length, too_long) {
+                (0, _) => Line::End,
+                (_, true) => Line::TooLong(length),
+                (_, false) => Line::Complete,
+            });
+        }
+        let newline = available.iter().position(|&b| b == b'\n');
+        let taken = newline.map_or(available.len(), |i| i + 1);
+        length += newline.unwrap_or(taken);
+        too_long |= length > max;
+        if !too_long {
+            buf.extend_from_slice(&available[..taken]);
+        }
+        input.consume(taken);
+        if newline.is_some() {
+            return Ok(if too_long { Line::TooLong(length) } else { Line::Complete });
+        }
+    }
+}
+
+/// Counts the requests of a session in flight, and makes the reader wait at the bound.
+struct Slots {
+    used: Mutex<usize>,
+    freed: Condvar,
+    max: usize,
+}
+
+impl Slots {
+    fn new(max: usize) -> Arc<Slots> {
+        Arc::new(Slots { used: Mutex::new(0), freed: Condvar::new(), max: max.max(1) })
+    }
+
+    /// Blocks until fewer than `max` slots are taken, then takes one.
+    fn acquire(self: &Arc<Self>) -> Slot {
+        let mut used = self.used.lock().unwrap();
+        while *used >= self.max {
+            used = self.freed.wait(used).unwrap();
+        }
+        *used += 1;
+        Slot(self.clone())
+    }
+}
+
+/// One taken slot, given back when dropped.
+struct Slot(Arc<Slots>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        *self.0.used.lock().unwrap() -= 1;
+        self.0.freed.notify_one();
+    }
+}
+
+/// The session's outlet as one line's request sees it: it holds the request's slot.
+struct SlotOutlet {
+    inner: Arc<dyn Outlet>,
+    _slot: Slot,
+}
+
+impl Outlet for SlotOutlet {
+    fn send(&self, message: Value) {
+        self.inner.send(message);
+    }
+
+    fn is_open(&self) -> bool {
+        self.inner.is_open()
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::io::{self, Cursor};
+    use std::io::Cursor;
 
     use serde_json::json;
 
@@ -240,5 +395,92 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert_eq!(out.lines().len(), 1, "nothing is answered after shutdown: {:?}", out.lines());
         assert_eq!(host.sessions.broadcast(&json!({})), 0, "the session left the host");
+    }
+
+    /// A host whose one plugin has `spin` (computes until stopped) and `count` (a loop that
+    /// takes a moment, then answers).
+    async fn slow_host() -> Arc<Host> {
+        use crate::server::testing::fixture::{Fixture, ToolDef};
+        let count = "(local.set $i (i32.const 30000000)) (loop $l (local.set $i (i32.sub (local.get $i) (i32.const 1))) (br_if $l (local.get $i)))";
+        let plugin = Fixture::new().tool(ToolDef::new("spin").body("(loop $l (br $l)) unreachable")).tool(ToolDef::new("count").body(count)).build();
+        testing::host(&[("fixture", plugin)], ServerOptions::default()).await
+    }
+
+    fn call(id: i64, tool: &str) -> Value {
+        request(id, "tools/call", json!({ "name": tool, "arguments": {} }))
+    }
+
+    async fn wait_lines(out: &Shared, what: &str, done: impl Fn(&[Value]) -> bool) {
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        while !done(&out.lines()) {
+            assert!(tokio::time::Instant::now() < deadline, "{what}: {:?}", out.lines());
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    #[test]
+    fn a_line_over_the_limit_is_skipped_without_being_kept() {
+        let mut text = vec![b'x'; 1 << 20];
+        text.extend(b"\nnext\n");
+        let mut input = BufReader::new(Cursor::new(text));
+        let mut buf = Vec::new();
+        assert_eq!(read_line(&mut input, &mut buf, 1024).unwrap(), Line::TooLong(1 << 20));
+        assert!(buf.is_empty() && buf.capacity() <= 4096, "the long line was not buffered: capacity {}", buf.capacity());
+        assert_eq!(read_line(&mut input, &mut buf, 1024).unwrap(), Line::Complete);
+        assert_eq!(buf, b"next\n");
+        assert_eq!(read_line(&mut input, &mut buf, 4).unwrap(), Line::End);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_line_over_max_body_is_refused_and_the_next_line_is_served() {
+        let host = testing::host(&[], ServerOptions::default()).await;
+        let mut bytes = input(&[initialize()]);
+        bytes.extend(format!("{}\n", json!({ "jsonrpc": "2.0", "id": 2, "method": "ping", "params": { "pad": "x".repeat(1 << 20) } })).as_bytes());
+        bytes.extend(input(&[request(3, "ping", json!({}))]));
+        let out = Shared::default();
+        let settings = StdioSettings { max_line: 64 << 10, ..StdioSettings::default() };
+        tokio::time::timeout(PATIENCE, serve_with(host, Cursor::new(bytes), out.clone(), settings, std::future::pending())).await.unwrap().unwrap();
+        let out = out.lines();
+        assert_eq!(out.len(), 3, "{out:?}");
+        assert_eq!((out[1]["id"].clone(), out[1]["error"]["code"].clone()), (Value::Null, json!(jsonrpc::INVALID_REQUEST)), "{}", out[1]);
+        assert_eq!(out[1]["error"]["message"], "the line is 1048636 bytes, over --max-body (65536 bytes)");
+        assert_eq!((out[2]["id"].clone(), out[2]["result"].clone()), (json!(3), json!({})), "the next line is served");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_end_of_input_lets_calls_in_flight_finish_and_answer() {
+        let out = Shared::default();
+        let bytes = input(&[initialize(), call(2, "count"), call(3, "count"), request(4, "ping", json!({}))]);
+        let served = serve_with(slow_host().await, Cursor::new(bytes), out.clone(), StdioSettings::default(), std::future::pending());
+        tokio::time::timeout(PATIENCE, served).await.unwrap().unwrap();
+        let out = out.lines();
+        for id in [2, 3] {
+            let answers: Vec<&Value> = out.iter().filter(|m| m["id"] == json!(id)).collect();
+            assert_eq!(answers.len(), 1, "call {id} answered once after the input ended: {out:?}");
+            assert!(answers[0]["result"]["content"].is_array(), "{}", answers[0]);
+        }
+        assert_eq!(out.len(), 4, "{out:?}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn at_the_in_flight_bound_nothing_more_is_read_and_shutdown_answers_what_still_runs() {
+        let (reader, mut writer) = io::pipe().unwrap();
+        let out = Shared::default();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let settings = StdioSettings { max_in_flight: 1, shutdown_grace: Duration::from_millis(200), ..StdioSettings::default() };
+        let served = tokio::spawn(serve_with(slow_host().await, reader, out.clone(), settings, async move {
+            let _ = stopped.await;
+        }));
+        writer.write_all(&input(&[initialize(), call(2, "spin"), request(3, "ping", json!({}))])).unwrap();
+        wait_lines(&out, "initialize is answered", |lines| lines.len() == 1).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(out.lines().len(), 1, "the ping waits behind the spin, unread: {:?}", out.lines());
+        stop.send(()).unwrap();
+        tokio::time::timeout(PATIENCE, served).await.expect("shutdown ends serve").unwrap().unwrap();
+        let out = out.lines();
+        assert_eq!(out.len(), 2, "the spin is answered and the unread ping is not: {out:?}");
+        assert_eq!((out[1]["id"].clone(), out[1]["error"]["code"].clone()), (json!(2), json!(jsonrpc::INTERNAL_ERROR)), "{}", out[1]);
+        assert_eq!(out[1]["error"]["message"], "corral is shutting down: the call was still running after the shutdown grace (200ms) and was cancelled");
+        assert_eq!(out[1]["error"]["data"]["kind"], "shutdown");
     }
 }

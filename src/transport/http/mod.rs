@@ -6,6 +6,7 @@
 //! session's stream of server-initiated messages (task status), resumable with
 //! `Last-Event-ID`. DELETE ends the session. Sessions are minted at `initialize`.
 
+mod conn;
 mod events;
 mod guard;
 mod modern;
@@ -28,6 +29,7 @@ use futures_util::stream::{self, StreamExt};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+pub use self::conn::ConnectionSettings;
 use self::events::EventLog;
 pub use self::guard::parse_tokens;
 use self::guard::Guard;
@@ -38,8 +40,9 @@ use crate::mcp::{Method, RpcError};
 use crate::server::{Host, Outlet, Session};
 
 const SESSION_HEADER: &str = "mcp-session-id";
-/// How long open connections get to finish after a shutdown signal.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// How long calls cancelled at the end of the shutdown grace, and connections after them, get
+/// to stop before `serve` returns anyway.
+const WIND_DOWN: Duration = Duration::from_secs(5);
 const VERSION_HEADER: &str = "mcp-protocol-version";
 
 /// HTTP settings from the flags.
@@ -61,6 +64,8 @@ pub struct HttpSettings {
     pub event_buffer: usize,
     /// Sessions open at once; `initialize` beyond it is refused with 503.
     pub max_sessions: usize,
+    /// The connection cap, timeouts and shutdown grace.
+    pub connections: ConnectionSettings,
 }
 
 struct App {
@@ -119,9 +124,10 @@ pub async fn serve(host: Arc<Host>, settings: HttpSettings, shutdown: impl Futur
 }
 
 /// Serves on a listener the caller bound (a test binds port 0 and reads the port back) until
-/// `shutdown` resolves. When `shutdown` resolves every session's calls are cancelled and its
-/// streams closed, then open connections get [`SHUTDOWN_GRACE`] to finish. The idle-session
-/// reaper stops when this returns.
+/// `shutdown` resolves. Then no connection is accepted, every session's event streams close,
+/// and its calls in flight get the shutdown grace to finish and answer; those still running
+/// are answered with a shutdown error and cancelled. Running tasks are left to the store's
+/// recovery. The idle-session reaper stops when this returns.
 pub async fn serve_on(
     host: Arc<Host>,
     listener: tokio::net::TcpListener,
@@ -142,25 +148,38 @@ pub async fn serve_on(
         .layer(DefaultBodyLimit::max(settings.max_body))
         .with_state(app.clone());
     tracing::info!("serving MCP over HTTP at http://{addr}/mcp");
-    let stopping = Arc::new(tokio::sync::Notify::new());
-    let (stop_app, stop_signal) = (app.clone(), stopping.clone());
-    // Open SSE responses would keep a graceful shutdown waiting forever: end every session's
-    // calls and streams first, then let the server finish what is left.
-    let shutdown = async move {
-        shutdown.await;
-        tracing::info!("signal received; shutting down");
-        for (_, s) in stop_app.sessions.lock().unwrap().drain() {
-            s.events.close();
-            s.session.cancel_all();
+    let acceptor = conn::Acceptor::new(settings.connections.clone());
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => acceptor.accept(stream, router.clone()),
+                // Out of file descriptors or the like: back off a moment rather than spin.
+                Err(e) => {
+                    tracing::warn!("accepting a connection failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            _ = &mut shutdown => break,
         }
-        stop_signal.notify_one();
-    };
-    let server = axum::serve(listener, router).with_graceful_shutdown(shutdown);
-    tokio::select! {
-        served = server => served?,
-        _ = async { stopping.notified().await; tokio::time::sleep(SHUTDOWN_GRACE).await } => {
-            tracing::warn!("connections still open after {SHUTDOWN_GRACE:?}; exiting anyway");
-        }
+    }
+    drop(listener);
+    tracing::info!("signal received; finishing the calls in flight");
+    // Event streams would hold their connections open forever: end them first. Then every
+    // session's calls get the grace to answer (the rest are answered with a shutdown error),
+    // while each connection closes once its requests are answered.
+    let sessions: Vec<Arc<HttpSession>> = app.sessions.lock().unwrap().drain().map(|(_, s)| s).collect();
+    for s in &sessions {
+        s.events.close();
+    }
+    acceptor.stop();
+    let grace = settings.connections.shutdown_grace;
+    futures_util::future::join_all(sessions.iter().map(|s| s.session.finish(grace, WIND_DOWN))).await;
+    for s in &sessions {
+        s.session.cancel_all();
+    }
+    if tokio::time::timeout(WIND_DOWN, acceptor.closed()).await.is_err() {
+        tracing::warn!("connections still open {WIND_DOWN:?} after the calls ended; exiting anyway");
     }
     Ok(())
 }
@@ -223,9 +242,16 @@ fn check_version(headers: &HeaderMap) -> Result<(), Response> {
     Ok(())
 }
 
-/// The whole body, at most `limit` bytes (a chunked body that runs past it is refused with 413).
-async fn read_body(body: axum::body::Body, limit: usize) -> Result<Bytes, Response> {
-    axum::body::to_bytes(body, limit).await.map_err(|e| {
+/// The whole body, at most `limit` bytes (a chunked body that runs past it is refused with 413),
+/// within `timeout` (a body that trickles or stops short is refused with 408).
+async fn read_body(body: axum::body::Body, limit: usize, timeout: Duration) -> Result<Bytes, Response> {
+    let read = tokio::time::timeout(timeout, axum::body::to_bytes(body, limit)).await.map_err(|_| {
+        let message = format!("the body did not arrive within --http-body-timeout ({})", humantime::format_duration(timeout));
+        let mut response = refuse(StatusCode::REQUEST_TIMEOUT, message);
+        response.headers_mut().insert("connection", HeaderValue::from_static("close"));
+        response
+    })?;
+    read.map_err(|e| {
         let too_large = std::error::Error::source(&e).is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
         match too_large {
             true => refuse(StatusCode::PAYLOAD_TOO_LARGE, format!("the body is over --max-body ({limit} bytes)")),
@@ -282,7 +308,7 @@ async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: axu
         Err(response) => return response,
     };
     // Read only after the headers passed, so a refused request never has its body read.
-    let body = match read_body(body, app.settings.max_body).await {
+    let body = match read_body(body, app.settings.max_body, app.settings.connections.body_timeout).await {
         Ok(body) => body,
         Err(response) => return response,
     };
@@ -401,7 +427,20 @@ async fn end_session(State(app): State<Arc<App>>, headers: HeaderMap) -> Respons
     session.events.close();
     session.session.cancel_all();
     tracing::info!(session = %id, "session ended by the client");
+    end_tasks(&session).await;
     StatusCode::OK.into_response()
+}
+
+/// Without auth a session's tasks belong to the session: once it ends (DELETE, expiry) nothing
+/// can reach them, so they are cancelled rather than left to run, and re-run after a restart,
+/// for no one (issue 17, finding 8). With auth they belong to the token's holder and live on.
+async fn end_tasks(session: &HttpSession) {
+    if session.identity.is_none() {
+        let cancelled = session.session.cancel_tasks().await;
+        if cancelled > 0 {
+            tracing::info!("cancelled {cancelled} unfinished task(s) of the ended session");
+        }
+    }
 }
 
 /// Prometheus metrics; behind the same Host/Origin checks and tokens as `/mcp`.
@@ -435,6 +474,7 @@ async fn reap_idle_sessions(app: std::sync::Weak<App>) {
             tracing::info!(session = %id, "session expired after {idle:?} idle");
             s.events.close();
             s.session.cancel_all();
+            tokio::spawn(async move { end_tasks(&s).await });
         }
     }
 }
@@ -455,6 +495,7 @@ mod tests {
             session_idle: Duration::from_secs(60),
             event_buffer: 16,
             max_sessions: 4,
+            connections: ConnectionSettings::default(),
         }
     }
 
@@ -497,5 +538,205 @@ mod tests {
         stop.send(()).unwrap();
         tokio::time::timeout(PATIENCE, served).await.expect("shutdown ends serve").unwrap().unwrap();
         assert_eq!(host.sessions.broadcast(&json!({})), 0, "the HTTP session ended with serve");
+    }
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+
+    /// A server on a free port with `connections`: its address, and what stops it.
+    async fn start(connections: ConnectionSettings) -> (SocketAddr, tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<anyhow::Result<()>>) {
+        let host = testing::host(&[], ServerOptions::default()).await;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let settings = HttpSettings { connections, max_sessions: 100, ..settings(addr) };
+        let served = tokio::spawn(serve_on(host, listener, settings, async move {
+            let _ = stopped.await;
+        }));
+        (addr, stop, served)
+    }
+
+    const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{}}}"#;
+
+    /// Sends one keep-alive GET /healthz on `stream` and reads its whole answer.
+    async fn healthz(stream: &mut TcpStream) -> String {
+        stream.write_all(b"GET /healthz HTTP/1.1\r\nhost: localhost\r\n\r\n").await.unwrap();
+        let mut answer = Vec::new();
+        let mut chunk = [0u8; 1024];
+        while !String::from_utf8_lossy(&answer).contains("\"ok\"}") {
+            let n = tokio::time::timeout(PATIENCE, stream.read(&mut chunk)).await.expect("an answer").unwrap();
+            assert!(n > 0, "closed before answering: {:?}", String::from_utf8_lossy(&answer));
+            answer.extend_from_slice(&chunk[..n]);
+        }
+        String::from_utf8(answer).unwrap()
+    }
+
+    /// Reads `stream` until the server closes it; what it sent, and how long that took.
+    async fn until_closed(stream: &mut TcpStream) -> (String, Duration) {
+        let started = Instant::now();
+        let mut all = Vec::new();
+        let read = tokio::time::timeout(PATIENCE, stream.read_to_end(&mut all)).await.expect("the server closes the connection");
+        if let Err(e) = read {
+            assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}");
+        }
+        (String::from_utf8_lossy(&all).into_owned(), started.elapsed())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn idle_connections_past_the_cap_leave_sessions_and_new_clients_served() {
+        let (addr, stop, served) = start(ConnectionSettings { max_connections: 8, ..ConnectionSettings::default() }).await;
+        let url = format!("http://{addr}/mcp");
+        let (status, session, _) = post(url.clone(), INIT).await;
+        assert_eq!(status, 200);
+        // An established keep-alive connection, then far more idle sockets than the cap.
+        let mut established = TcpStream::connect(addr).await.unwrap();
+        assert!(healthz(&mut established).await.starts_with("HTTP/1.1 200"));
+        let mut idle = Vec::new();
+        for _ in 0..40 {
+            idle.push(TcpStream::connect(addr).await.unwrap());
+        }
+        // A new client is served: the oldest idle sockets made room for it.
+        let (status, new_session, body) = post(url.clone(), INIT).await;
+        assert_eq!(status, 200, "{body}");
+        assert!(new_session.is_some() && new_session != session);
+        // The established connection keeps being served, and so does the first session.
+        assert!(healthz(&mut established).await.starts_with("HTTP/1.1 200"));
+        let session = session.unwrap();
+        let ping = tokio::task::spawn_blocking(move || {
+            let agent = ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(PATIENCE)).build().new_agent();
+            let response = agent
+                .post(&url)
+                .header("accept", "application/json, text/event-stream")
+                .header("content-type", "application/json")
+                .header(SESSION_HEADER, &session)
+                .send(r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#)
+                .unwrap();
+            (response.status().as_u16(), response.into_body().read_to_string().unwrap())
+        })
+        .await
+        .unwrap();
+        assert_eq!(ping.0, 200, "{}", ping.1);
+        // The evicted idle sockets were closed, not left hanging.
+        let (_, took) = until_closed(&mut idle[0]).await;
+        assert!(took < Duration::from_secs(5), "the oldest idle socket was closed at once: {took:?}");
+        stop.send(()).unwrap();
+        tokio::time::timeout(PATIENCE, served).await.unwrap().unwrap().unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn when_every_slot_serves_a_client_a_new_connection_gets_503_at_once() {
+        let (addr, stop, served) = start(ConnectionSettings { max_connections: 4, ..ConnectionSettings::default() }).await;
+        let mut clients = Vec::new();
+        for _ in 0..4 {
+            let mut stream = TcpStream::connect(addr).await.unwrap();
+            assert!(healthz(&mut stream).await.starts_with("HTTP/1.1 200"));
+            clients.push(stream);
+        }
+        let mut refused = TcpStream::connect(addr).await.unwrap();
+        let (answer, took) = until_closed(&mut refused).await;
+        assert!(answer.starts_with("HTTP/1.1 503 Service Unavailable"), "{answer}");
+        assert!(answer.contains("too many connections (4); try again later"), "{answer}");
+        assert!(took < Duration::from_secs(5), "answered at once, not held: {took:?}");
+        // Once a client leaves, a new connection is served again.
+        drop(clients.pop());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let mut again = TcpStream::connect(addr).await.unwrap();
+        assert!(healthz(&mut again).await.starts_with("HTTP/1.1 200"));
+        stop.send(()).unwrap();
+        tokio::time::timeout(PATIENCE, served).await.unwrap().unwrap().unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn slow_headers_a_short_body_and_an_idle_keep_alive_are_cut_off() {
+        let connections = ConnectionSettings {
+            header_timeout: Duration::from_millis(500),
+            body_timeout: Duration::from_millis(500),
+            idle_timeout: Duration::from_millis(500),
+            ..ConnectionSettings::default()
+        };
+        let (addr, stop, served) = start(connections).await;
+        // Slowloris: a header byte every 100 ms would take 6 s; the connection is closed first.
+        let mut slow = TcpStream::connect(addr).await.unwrap();
+        let started = Instant::now();
+        let headers = b"POST /mcp HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\n\r\n";
+        let mut cut = false;
+        for byte in headers {
+            if slow.write_all(&[*byte]).await.is_err() {
+                cut = true;
+                break;
+            }
+            let mut probe = [0u8; 64];
+            if let Ok(Ok(0) | Err(_)) = tokio::time::timeout(Duration::from_millis(100), slow.read(&mut probe)).await {
+                cut = true;
+                break;
+            }
+        }
+        assert!(cut && started.elapsed() < Duration::from_secs(3), "slow headers were cut off after {:?}", started.elapsed());
+        // A body announced as 100 bytes of which 10 come: 408, then the connection closes.
+        let mut short = TcpStream::connect(addr).await.unwrap();
+        short.write_all(b"POST /mcp HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{\"jsonrpc\"").await.unwrap();
+        let (answer, took) = until_closed(&mut short).await;
+        assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+        assert!(answer.contains("the body did not arrive within --http-body-timeout (500ms)"), "{answer}");
+        assert!(took < Duration::from_secs(3), "{took:?}");
+        // A keep-alive connection with nothing in progress is closed after the idle timeout.
+        let mut idle = TcpStream::connect(addr).await.unwrap();
+        assert!(healthz(&mut idle).await.starts_with("HTTP/1.1 200"));
+        let (_, took) = until_closed(&mut idle).await;
+        assert!(took < Duration::from_secs(3), "the idle keep-alive was closed after {took:?}");
+        stop.send(()).unwrap();
+        tokio::time::timeout(PATIENCE, served).await.unwrap().unwrap().unwrap();
+    }
+
+    /// One request with `headers` on a blocking thread: (status, body).
+    async fn send(method: &'static str, url: String, headers: Vec<(&'static str, String)>, body: &'static str) -> (u16, String) {
+        tokio::task::spawn_blocking(move || {
+            let agent = ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(PATIENCE)).build().new_agent();
+            let mut request = ureq::http::Request::builder()
+                .method(method)
+                .uri(url)
+                .header("accept", "application/json, text/event-stream")
+                .header("content-type", "application/json");
+            for (name, value) in headers {
+                request = request.header(name, value);
+            }
+            let response = agent.run(request.body(body.to_owned()).unwrap()).expect("a request to /mcp");
+            (response.status().as_u16(), response.into_body().read_to_string().unwrap())
+        })
+        .await
+        .unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn without_auth_a_sessions_tasks_are_cancelled_when_it_ends() {
+        use crate::server::testing::fixture::{Fixture, TaskSupport, ToolDef};
+        let plugin = Fixture::new().tool(ToolDef::new("spin").body("(loop $l (br $l)) unreachable").task_support(TaskSupport::Optional)).build();
+        let host = testing::host(&[("fixture", plugin)], ServerOptions::default()).await;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let served = tokio::spawn(serve_on(host.clone(), listener, settings("127.0.0.1:0".parse().unwrap()), async move {
+            let _ = stopped.await;
+        }));
+        let (_, session, _) = post(url.clone(), INIT).await;
+        let session = session.unwrap();
+        let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"spin","arguments":{},"task":{}}}"#;
+        let (status, body) = send("POST", url.clone(), vec![(SESSION_HEADER, session.clone())], call).await;
+        assert_eq!(status, 200, "{body}");
+        let created: Value = serde_json::from_str(&body).unwrap();
+        let task = created["result"]["task"]["taskId"].as_str().unwrap().to_owned();
+        let owner = format!("session:{session}");
+        assert_eq!(host.engine.get(&owner, &task).await.unwrap().status.as_str(), "working");
+        let (status, _) = send("DELETE", url, vec![(SESSION_HEADER, session)], "").await;
+        assert_eq!(status, 200);
+        // Nothing can reach the task any more: it was cancelled, not left running for no one.
+        assert_eq!(host.engine.get(&owner, &task).await.unwrap().status.as_str(), "cancelled");
+        let deadline = Instant::now() + PATIENCE;
+        while host.engine.counts().running > 0 {
+            assert!(Instant::now() < deadline, "the cancelled spin stops");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        stop.send(()).unwrap();
+        tokio::time::timeout(PATIENCE, served).await.unwrap().unwrap().unwrap();
     }
 }

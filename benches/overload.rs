@@ -1,0 +1,163 @@
+//! Overload refusals under a burst (issue 17, finding 6): how long a `tools/call` with `task`
+//! takes to be refused as overloaded while 10 000 such calls arrive at once, beside the same
+//! refusal in isolation, in the same run on the same host.
+//!
+//! ```text
+//! cargo build --release && cargo bench --bench overload
+//! CORRAL_BIN=target/debug/corral cargo bench --bench overload
+//! ```
+//!
+//! The host runs with `--max-queued 100 --max-running 2`; the queue is filled with long ticks
+//! first, so every later task call is refused. `isolated`: one client, one refusal at a time.
+//! `burst`: sixteen clients sending 10 000 task calls in all, as fast as they are answered.
+//! The goal is a burst p99 within 2 ms: a refusal must not wait behind the store.
+
+#[path = "common/report.rs"]
+mod report;
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+const QUEUED: usize = 100;
+const ISOLATED: usize = 1_000;
+const CLIENTS: usize = 16;
+const BURST: usize = 10_000;
+
+fn main() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let dist = root.join("plugins/dist");
+    assert!(dist.join("ticker.wasm").exists(), "build the example plugins first: scripts/build-plugins.sh");
+    let bin = std::env::var("CORRAL_BIN").map(PathBuf::from).unwrap_or_else(|_| root.join("target/release/corral"));
+    assert!(bin.exists(), "no corral binary at {} (cargo build --release, or set CORRAL_BIN)", bin.display());
+    let host = Host::start(&bin, &dist);
+    let mut filler = Client::connect(&host.url);
+    for _ in 0..QUEUED + 2 {
+        filler.task_call();
+    }
+    report::header(&format!("overload refusals, {}", bin.display()));
+    let isolated: Vec<Duration> = (0..ISOLATED).map(|_| filler.refused()).collect();
+    let barrier = Arc::new(Barrier::new(CLIENTS + 1));
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|_| {
+            let (url, barrier) = (host.url.clone(), barrier.clone());
+            thread::spawn(move || {
+                let mut client = Client::connect(&url);
+                barrier.wait();
+                (0..BURST / CLIENTS).map(|_| client.refused()).collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    barrier.wait();
+    let started = Instant::now();
+    let burst: Vec<Duration> = clients.into_iter().flat_map(|c| c.join().unwrap()).collect();
+    let took = started.elapsed();
+    let p99 = |samples: &[Duration]| {
+        let mut sorted = samples.to_vec();
+        sorted.sort_unstable();
+        sorted[(sorted.len() * 99 / 100).min(sorted.len() - 1)]
+    };
+    let (p99_isolated, p99_burst) = (p99(&isolated), p99(&burst));
+    report::report("refusal, isolated (1 client)", isolated);
+    report::report(&format!("refusal, burst ({CLIENTS} clients, {BURST} calls)"), burst);
+    println!(
+        "burst: {:.0} refusals/s; p99 {:.2} ms, {:.1}× the isolated p99 ({:.2} ms)",
+        BURST as f64 / took.as_secs_f64(),
+        p99_burst.as_secs_f64() * 1e3,
+        p99_burst.as_secs_f64() / p99_isolated.as_secs_f64(),
+        p99_isolated.as_secs_f64() * 1e3
+    );
+}
+
+/// `corral serve --http` on a fresh database, with a small queue; killed on drop.
+struct Host {
+    child: Child,
+    url: String,
+    _db: tempfile::TempDir,
+}
+
+impl Host {
+    fn start(bin: &std::path::Path, dist: &std::path::Path) -> Host {
+        let db = tempfile::tempdir().unwrap();
+        let mut child = Command::new(bin)
+            .args(["serve", "--plugins"])
+            .arg(dist)
+            .args(["--http", "127.0.0.1:0", "--log-level", "info", "--max-running", "2", "--max-tasks-per-client", "1000000"])
+            .args(["--max-queued", &QUEUED.to_string(), "--db"])
+            .arg(db.path().join("tasks.db"))
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        let url = loop {
+            line.clear();
+            assert!(stderr.read_line(&mut line).unwrap() > 0, "{} exited before serving HTTP", bin.display());
+            if let Some(at) = line.find("serving MCP over HTTP at ") {
+                break line[at + "serving MCP over HTTP at ".len()..].split_whitespace().next().unwrap().to_owned();
+            }
+        };
+        thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        Host { child, url, _db: db }
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One Streamable HTTP session on a keep-alive connection.
+struct Client {
+    agent: ureq::Agent,
+    url: String,
+    session: String,
+    next_id: u64,
+}
+
+impl Client {
+    fn connect(url: &str) -> Client {
+        let agent = ureq::Agent::new_with_config(ureq::Agent::config_builder().http_status_as_error(false).proxy(None).build());
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}}});
+        let response =
+            agent.post(url).header("Accept", "application/json, text/event-stream").header("Content-Type", "application/json").send(init.to_string()).unwrap();
+        let session = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).expect("a session id").to_owned();
+        Client { agent, url: url.to_owned(), session, next_id: 1 }
+    }
+
+    fn task_call(&mut self) -> Value {
+        self.next_id += 1;
+        let call = json!({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
+            "params": {"name": "tick", "arguments": {"count": 100000, "interval_ms": 100}, "task": {}}});
+        let mut response = self
+            .agent
+            .post(&self.url)
+            .header("Accept", "application/json, text/event-stream")
+            .header("Content-Type", "application/json")
+            .header("Mcp-Session-Id", &self.session)
+            .send(call.to_string())
+            .unwrap();
+        let mut body = String::new();
+        response.body_mut().as_reader().read_to_string(&mut body).unwrap();
+        serde_json::from_str(&body).expect("a JSON answer")
+    }
+
+    /// One task call, which the full queue refuses; how long the answer took.
+    fn refused(&mut self) -> Duration {
+        let started = Instant::now();
+        let answer = self.task_call();
+        let took = started.elapsed();
+        assert_eq!(answer["error"]["data"]["kind"], "overloaded", "the queue is full: {answer}");
+        took
+    }
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs every fuzz target for SECONDS each (default 600, the issue's bar) on stable Rust:
+# cargo-fuzz with `--sanitizer none` needs no nightly flag (reference: scale-out-oci-fuzz.md, C).
+# New finds are minimised into fuzz/corpus/TARGET, which `cargo test --test fuzz_corpus` replays.
+#
+#   scripts/fuzz.sh [SECONDS]        # all targets, one after another
+#   TARGETS="session" scripts/fuzz.sh 60
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-600}"
+targets="${TARGETS:-jsonrpc_parse session manifest uri_template http_request}"
+CARGO_FUZZ_VERSION=0.13.2
+if ! cargo fuzz --version 2>/dev/null | grep -q "$CARGO_FUZZ_VERSION"; then
+    cargo install cargo-fuzz --locked --version "$CARGO_FUZZ_VERSION"
+fi
+export CARGO_TARGET_DIR="${FUZZ_TARGET_DIR:-$PWD/fuzz/target}"
+for target in $targets; do
+    echo "== fuzz $target for ${seconds}s"
+    mkdir -p "fuzz/corpus/$target" "fuzz/artifacts/$target"
+    # -D: a dev build (a release build of wasmtime with one codegen unit takes far longer).
+    cargo fuzz run "$target" -D -s none --fuzz-dir fuzz -- \
+        -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
+        "fuzz/corpus/$target"
+done

@@ -1,0 +1,249 @@
+//! Accepting HTTP connections (issue 17, finding 1): a cap with a reserve, a header read
+//! timeout, an idle keep-alive timeout, and a graceful end.
+//!
+//! A connection is *fresh* from its accept until its first request's headers have arrived,
+//! then *established*. Fresh connections may hold at most `max - reserve` slots, so idle or
+//! slow sockets that never send a request (the cheapest attack there is) can never crowd out
+//! the clients already being served. When a new connection finds the fresh slots full, the
+//! oldest fresh one is closed to make room, so a new client that sends its request promptly
+//! still gets in. Only when every slot holds an established connection is a new one refused,
+//! at once, with a 503 written before it is closed.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::Router;
+use http_body_util::BodyExt;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use serde_json::json;
+use tokio::net::TcpStream;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// How connections are limited.
+#[derive(Clone, Debug)]
+pub struct ConnectionSettings {
+    /// Connections open at once; a quarter of them is kept for established connections.
+    pub max_connections: usize,
+    /// How long a client gets to send a request's headers, from the first byte of the request
+    /// (or from the connection's accept).
+    pub header_timeout: Duration,
+    /// How long a client gets to send a request's body once its headers are in.
+    pub body_timeout: Duration,
+    /// A keep-alive connection with no request in progress for this long is closed.
+    pub idle_timeout: Duration,
+    /// At shutdown: how long calls in flight get to finish and answer.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ConnectionSettings {
+    fn default() -> ConnectionSettings {
+        ConnectionSettings {
+            max_connections: 1024,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(60),
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The connections open now.
+struct Table {
+    /// Fresh connections by accept order, each with the token that closes it.
+    fresh: BTreeMap<u64, CancellationToken>,
+    established: usize,
+    next: u64,
+}
+
+/// Accepts connections for one server and tracks them until they close.
+pub struct Acceptor {
+    settings: ConnectionSettings,
+    table: Arc<Mutex<Table>>,
+    connections: TaskTracker,
+    stopping: CancellationToken,
+}
+
+/// What to do with a new connection.
+enum Admission {
+    Serve { id: u64, evict: CancellationToken },
+    Refuse,
+}
+
+impl Acceptor {
+    /// An acceptor with no connection yet.
+    pub fn new(settings: ConnectionSettings) -> Acceptor {
+        let table = Table { fresh: BTreeMap::new(), established: 0, next: 0 };
+        Acceptor { settings, table: Arc::new(Mutex::new(table)), connections: TaskTracker::new(), stopping: CancellationToken::new() }
+    }
+
+    fn admit(&self) -> Admission {
+        let max = self.settings.max_connections.max(1);
+        let fresh_limit = (max - max / 4).max(1);
+        let mut table = self.table.lock().unwrap();
+        if table.fresh.len() >= fresh_limit || table.fresh.len() + table.established >= max {
+            match table.fresh.pop_first() {
+                Some((_, oldest)) => oldest.cancel(),
+                None => return Admission::Refuse,
+            }
+        }
+        let (id, evict) = (table.next, CancellationToken::new());
+        table.next += 1;
+        table.fresh.insert(id, evict.clone());
+        Admission::Serve { id, evict }
+    }
+
+    /// Serves `stream` with `router`, or refuses it at once when every slot is established.
+    pub fn accept(&self, stream: TcpStream, router: Router) {
+        let (id, evict) = match self.admit() {
+            Admission::Serve { id, evict } => (id, evict),
+            Admission::Refuse => return refuse(stream, self.settings.max_connections),
+        };
+        let activity = Arc::new(Activity { in_progress: AtomicUsize::new(0), last: Mutex::new(Instant::now()) });
+        let state = Arc::new(ConnState { id, table: self.table.clone(), established: std::sync::atomic::AtomicBool::new(false) });
+        let service = {
+            let (activity, state) = (activity.clone(), state.clone());
+            hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+                state.establish();
+                let busy = Busy::new(activity.clone());
+                let mut router = router.clone();
+                async move {
+                    let response = tower_service::Service::call(&mut router, request.map(Body::new)).await?;
+                    // The request is in progress until its response body is done (an SSE
+                    // stream included), so the idle timeout never closes a live answer.
+                    Ok::<_, std::convert::Infallible>(response.map(move |body| {
+                        Body::new(body.map_frame(move |frame| {
+                            let _busy = &busy;
+                            frame
+                        }))
+                    }))
+                }
+            })
+        };
+        let mut builder = hyper::server::conn::http1::Builder::new();
+        builder.timer(TokioTimer::new()).header_read_timeout(self.settings.header_timeout);
+        let (idle, stopping) = (self.settings.idle_timeout, self.stopping.clone());
+        self.connections.spawn(async move {
+            let connection = builder.serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(connection);
+            let mut closing = false;
+            loop {
+                tokio::select! {
+                    served = connection.as_mut() => {
+                        if let Err(e) = served {
+                            tracing::debug!("connection ended: {e}");
+                        }
+                        break;
+                    }
+                    _ = evict.cancelled() => {
+                        tracing::debug!("closed a connection that sent no request, to make room for a new one");
+                        break;
+                    }
+                    _ = stopping.cancelled(), if !closing => {
+                        connection.as_mut().graceful_shutdown();
+                        closing = true;
+                    }
+                    _ = activity.idle_for(idle), if !closing => {
+                        tracing::debug!("closed a connection idle for {idle:?}");
+                        connection.as_mut().graceful_shutdown();
+                        closing = true;
+                    }
+                }
+            }
+            drop(state);
+        });
+    }
+
+    /// Asks every connection to finish: each closes once its requests in progress have been
+    /// answered.
+    pub fn stop(&self) {
+        self.stopping.cancel();
+        self.connections.close();
+    }
+
+    /// Waits until every connection has closed.
+    pub async fn closed(&self) {
+        self.connections.wait().await;
+    }
+}
+
+/// Writes a 503 to a connection over the cap and closes it, without reading a byte.
+fn refuse(stream: TcpStream, max: usize) {
+    tracing::warn!("refused a connection: {max} connections are open, every one serving a client (--max-connections)");
+    let body = json!({ "jsonrpc": "2.0", "id": null, "error": { "code": crate::mcp::jsonrpc::INVALID_REQUEST, "message": format!("too many connections ({max}); try again later") } }).to_string();
+    let response = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\nretry-after: 1\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    // The socket's send buffer is empty: one non-blocking write takes the whole answer.
+    let _ = stream.try_write(response.as_bytes());
+}
+
+/// One connection's place in the [`Table`].
+struct ConnState {
+    id: u64,
+    table: Arc<Mutex<Table>>,
+    established: std::sync::atomic::AtomicBool,
+}
+
+impl ConnState {
+    /// The first request's headers arrived: the connection leaves the fresh slots.
+    fn establish(&self) {
+        if !self.established.swap(true, Ordering::AcqRel) {
+            let mut table = self.table.lock().unwrap();
+            table.fresh.remove(&self.id);
+            table.established += 1;
+        }
+    }
+}
+
+impl Drop for ConnState {
+    fn drop(&mut self) {
+        let mut table = self.table.lock().unwrap();
+        match self.established.load(Ordering::Acquire) {
+            true => table.established -= 1,
+            false => drop(table.fresh.remove(&self.id)),
+        }
+    }
+}
+
+/// Whether a connection has a request in progress, and since when it has had none.
+struct Activity {
+    in_progress: AtomicUsize,
+    last: Mutex<Instant>,
+}
+
+impl Activity {
+    /// Resolves once the connection has had no request in progress for `idle`.
+    async fn idle_for(&self, idle: Duration) {
+        loop {
+            let since = *self.last.lock().unwrap();
+            let quiet = self.in_progress.load(Ordering::Acquire) == 0;
+            if quiet && since.elapsed() >= idle {
+                return;
+            }
+            let wake = if quiet { since + idle } else { Instant::now() + idle };
+            tokio::time::sleep_until(wake.into()).await;
+        }
+    }
+}
+
+/// A request in progress, from its headers to the end of its response body.
+struct Busy(Arc<Activity>);
+
+impl Busy {
+    fn new(activity: Arc<Activity>) -> Busy {
+        activity.in_progress.fetch_add(1, Ordering::AcqRel);
+        Busy(activity)
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        *self.0.last.lock().unwrap() = Instant::now();
+        self.0.in_progress.fetch_sub(1, Ordering::AcqRel);
+    }
+}

@@ -1,0 +1,96 @@
+//! Shutdown through the binary (issue 17, finding 4): `printf … | corral serve` gets every
+//! answer, and SIGTERM answers the calls in flight (or ends them with a precise error) before
+//! the process exits.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{json, Value};
+
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+fn spawn(dir: &std::path::Path, extra: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_corral"))
+        .args(["serve", "--plugins", dir.to_str().unwrap(), "--db", ":memory:"])
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting corral")
+}
+
+fn line(id: i64, method: &str, params: Value) -> String {
+    format!("{}\n", json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))
+}
+
+fn initialize() -> String {
+    line(1, "initialize", json!({ "protocolVersion": "2025-11-25", "capabilities": {} }))
+}
+
+fn tick(id: i64, count: u64, interval_ms: u64) -> String {
+    line(id, "tools/call", json!({ "name": "tick", "arguments": { "count": count, "interval_ms": interval_ms } }))
+}
+
+/// Waits for the child to exit, then parses every stdout line (each must be JSON).
+fn exit_and_read(mut child: Child) -> Vec<Value> {
+    let deadline = Instant::now() + TIMEOUT;
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "corral did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(child.wait().unwrap().success());
+    let mut text = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut text).unwrap();
+    text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {l}"))).collect()
+}
+
+fn answers(out: &[Value], id: i64) -> Vec<&Value> {
+    out.iter().filter(|m| m["id"] == json!(id) && (m.get("result").is_some() || m.get("error").is_some())).collect()
+}
+
+#[test]
+fn piped_input_gets_every_answer_after_stdin_closes() {
+    let dir = example_plugins(&["ticker"]);
+    let mut child = spawn(dir.path(), &[]);
+    let input = [initialize(), tick(2, 3, 100), tick(3, 2, 150), line(4, "ping", json!({}))].concat();
+    // As `printf … | corral serve`: everything at once, then the end of the input.
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let out = exit_and_read(child);
+    for id in [1, 2, 3, 4] {
+        let found = answers(&out, id);
+        assert_eq!(found.len(), 1, "request {id} is answered once: {out:?}");
+        assert!(found[0].get("result").is_some(), "request {id}: {}", found[0]);
+    }
+}
+
+#[test]
+fn sigterm_answers_calls_in_flight_and_ends_the_rest_with_a_shutdown_error() {
+    let dir = example_plugins(&["ticker"]);
+    let mut child = spawn(dir.path(), &["--shutdown-grace", "2s"]);
+    let mut stdin = child.stdin.take().unwrap();
+    // A call that ends within the grace, and one that cannot.
+    stdin.write_all([initialize(), tick(2, 5, 100), tick(3, 10000, 50)].concat().as_bytes()).unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap(); // initialize answered: the calls are in
+    std::thread::sleep(Duration::from_millis(100));
+    let started = Instant::now();
+    Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    child.stdout = Some(stdout.into_inner());
+    let out = exit_and_read(child);
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(10), "the grace is 2s: exited after {took:?}");
+    let short = answers(&out, 2);
+    assert_eq!(short.len(), 1, "{out:?}");
+    assert!(short[0].get("result").is_some(), "the short call finished within the grace: {}", short[0]);
+    let long = answers(&out, 3);
+    assert_eq!(long.len(), 1, "{out:?}");
+    assert_eq!(long[0]["error"]["code"], -32603, "{}", long[0]);
+    assert_eq!(long[0]["error"]["message"], "corral is shutting down: the call was still running after the shutdown grace (2s) and was cancelled");
+    drop(stdin);
+}
