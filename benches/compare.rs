@@ -84,6 +84,68 @@ fn main() {
     println!("medians over {} runs each; (×) is the ratio to the null server in the same run", rounds * RUNS);
     println!("load average at start {before}, at end {}; cpus over the bench: {}", load_average(), machine.summary());
     print_table(&servers, &results);
+    if std::env::var("COMPARE_COLD").as_deref() != Ok("0") {
+        cold_starts(&text);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// cold start
+
+/// `corral serve` over every example plugin with an empty compile cache: spawn → `initialize`
+/// answered, and spawn → `tools/list` answered (every plugin loaded), next to the same for the
+/// slowest plugin alone. `COMPARE_COLD=0` skips it.
+fn cold_starts(text: &Path) {
+    let dist = text.parent().unwrap();
+    let mut all: Vec<PathBuf> =
+        std::fs::read_dir(dist).unwrap().filter_map(|e| Some(e.ok()?.path())).filter(|p| p.extension().is_some_and(|x| x == "wasm")).collect();
+    all.sort();
+    let biggest = all.iter().max_by_key(|p| std::fs::metadata(p).map_or(0, |m| m.len())).unwrap().clone();
+    println!();
+    println!("cold start (empty compile cache), medians of {COLD_RUNS} runs, interleaved   [load average {}]", load_average());
+    let names = |files: &[PathBuf]| files.iter().map(|f| f.file_stem().unwrap().to_string_lossy().into_owned()).collect::<Vec<_>>().join(", ");
+    let (mut every, mut alone) = (Vec::new(), Vec::new());
+    for _ in 0..COLD_RUNS {
+        every.push(cold_start(&all));
+        alone.push(cold_start(std::slice::from_ref(&biggest)));
+    }
+    let med = |runs: &[(Duration, Duration)], i: usize| median(runs.iter().map(|r| if i == 0 { r.0 } else { r.1 }.as_secs_f64()).collect());
+    println!("| plugins | spawn → initialize answered | spawn → tools/list answered (all loaded) |");
+    println!("|---|---|---|");
+    println!("| {} | {:.1} ms | {:.0} ms |", names(&all), med(&every, 0) * 1e3, med(&every, 1) * 1e3);
+    println!("| {} alone | {:.1} ms | {:.0} ms |", names(std::slice::from_ref(&biggest)), med(&alone, 0) * 1e3, med(&alone, 1) * 1e3);
+    println!("every plugin / the slowest alone: {:.2}×   [load average {}]", med(&every, 1) / med(&alone, 1), load_average());
+}
+
+const COLD_RUNS: usize = 3;
+
+/// One cold start over copies of `plugins` (and their manifests).
+fn cold_start(plugins: &[PathBuf]) -> (Duration, Duration) {
+    let dir = tempfile::tempdir().unwrap();
+    let plugin_dir = dir.path().join("plugins");
+    std::fs::create_dir(&plugin_dir).unwrap();
+    for p in plugins {
+        std::fs::copy(p, plugin_dir.join(p.file_name().unwrap())).unwrap();
+        let manifest = p.with_extension("toml");
+        if manifest.exists() {
+            std::fs::copy(&manifest, plugin_dir.join(manifest.file_name().unwrap())).unwrap();
+        }
+    }
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_corral"));
+    cmd.arg("serve").arg("--plugins").arg(&plugin_dir).arg("--cache-dir").arg(dir.path().join("cache"));
+    cmd.args(["--db", ":memory:", "--log-level", "error", "--load-wait", "10m"]).env_remove("RUST_LOG").env("NO_COLOR", "1");
+    let mut s = Session::spawn(&cmd);
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "compare-bench", "version": "0"}}});
+    s.send(&format!("{init}\n"));
+    assert!(s.read().contains("protocolVersion"), "initialize failed: {}", s.line);
+    let initialized = s.spawned.elapsed();
+    s.send("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
+    s.send("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n");
+    assert!(s.read().contains("\"tools\""), "tools/list failed: {}", s.line);
+    let listed = s.spawned.elapsed();
+    s.stop();
+    (initialized, listed)
 }
 
 // ---------------------------------------------------------------------------------------------
