@@ -90,6 +90,10 @@ pub struct HostArgs {
     /// Epoch tick: how quickly a deadline or a cancellation stops a running guest.
     #[arg(long, env = "CORRAL_EPOCH_TICK", default_value = defaults::EPOCH_TICK, value_parser = config::parse_duration)]
     pub epoch_tick: Duration,
+    /// How long a request that needs the plugins (`tools/list`, `tools/call`, ...) waits for
+    /// them while they still load at start, e.g. 30s; `initialize` and `ping` never wait.
+    #[arg(long, env = "CORRAL_LOAD_WAIT", default_value = "30s", value_parser = config::parse_duration)]
+    pub load_wait: Duration,
     /// Largest tool result passed to a client, e.g. 16MiB.
     #[arg(long, env = "CORRAL_MAX_OUTPUT", default_value = defaults::MAX_OUTPUT, value_parser = config::parse_size)]
     pub max_output: u64,

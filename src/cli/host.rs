@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use super::args::{HostArgs, HttpArgs, TaskArgs};
 use crate::config::{self, Limits};
-use crate::registry::{load_dir, LoadSettings, Registry};
+use crate::registry::{load_in_background, plugin_files, LoadSettings, Registry};
 use crate::runtime::{EngineSettings, Runtime, RuntimeSettings};
 use crate::server::{self, Host, ServerOptions, ToolRunner};
 use crate::tasks::{is_postgres_url, Durability, Engine, PgOptions, PgStore, Runners, SqliteStore, TaskSettings, TaskStore};
@@ -122,9 +122,12 @@ impl HttpArgs {
     }
 }
 
-/// A host for one local command (`tools`, `call`): its tasks, if any, live in memory.
+/// A host for one local command (`tools`, `call`): its tasks, if any, live in memory. Its
+/// plugins are loaded when this returns.
 pub async fn build_local_host(args: &HostArgs) -> anyhow::Result<Arc<Host>> {
-    Ok(build_host(args, ServerOptions::default(), Path::new(":memory:"), Durability::Process, TaskSettings::default()).await?.0)
+    let host = build_host(args, ServerOptions::default(), Path::new(":memory:"), Durability::Process, TaskSettings::default()).await?.0;
+    host.registry.loaded().await;
+    Ok(host)
 }
 
 /// The task store `--db` names (a PostgreSQL URL, or a SQLite file), and this host as one of
@@ -144,7 +147,9 @@ async fn open_store(db: &Path, durability: Durability, tasks: &TaskSettings) -> 
     Ok((Arc::new(store), runners))
 }
 
-/// Loads the plugin directory and starts the task engine: everything a session needs.
+/// Starts loading the plugin directory and starts the task engine: everything a session needs.
+/// The plugins load in the background (`registry::load_in_background`), so the host can answer
+/// `initialize` at once; an unreadable plugin directory is still an error here.
 pub async fn build_host(
     args: &HostArgs,
     options: ServerOptions,
@@ -158,12 +163,11 @@ pub async fn build_host(
     // The cache exists now (the runtime created it), so it can be canonicalized.
     let protected = cache_dir.iter().filter_map(|d| d.canonicalize().ok()).collect();
     let load = Arc::new(LoadSettings { defaults, memory_ceiling: args.memory_ceiling, protected });
-    let catalog = load_dir(&args.plugins, &runtime, &load).await?;
-    if catalog.plugins.is_empty() {
-        tracing::warn!("no plugin loaded from {}", args.plugins.display());
-    }
-    let registry = Arc::new(Registry::new(catalog));
+    let files = plugin_files(&args.plugins)?;
     let runtime = Arc::new(runtime);
+    let registry = Arc::new(Registry::loading(args.load_wait));
+    load_in_background(args.plugins.clone(), files, runtime.clone(), load.clone(), registry.clone())
+        .map_err(|e| anyhow::anyhow!("cannot start a thread to load the plugins: {e}"))?;
     let (store, runners) = open_store(db, durability, &tasks).await?;
     let metrics = Arc::new(server::Metrics::default());
     let runner = Arc::new(ToolRunner { registry: registry.clone(), runtime: runtime.clone(), metrics: metrics.clone() });

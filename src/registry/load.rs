@@ -55,9 +55,24 @@ pub fn plugin_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
 
 /// Loads every `*.wasm` in `dir`, in file-name order (which decides who keeps a duplicate name).
 pub async fn load_dir(dir: &Path, runtime: &Runtime, settings: &LoadSettings) -> anyhow::Result<Catalog> {
+    Ok(load_files(&plugin_files(dir)?, runtime, settings).await)
+}
+
+/// Loads `files` into one catalog. What each file needs on its own (manifest, compile,
+/// `list-*`) runs for all of them at once, the compiles on as many threads as there are
+/// cores; the checks against the plugins before it then run in the order of `files`, so who
+/// keeps a contested name does not depend on which compile finished first.
+pub async fn load_files(files: &[PathBuf], runtime: &Runtime, settings: &LoadSettings) -> Catalog {
+    let compiled = compile_all(files, runtime, settings);
+    let prepared = futures_util::future::join_all(compiled.into_iter().map(|c| async move {
+        let c = c?;
+        let declared = declarations(runtime, &c.code, &c.limits, &c.refuser()).await?;
+        Ok::<_, Refusal>(Prepared { compiled: c, declared })
+    }))
+    .await;
     let mut catalog = Catalog::default();
-    for file in plugin_files(dir)? {
-        match load_plugin(&file, runtime, settings, &catalog).await {
+    for (file, prepared) in files.iter().zip(prepared) {
+        match prepared.and_then(|p| p.admit(&catalog)) {
             Ok(loaded) => {
                 let p = &loaded.plugin;
                 tracing::info!(
@@ -78,7 +93,28 @@ pub async fn load_dir(dir: &Path, runtime: &Runtime, settings: &LoadSettings) ->
             }
         }
     }
-    Ok(catalog)
+    catalog
+}
+
+/// [`compile`] of every file, on up to one thread per core (each compile also spreads its
+/// functions over the cores), results in the order of `files`.
+fn compile_all(files: &[PathBuf], runtime: &Runtime, settings: &LoadSettings) -> Vec<Result<Compiled, Refusal>> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(files.len());
+    if threads <= 1 {
+        return files.iter().map(|f| compile(f, runtime, settings)).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<Result<Compiled, Refusal>>>> = files.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(file) = files.get(i) else { return };
+                *slots[i].lock().unwrap() = Some(compile(file, runtime, settings));
+            });
+        }
+    });
+    slots.into_iter().map(|slot| slot.into_inner().unwrap().expect("every file was compiled")).collect()
 }
 
 pub(super) fn plugin_name(file: &Path) -> String {
@@ -88,23 +124,53 @@ pub(super) fn plugin_name(file: &Path) -> String {
 /// Loads one plugin file beside the plugins of `loaded`: manifest, compile, the `list-*`
 /// exports, then the checks of what they declare. The first step that fails refuses it whole.
 pub async fn load_plugin(file: &Path, runtime: &Runtime, settings: &LoadSettings, loaded: &Catalog) -> Result<Loaded, Refusal> {
-    let name = plugin_name(file);
-    let refuse = Refuser { name: &name, file, stamp: stamp(file) };
-    let (code, limits, names) = compile(file, &name, runtime, settings, &refuse)?;
-    let declared = declarations(runtime, &code, &limits, &refuse).await?;
-    let plugin = Arc::new(Plugin {
-        name: name.clone(),
-        file: file.to_owned(),
-        stamp: refuse.stamp,
-        code,
-        permits: Arc::new(tokio::sync::Semaphore::new(limits.max_concurrency)),
-        limits,
-    });
-    let tools = check_tools(declared.tools, &plugin, loaded, &refuse, &names)?;
-    let templates = check_templates(declared.templates, &plugin, loaded, &refuse)?;
-    let resources = check_resources(declared.resources, &plugin, loaded, &refuse)?;
-    let prompts = check_prompts(declared.prompts, &plugin, loaded, &refuse, &names)?;
-    Ok(Loaded { plugin, tools, resources, templates, prompts })
+    let compiled = compile(file, runtime, settings)?;
+    let declared = declarations(runtime, &compiled.code, &compiled.limits, &compiled.refuser()).await?;
+    Prepared { compiled, declared }.admit(loaded)
+}
+
+/// One plugin file, compiled with its manifest: what it is before anything runs.
+struct Compiled {
+    name: String,
+    file: PathBuf,
+    stamp: Stamp,
+    code: PluginCode,
+    limits: Limits,
+    names: Names,
+}
+
+impl Compiled {
+    fn refuser(&self) -> Refuser<'_> {
+        Refuser { name: &self.name, file: &self.file, stamp: self.stamp }
+    }
+}
+
+/// A compiled plugin and what its `list-*` exports declare: all of a load that does not
+/// depend on the other plugins.
+struct Prepared {
+    compiled: Compiled,
+    declared: Declared,
+}
+
+impl Prepared {
+    /// The checks of what the plugin declares, against the plugins of `loaded`.
+    fn admit(self, loaded: &Catalog) -> Result<Loaded, Refusal> {
+        let Prepared { compiled: c, declared } = self;
+        let refuse = Refuser { name: &c.name, file: &c.file, stamp: c.stamp };
+        let plugin = Arc::new(Plugin {
+            name: c.name.clone(),
+            file: c.file.clone(),
+            stamp: c.stamp,
+            code: c.code,
+            permits: Arc::new(tokio::sync::Semaphore::new(c.limits.max_concurrency)),
+            limits: c.limits,
+        });
+        let tools = check_tools(declared.tools, &plugin, loaded, &refuse, &c.names)?;
+        let templates = check_templates(declared.templates, &plugin, loaded, &refuse)?;
+        let resources = check_resources(declared.resources, &plugin, loaded, &refuse)?;
+        let prompts = check_prompts(declared.prompts, &plugin, loaded, &refuse, &c.names)?;
+        Ok(Loaded { plugin, tools, resources, templates, prompts })
+    }
 }
 
 /// Makes the refusals of one plugin file; every message starts with `plugin `NAME`: `.
@@ -181,18 +247,21 @@ impl Names {
 
 /// The manifest's limits and namespace, and the compiled code with the manifest's permissions.
 /// A file pinned in `corral.lock` must still have the digest it was pulled with.
-fn compile(file: &Path, name: &str, runtime: &Runtime, settings: &LoadSettings, refuse: &Refuser<'_>) -> Result<(PluginCode, Limits, Names), Refusal> {
+fn compile(file: &Path, runtime: &Runtime, settings: &LoadSettings) -> Result<Compiled, Refusal> {
+    let name = plugin_name(file);
+    let stamp = stamp(file);
+    let refuse = Refuser { name: &name, file, stamp };
     let manifest = config::plugin_manifest(file, &settings.defaults, settings.memory_ceiling, &settings.protected).map_err(|e| refuse.manifest(e))?;
     let bytes = std::fs::read(file).map_err(|e| refuse.plugin(RefusalKind::InvalidComponent, format!("cannot read {}: {e}", file.display())))?;
     super::lock::check_pinned(file, &bytes).map_err(|e| refuse.plugin(RefusalKind::DigestMismatch, e))?;
     let code = runtime
-        .compile(name, &bytes)
+        .compile(&name, &bytes)
         .map_err(|e| match e {
             LoadError::InvalidComponent(m) => refuse.plugin(RefusalKind::InvalidComponent, format!("not a valid component: {m}")),
             LoadError::MissingImport(m) => refuse.plugin(RefusalKind::MissingImport, format!("imports something the host does not provide: {m}")),
         })?
         .with_permissions(manifest.permissions);
-    Ok((code, manifest.limits, Names { namespace: manifest.namespace }))
+    Ok(Compiled { name: name.clone(), file: file.to_owned(), stamp, code, limits: manifest.limits, names: Names { namespace: manifest.namespace } })
 }
 
 /// What the plugin's `list-*` exports declare, before any check.

@@ -7,6 +7,7 @@
 //! Namespacing: tool names and prompt names are unique across the host, and every resource URI
 //! belongs to one plugin (see [`uri`]); a plugin that would break this is refused whole.
 
+mod background;
 mod checks;
 mod load;
 pub mod lock;
@@ -24,8 +25,9 @@ use serde_json::Value;
 use crate::config::Limits;
 use crate::runtime::{Annotations, PluginCode, Prompt, Resource, ResourceTemplate, TaskSupport};
 
+pub use background::load_in_background;
 pub use checks::violations;
-pub use load::{load_dir, load_plugin, plugin_files, LoadSettings, Loaded};
+pub use load::{load_dir, load_files, load_plugin, plugin_files, LoadSettings, Loaded};
 pub use reload::reload;
 use uri::UriTemplate;
 pub use watch::{watch, Watcher};
@@ -279,12 +281,39 @@ pub struct Registry {
     current: RwLock<Arc<Catalog>>,
     /// Counts replacements, so that the server can tell sessions the tool list changed.
     generation: tokio::sync::watch::Sender<u64>,
+    /// Whether the first load is done: `false` only between [`Registry::loading`] and
+    /// [`Registry::finish_loading`], while the host already answers `initialize` and `ping`.
+    loaded: tokio::sync::watch::Sender<bool>,
+    /// How long a request that needs the catalog waits for the first load.
+    load_wait: std::time::Duration,
+    /// Set when a request stopped waiting before the first load finished: it saw part of the
+    /// catalog, so the sessions are told the lists changed once the rest arrives.
+    waited_out: std::sync::atomic::AtomicBool,
+    /// The generation [`Registry::finish_loading`] made (0: none yet, or never loading).
+    first_load: std::sync::atomic::AtomicU64,
 }
 
 impl Registry {
     /// A registry serving `catalog`.
     pub fn new(catalog: Catalog) -> Registry {
-        Registry { current: RwLock::new(Arc::new(catalog)), generation: tokio::sync::watch::Sender::new(0) }
+        Registry::with_state(catalog, true, std::time::Duration::ZERO)
+    }
+
+    /// A registry whose plugins are still loading: empty until [`Registry::finish_loading`].
+    /// Requests that read the catalog wait for that up to `load_wait` ([`Registry::wait_loaded`]).
+    pub fn loading(load_wait: std::time::Duration) -> Registry {
+        Registry::with_state(Catalog::default(), false, load_wait)
+    }
+
+    fn with_state(catalog: Catalog, loaded: bool, load_wait: std::time::Duration) -> Registry {
+        Registry {
+            current: RwLock::new(Arc::new(catalog)),
+            generation: tokio::sync::watch::Sender::new(0),
+            loaded: tokio::sync::watch::Sender::new(loaded),
+            load_wait,
+            waited_out: std::sync::atomic::AtomicBool::new(false),
+            first_load: std::sync::atomic::AtomicU64::new(0),
+        }
     }
 
     /// The catalog now; a call keeps it to its end, whatever replaces it meanwhile.
@@ -306,5 +335,55 @@ impl Registry {
     /// Wakes on every [`Registry::replace`].
     pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
         self.generation.subscribe()
+    }
+
+    /// Serves the first load's catalog and wakes every request waiting for it. Subscribers are
+    /// woken too, but [`Registry::is_first_load`] tells them this replacement is news to no one
+    /// (unless [`Registry::waited_out`]).
+    pub fn finish_loading(&self, catalog: Catalog) {
+        *self.current.write().unwrap() = Arc::new(catalog);
+        self.generation.send_modify(|g| {
+            *g += 1;
+            self.first_load.store(*g, std::sync::atomic::Ordering::SeqCst);
+        });
+        self.loaded.send_replace(true);
+    }
+
+    /// Whether `generation` (a value of [`Registry::subscribe`]) is the first load's catalog,
+    /// which no client has been told anything about unless one stopped waiting for it.
+    pub fn is_first_load(&self, generation: u64) -> bool {
+        generation == self.first_load.load(std::sync::atomic::Ordering::SeqCst) && !self.waited_out()
+    }
+
+    /// Whether the first load is done (always, for a registry made with [`Registry::new`]).
+    pub fn is_loaded(&self) -> bool {
+        *self.loaded.borrow()
+    }
+
+    /// Waits until the first load is done, however long it takes.
+    pub async fn loaded(&self) {
+        let mut loaded = self.loaded.subscribe();
+        // The sender lives as long as `self`, so this only returns once the flag is set.
+        let _ = loaded.wait_for(|done| *done).await;
+    }
+
+    /// Waits for the first load, at most the registry's `load_wait`; `false` if it gave up
+    /// (and then [`Registry::waited_out`] is set).
+    pub async fn wait_loaded(&self) -> bool {
+        if self.is_loaded() {
+            return true;
+        }
+        match tokio::time::timeout(self.load_wait, self.loaded()).await {
+            Ok(()) => true,
+            Err(_) => {
+                self.waited_out.store(true, std::sync::atomic::Ordering::SeqCst);
+                false
+            }
+        }
+    }
+
+    /// Whether a request was answered from a partial catalog during the first load.
+    pub fn waited_out(&self) -> bool {
+        self.waited_out.load(std::sync::atomic::Ordering::SeqCst)
     }
 }

@@ -43,6 +43,9 @@ pub fn watch(dir: &Path, registry: Arc<Registry>, runtime: Arc<Runtime>, setting
     tracing::info!("watching {} for plugin changes", dir.display());
     let dir: PathBuf = dir.to_owned();
     let task = tokio::spawn(async move {
+        // Changes made while the plugins load at start are reloaded once that is done, against
+        // the catalog it made (a file it already read as changed counts as unchanged).
+        registry.loaded().await;
         while let Some(mut names) = rx.recv().await {
             while let Ok(more) = rx.try_recv() {
                 names.extend(more);

@@ -30,10 +30,18 @@ enum Phase {
 
 /// One client's MCP session. A transport hands it each message it parsed; the session
 /// answers through the outlet it is given with the message, or its own.
+#[derive(Clone)]
 pub struct Session {
     shared: Arc<Shared>,
-    /// This session's place in the host's [`super::Sessions`].
-    member: u64,
+    /// This session's place in the host's [`super::Sessions`], left when the last clone goes
+    /// (a clone lives on in a request waiting for the plugins to load).
+    _member: Arc<Member>,
+}
+
+/// A session's membership of the host's [`super::Sessions`]; dropping it ends the session.
+struct Member {
+    shared: Arc<Shared>,
+    id: u64,
 }
 
 struct Shared {
@@ -76,8 +84,8 @@ impl Session {
             runtime: tokio::runtime::Handle::current(),
         });
         let listener: Arc<dyn Listener> = shared.clone();
-        let member = shared.host.sessions.join(Arc::downgrade(&listener));
-        Session { shared, member }
+        let id = shared.host.sessions.join(Arc::downgrade(&listener));
+        Session { _member: Arc::new(Member { shared: shared.clone(), id }), shared }
     }
 
     /// Handles one message as the transport parsed it (or the reason it could not), answering
@@ -176,6 +184,13 @@ impl Session {
         if let Err(refused) = check_phase(method, *self.shared.phase.lock().unwrap()) {
             return self.reply(reply, &id, Err(refused));
         }
+        if !self.shared.host.registry.is_loaded() && needs_plugins(method) {
+            return self.after_load(id, method, params, reply);
+        }
+        self.dispatch(id, method, params, reply);
+    }
+
+    fn dispatch(&self, id: RequestId, method: Method, params: Map<String, Value>, reply: &Arc<dyn Outlet>) {
         let host = &self.shared.host;
         let p = Params::new(&params);
         let answer = match method {
@@ -227,6 +242,17 @@ impl Session {
             Ok((method, envelope)) => self.handle_modern(id, method, envelope, params, reply),
             Err(e) => self.reply(reply, &id, Err(e)),
         }
+    }
+
+    /// Handles a request that needs the plugins once they have loaded (at most the registry's
+    /// load wait; then from what has loaded), without holding up the messages after it.
+    fn after_load(&self, id: RequestId, method: Method, params: Map<String, Value>, reply: &Arc<dyn Outlet>) {
+        let (session, reply) = (self.clone(), reply.clone());
+        let waiting = async move {
+            session.shared.host.registry.wait_loaded().await;
+            session.dispatch(id, method, params, &reply);
+        };
+        self.shared.calls.spawn_on(waiting, &self.shared.runtime);
     }
 
     fn host_and_owner(&self) -> (Arc<Host>, String) {
@@ -460,10 +486,10 @@ impl Session {
     }
 }
 
-impl Drop for Session {
+impl Drop for Member {
     fn drop(&mut self) {
         self.shared.peer.close();
-        self.shared.host.sessions.leave(self.member);
+        self.shared.host.sessions.leave(self.id);
     }
 }
 
@@ -472,6 +498,23 @@ impl Shared {
     fn notifier(&self, outlet: &Arc<dyn Outlet>, plugin: &Plugin, progress_token: Option<Value>) -> CallNotifier {
         CallNotifier::new(outlet.clone(), self.levels.clone(), &plugin.name, progress_token).asking(self.peer.clone())
     }
+}
+
+/// The methods that read the catalog, which wait while the plugins load at start: `tools/list`
+/// must not answer an empty list to a client that lists once, nor `tools/call` "unknown tool".
+fn needs_plugins(method: Method) -> bool {
+    matches!(
+        method,
+        Method::ToolsList
+            | Method::ToolsCall
+            | Method::ResourcesList
+            | Method::ResourcesTemplatesList
+            | Method::ResourcesRead
+            | Method::ResourcesSubscribe
+            | Method::PromptsList
+            | Method::PromptsGet
+            | Method::CompletionComplete
+    )
 }
 
 /// Which methods a session in `phase` accepts: only `initialize` and `ping` before

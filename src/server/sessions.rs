@@ -66,9 +66,14 @@ pub fn announce_changes(host: &Arc<Host>) {
     tokio::spawn(async move {
         while changes.changed().await.is_ok() {
             let Some(host) = weak.upgrade() else { return };
+            let generation = *changes.borrow_and_update();
             let now = host.registry.snapshot();
             let changed = now.changes_from(&seen);
             seen = now;
+            // The plugins loaded at start are news to nobody (requests waited for them).
+            if host.registry.is_first_load(generation) {
+                continue;
+            }
             for (kind, yes) in [("tools", changed.tools), ("resources", changed.resources), ("prompts", changed.prompts)] {
                 if yes {
                     let sent = host.sessions.broadcast(&notification(&format!("notifications/{kind}/list_changed"), json!({})));

@@ -233,11 +233,14 @@ impl TaskRunner for ToolRunner {
                 finished(&tool, outcome.unwrap_or(Err(tools::Cancelled)))
             });
         }
-        let entry = self.registry.snapshot().tool(&task.tool).cloned();
+        let registry = self.registry.clone();
         let runtime = self.runtime.clone();
         let metrics = self.metrics.clone();
         let (tool, arguments) = (task.tool.clone(), task.arguments.clone());
         Box::pin(async move {
+            // A task recovered at start may run before the plugins finish loading.
+            registry.loaded().await;
+            let entry = registry.snapshot().tool(&tool).cloned();
             let Some(entry) = entry else {
                 let error = RpcError::invalid_params(format!("unknown tool `{tool}`: its plugin is no longer loaded"));
                 return Finished { status: TaskStatus::Failed, message: Some(error.message.clone()), outcome: Outcome::Error(json!(error)) };
@@ -255,6 +258,12 @@ impl TaskRunner for ToolRunner {
     }
 
     fn may_rerun(&self, tool: &str) -> bool {
+        // Tasks a dead host left are looked at when this one starts, while its plugins may
+        // still be loading: without them every tool would look unknown, so wait (rare: only
+        // after a crash with tasks in flight; the multi-threaded runtime keeps serving).
+        if !self.registry.is_loaded() && tokio::runtime::Handle::current().runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread {
+            tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(self.registry.loaded()));
+        }
         self.registry.snapshot().tool(tool).is_some_and(|t| t.annotations.idempotent == Some(true))
     }
 }
