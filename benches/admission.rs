@@ -17,6 +17,10 @@
 //!
 //! `CORRAL_BIN` names the build under test (default `target/release/corral`); the example
 //! plugins must be built (`scripts/build-plugins.sh`).
+//!
+//! `CORRAL_BENCH_DB=postgres://…` keeps the tasks in that PostgreSQL database instead of a fresh
+//! SQLite file, and `CORRAL_BENCH_REPLICAS=N` starts N hosts on it: the sixteen sessions of
+//! `admit ×16` are spread over them round robin (`scripts/pg-cluster.sh` starts a server).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -139,10 +143,12 @@ fn load_average() -> String {
 }
 
 fn measure(bin: &Path, dist: &Path) -> Figures {
-    let http = HttpServer::start(bin, dist);
-    let (one, one_rate) = admit_sequentially(&http.url);
-    let (many, many_rate, ping) = admit_concurrently(&http.url);
-    drop(http);
+    let replicas = std::env::var("CORRAL_BENCH_REPLICAS").ok().and_then(|n| n.parse().ok()).unwrap_or(1usize).max(1);
+    let servers: Vec<HttpServer> = (0..replicas).map(|_| HttpServer::start(bin, dist)).collect();
+    let urls: Vec<String> = servers.iter().map(|s| s.url.clone()).collect();
+    let (one, one_rate) = admit_sequentially(&urls[0]);
+    let (many, many_rate, ping) = admit_concurrently(&urls);
+    drop(servers);
     let echo = stdio_echo(bin, dist);
     Figures { one, one_rate, many, many_rate, ping, echo }
 }
@@ -161,7 +167,7 @@ impl HttpServer {
             .args(["serve", "--plugins"])
             .arg(dist)
             .args(["--http", "127.0.0.1:0", "--log-level", "info", "--max-queued", "100000", "--max-tasks-per-client", "100000", "--db"])
-            .arg(db.path().join("tasks.db"))
+            .arg(std::env::var_os("CORRAL_BENCH_DB").unwrap_or_else(|| db.path().join("tasks.db").into_os_string()))
             .env_remove("RUST_LOG")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -264,12 +270,13 @@ fn admit_sequentially(url: &str) -> (Stats, f64) {
     (Stats::of(samples), rate)
 }
 
-fn admit_concurrently(url: &str) -> (Stats, f64, Stats) {
+fn admit_concurrently(urls: &[String]) -> (Stats, f64, Stats) {
+    let url = &urls[0];
     let barrier = Arc::new(Barrier::new(CLIENTS + 2));
     let done = Arc::new(AtomicBool::new(false));
     let admitters: Vec<_> = (0..CLIENTS)
-        .map(|_| {
-            let (url, barrier) = (url.to_owned(), barrier.clone());
+        .map(|i| {
+            let (url, barrier) = (urls[i % urls.len()].clone(), barrier.clone());
             thread::spawn(move || {
                 let mut client = Client::connect(&url);
                 barrier.wait();

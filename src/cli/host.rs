@@ -137,7 +137,14 @@ async fn open_store(db: &Path, durability: Durability, tasks: &TaskSettings) -> 
         let runners = Runners::shared();
         // A connection per worker, plus room for admissions and polls.
         let max_connections = (tasks.max_running * 2).clamp(8, 64);
-        let options = PgOptions { host_expiry: tasks.host_expiry, max_connections, ..PgOptions::new(url, runners.id()) };
+        let options = PgOptions {
+            host_expiry: tasks.host_expiry,
+            max_connections,
+            // Counted in the database too, so the caps hold across replicas.
+            max_queued: Some(tasks.max_queued),
+            max_per_owner: Some(tasks.max_per_owner),
+            ..PgOptions::new(url, runners.id())
+        };
         let store = PgStore::open(options).await.map_err(|e| anyhow::anyhow!("{e:#}"))?;
         return Ok((Arc::new(store), runners));
     }

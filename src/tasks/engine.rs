@@ -82,7 +82,19 @@ pub enum EngineError {
     ShuttingDown,
     /// The store failed.
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(StoreError),
+}
+
+impl From<StoreError> for EngineError {
+    /// A store that counts the caps across replicas (PostgreSQL) refuses an insert beyond them
+    /// with the same errors as this host's own count.
+    fn from(e: StoreError) -> EngineError {
+        match e {
+            StoreError::Full { queued, limit } => EngineError::Overloaded { queued, limit },
+            StoreError::OwnerFull { active, limit } => EngineError::OwnerLimit { active, limit },
+            e => EngineError::Store(e),
+        }
+    }
 }
 
 /// Tasks this process has queued and is running.

@@ -93,6 +93,24 @@ pub enum StoreError {
     /// No PostgreSQL connection could be had from the pool: the server is down or unreachable.
     #[error("task store (PostgreSQL) is unavailable: {0}")]
     Unavailable(String),
+    /// The insert would pass the cap on tasks waiting for a worker, counted across every host
+    /// of a shared store (`--max-queued`).
+    #[error("task store: {queued} tasks are waiting (limit {limit})")]
+    Full {
+        /// Tasks waiting now, across hosts.
+        queued: usize,
+        /// The cap.
+        limit: usize,
+    },
+    /// The insert would pass the owner's cap on unfinished tasks, counted across every host of
+    /// a shared store (`--max-tasks-per-client`).
+    #[error("task store: the owner has {active} unfinished tasks (limit {limit})")]
+    OwnerFull {
+        /// The owner's unfinished tasks now, across hosts.
+        active: usize,
+        /// The cap.
+        limit: usize,
+    },
     /// A task ended without an outcome, which a store must never let happen.
     #[error("task store: task {id} ended without an outcome")]
     MissingOutcome {

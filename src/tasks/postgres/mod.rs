@@ -37,12 +37,24 @@ pub struct PgOptions {
     pub host_expiry: Duration,
     /// Connections in the pool at most.
     pub max_connections: usize,
+    /// Tasks admitted and not yet started, across all replicas, at most (`--max-queued`): an
+    /// insert beyond it is refused with [`StoreError::Full`](super::StoreError::Full).
+    pub max_queued: Option<usize>,
+    /// Unfinished tasks of one owner, across all replicas, at most (`--max-tasks-per-client`).
+    pub max_per_owner: Option<usize>,
 }
 
 impl PgOptions {
-    /// Options for `url` and host `host_id`, with a 15 s host expiry and 16 connections.
+    /// Options for `url` and host `host_id`, with a 15 s host expiry, 16 connections and no caps.
     pub fn new(url: &str, host_id: &str) -> PgOptions {
-        PgOptions { url: url.to_owned(), host_id: host_id.to_owned(), host_expiry: Duration::from_secs(15), max_connections: 16 }
+        PgOptions {
+            url: url.to_owned(),
+            host_id: host_id.to_owned(),
+            host_expiry: Duration::from_secs(15),
+            max_connections: 16,
+            max_queued: None,
+            max_per_owner: None,
+        }
     }
 }
 

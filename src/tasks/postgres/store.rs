@@ -36,6 +36,9 @@ pub struct PgStore {
     pool: Pool,
     host: Arc<str>,
     host_expiry: Duration,
+    /// The caps an insert is checked against (`i64::MAX`: none).
+    max_queued: i64,
+    max_per_owner: i64,
     /// Stops the heartbeat (which then deregisters the host).
     stop: CancellationToken,
     tracker: TaskTracker,
@@ -72,7 +75,18 @@ impl PgStore {
         tracker.spawn(hosts::beat(pool.clone(), host.clone(), every, stop.clone()));
         let (events, _) = tokio::sync::broadcast::channel(EVENT_BUFFER);
         tracker.spawn(listen::listen(target.clone(), events.clone(), stop.clone()));
-        Ok(PgStore { pool, host, host_expiry: options.host_expiry, stop, tracker, events, closed: Arc::default() })
+        let cap = |n: Option<usize>| n.map_or(i64::MAX, |n| n as i64);
+        Ok(PgStore {
+            pool,
+            host,
+            host_expiry: options.host_expiry,
+            max_queued: cap(options.max_queued),
+            max_per_owner: cap(options.max_per_owner),
+            stop,
+            tracker,
+            events,
+            closed: Arc::default(),
+        })
     }
 
     /// The pool, or [`StoreError::Closed`] once the store is closed.
@@ -182,13 +196,22 @@ fn allowed_from(status: TaskStatus) -> Vec<String> {
 
 impl TaskStore for PgStore {
     fn insert(&self, task: Task) -> StoreFuture<Task> {
-        let pool = self.pool();
+        let (pool, max_queued, max_per_owner) = (self.pool(), self.max_queued, self.max_per_owner);
         Box::pin(async move {
             let client = get(&pool?).await?;
+            // The caps are counted in the same statement as the insert, across every replica. Two
+            // replicas admitting at the same instant may each see room for one more, so a cap can
+            // be passed by as many admissions as race at its edge, never more.
             let statement = client
                 .prepare_cached(
-                    "INSERT INTO corral_tasks (id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, progress_token, idempotency_key, runner)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING seq",
+                    "WITH counts AS (
+                         SELECT count(*) FILTER (WHERE started_at IS NULL) AS queued, count(*) FILTER (WHERE owner = $2) AS mine
+                         FROM corral_tasks WHERE status IN ('working', 'input_required')),
+                     added AS (
+                         INSERT INTO corral_tasks (id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, progress_token, idempotency_key, runner)
+                         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 FROM counts WHERE queued < $15 AND mine < $16
+                         RETURNING seq)
+                     SELECT (SELECT seq FROM added), queued, mine FROM counts",
                 )
                 .await?;
             let row = client
@@ -209,10 +232,17 @@ impl TaskStore for PgStore {
                         &task.progress_token,
                         &task.idempotency_key,
                         &task.runner,
+                        &max_queued,
+                        &max_per_owner,
                     ],
                 )
                 .await?;
-            Ok(Task { seq: row.try_get(0)?, ..task })
+            let (seq, queued, mine): (Option<i64>, i64, i64) = (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+            match seq {
+                Some(seq) => Ok(Task { seq, ..task }),
+                None if queued >= max_queued => Err(StoreError::Full { queued: queued as usize, limit: max_queued as usize }),
+                None => Err(StoreError::OwnerFull { active: mine as usize, limit: max_per_owner as usize }),
+            }
         })
     }
 

@@ -143,3 +143,26 @@ async fn a_replica_beats_while_open_and_leaves_when_closed() {
     assert_eq!(testing::psql(&url, "SELECT count(*) FROM corral_hosts WHERE id = 'beating'").unwrap(), "0", "deregistered");
     assert!(matches!(store.count_by_status().await, Err(StoreError::Closed)));
 }
+
+#[tokio::test]
+async fn the_caps_are_counted_across_replicas() {
+    let url = database();
+    let capped = |host: &str| PgOptions { max_queued: Some(3), max_per_owner: Some(2), ..PgOptions::new(&url, host) };
+    let (a, b) = (PgStore::open(capped("a")).await.unwrap(), PgStore::open(capped("b")).await.unwrap());
+    a.insert(task("a1", "alice", "a")).await.unwrap();
+    b.insert(task("b1", "alice", "b")).await.unwrap();
+    let e = b.insert(task("b2", "alice", "b")).await.unwrap_err();
+    assert!(matches!(e, StoreError::OwnerFull { active: 2, limit: 2 }), "alice's two tasks on two replicas count: {e:?}");
+    b.insert(task("b3", "bob", "b")).await.unwrap();
+    let e = a.insert(task("a4", "carol", "a")).await.unwrap_err();
+    assert!(matches!(e, StoreError::Full { queued: 3, limit: 3 }), "three waiting across replicas: {e:?}");
+    assert_eq!(a.get("carol", "a4").await.unwrap(), None, "nothing half-created");
+    // A started task no longer waits; an ended one no longer counts for its owner.
+    a.start("alice", "a1", "a").await.unwrap().unwrap();
+    a.insert(task("a5", "dave", "a")).await.unwrap();
+    b.finish("b1", TaskStatus::Completed, None, &Outcome::Result(json!({}))).await.unwrap().unwrap();
+    a.start("dave", "a5", "a").await.unwrap().unwrap();
+    b.insert(task("b6", "alice", "b")).await.unwrap();
+    a.close().await;
+    b.close().await;
+}
