@@ -297,10 +297,10 @@ async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: axu
         Err(rejected) => return (StatusCode::BAD_REQUEST, Json(jsonrpc::error_message(rejected.id.as_ref(), &rejected.error))).into_response(),
     };
     // The era is decided here, once per POST, by the body (the version header only backs it up).
-    if let Incoming::Request { method, params, .. } = &message {
+    if let Incoming::Request { params, .. } = &message {
         // A request on a live 2025-11-25 session is that session's, whatever version header it sends.
         let header = headers.get(VERSION_HEADER).filter(|_| !headers.contains_key(SESSION_HEADER)).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-        if Era::of(method, params, header.as_deref()) == Era::Modern {
+        if Era::of(params, header.as_deref()) == Era::Modern {
             return modern::post(&app, &headers, identity, message).await;
         }
     }
