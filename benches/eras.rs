@@ -117,7 +117,9 @@ fn client(url: &str, era: Era) -> impl FnMut() -> Duration {
         let mut params = json!({ "name": "greet", "arguments": { "name": "bench" } });
         let started = Instant::now();
         let (_, answer) = match &session {
-            Some(session) => post(&agent, &url, &[("mcp-session-id", session)], &json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params })),
+            Some(session) => {
+                post(&agent, &url, &[("mcp-session-id", session)], &json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params }))
+            }
             None => {
                 params["_meta"] = envelope(json!({}));
                 let headers = [("mcp-protocol-version", VERSION), ("mcp-method", "tools/call"), ("mcp-name", "greet")];
