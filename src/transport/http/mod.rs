@@ -68,6 +68,8 @@ struct App {
     guard: Guard,
     settings: HttpSettings,
     sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
+    /// Fires at shutdown: ends the 2026-07-28 requests still open (listen streams, calls).
+    stopping: tokio_util::sync::CancellationToken,
 }
 
 struct HttpSession {
@@ -133,7 +135,7 @@ pub async fn serve_on(
     if !addr.ip().is_loopback() && !guard.auth_enabled() {
         tracing::warn!("listening on {addr} without authentication: anyone who can reach it can run tools");
     }
-    let app = Arc::new(App { host, guard, settings: settings.clone(), sessions: Mutex::new(HashMap::new()) });
+    let app = Arc::new(App { host, guard, settings: settings.clone(), sessions: Mutex::new(HashMap::new()), stopping: Default::default() });
     let _reaper = AbortOnDrop(tokio::spawn(reap_idle_sessions(Arc::downgrade(&app))));
     let router = Router::new()
         .route("/mcp", get(open_stream).post(post_message).delete(end_session))
@@ -153,6 +155,7 @@ pub async fn serve_on(
             s.events.close();
             s.session.cancel_all();
         }
+        stop_app.stopping.cancel();
         stop_signal.notify_one();
     };
     let server = axum::serve(listener, router).with_graceful_shutdown(shutdown);
