@@ -14,6 +14,9 @@ cargo test --locked "$@"
 cargo bench --locked --no-run
 # The official MCP conformance suite against `corral serve --http` (installs Node 24 locally).
 ./tests/conformance/run.sh
+# 0.2.0-alpha.12's frozen sets: the 2026-07-28 era (expected-failures-2026-07-28) and 2025-11-25.
+CONFORMANCE_REQUIREMENTS=2026-07-28 ./tests/conformance/run.sh
+CONFORMANCE_REQUIREMENTS=2025-11-25 ./tests/conformance/run.sh
 # Real MCP clients (TypeScript SDK, Inspector CLI, Python SDK 1.x and 2.x) over stdio and HTTP;
 # installs them from tests/interop's lock files.
 ./tests/interop/run.sh

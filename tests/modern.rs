@@ -403,3 +403,32 @@ fn http_listen_acknowledges_then_delivers_only_the_asked_list_changes_of_a_hot_r
     drop(events);
     drop(stream);
 }
+
+#[test]
+fn http_shutdown_ends_open_listen_streams_at_once() {
+    let dir = plugins();
+    let mut server = Server::start(dir.path());
+    let body = json!({ "jsonrpc": "2.0", "id": "listen-2", "method": "subscriptions/listen",
+        "params": with_meta(json!({ "notifications": { "toolsListChanged": true } }), json!({})) })
+    .to_string();
+    let address = server.base.strip_prefix("http://").unwrap().to_owned();
+    let mut stream = TcpStream::connect(&address).unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: {VERSION}\r\nMcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let mut lines = BufReader::new(stream.try_clone().unwrap()).lines().map_while(Result::ok);
+    assert!(lines.any(|l| l.contains("notifications/subscriptions/acknowledged")), "no acknowledgement");
+    let stopped = Instant::now();
+    let pid = server.child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "corral did not exit after SIGTERM with a listen stream open");
+        thread::sleep(Duration::from_millis(20));
+    }
+    // The graceful-shutdown grace is 5 s: an open listen stream must not hold the host that long.
+    assert!(stopped.elapsed() < Duration::from_secs(3), "exit took {:?}", stopped.elapsed());
+}

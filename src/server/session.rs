@@ -174,7 +174,7 @@ impl Session {
 
     fn request(&self, id: RequestId, name: &str, params: Map<String, Value>, reply: &Arc<dyn Outlet>) {
         // The era is decided here, once per request: stdio carries both on one connection.
-        if Era::of(name, &params, None) == Era::Modern {
+        if Era::of(&params, None) == Era::Modern {
             return self.stateless(id, name, params, reply);
         }
         let method = match name.parse::<Method>() {

@@ -53,14 +53,15 @@ pub enum Era {
 
 impl Era {
     /// The era of a request, read from its body: a `_meta` protocol-version claim makes it
-    /// modern, and so does `server/discover` (it exists only in the modern era). `header` is the
-    /// HTTP `MCP-Protocol-Version` (stdio has none): a request without a claim is still modern
-    /// when the header names a version that is not a legacy one, so that a modern request whose
-    /// envelope is broken gets the modern error for it rather than a legacy answer.
-    pub fn of(method: &str, params: &Map<String, Value>, header: Option<&str>) -> Era {
+    /// modern. `header` is the HTTP `MCP-Protocol-Version` (stdio has none): a request without a
+    /// claim is still modern when the header names a version that is not a legacy one, so that a
+    /// modern request whose envelope is broken gets the modern error for it rather than a legacy
+    /// answer. Without either, even `server/discover` is legacy (and "not found" there): a bare
+    /// probe is not a 2026-07-28 request.
+    pub fn of(params: &Map<String, Value>, header: Option<&str>) -> Era {
         let claims = params.get("_meta").and_then(|m| m.get(PROTOCOL_VERSION_KEY)).is_some();
         let modern_header = header.is_some_and(|v| !SUPPORTED_PROTOCOL_VERSIONS.contains(&v.trim()));
-        if claims || method == ModernMethod::ServerDiscover.as_str() || modern_header {
+        if claims || modern_header {
             Era::Modern
         } else {
             Era::Legacy
@@ -106,12 +107,11 @@ mod tests {
     #[test]
     fn the_body_decides_the_era_and_a_modern_header_without_a_claim_is_modern() {
         let enveloped = params(json!({"_meta": {PROTOCOL_VERSION_KEY: "2026-07-28"}}));
-        assert_eq!(Era::of("initialize", &enveloped, None), Era::Modern);
-        assert_eq!(Era::of("initialize", &params(json!({"protocolVersion": "2025-11-25"})), None), Era::Legacy);
-        assert_eq!(Era::of("server/discover", &Map::new(), None), Era::Modern);
-        assert_eq!(Era::of("tools/list", &Map::new(), Some("2025-11-25")), Era::Legacy);
-        assert_eq!(Era::of("tools/list", &Map::new(), Some("2026-07-28")), Era::Modern);
-        assert_eq!(Era::of("tools/list", &Map::new(), None), Era::Legacy);
+        assert_eq!(Era::of(&enveloped, None), Era::Modern);
+        assert_eq!(Era::of(&params(json!({"protocolVersion": "2025-11-25"})), None), Era::Legacy);
+        assert_eq!(Era::of(&Map::new(), None), Era::Legacy, "a bare server/discover is not a modern request");
+        assert_eq!(Era::of(&Map::new(), Some("2025-11-25")), Era::Legacy);
+        assert_eq!(Era::of(&Map::new(), Some("2026-07-28")), Era::Modern);
     }
 
     #[test]

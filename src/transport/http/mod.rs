@@ -73,6 +73,8 @@ struct App {
     guard: Guard,
     settings: HttpSettings,
     sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
+    /// Fires at shutdown: ends the 2026-07-28 requests still open (listen streams, calls).
+    stopping: tokio_util::sync::CancellationToken,
 }
 
 struct HttpSession {
@@ -139,7 +141,7 @@ pub async fn serve_on(
     if !addr.ip().is_loopback() && !guard.auth_enabled() {
         tracing::warn!("listening on {addr} without authentication: anyone who can reach it can run tools");
     }
-    let app = Arc::new(App { host, guard, settings: settings.clone(), sessions: Mutex::new(HashMap::new()) });
+    let app = Arc::new(App { host, guard, settings: settings.clone(), sessions: Mutex::new(HashMap::new()), stopping: Default::default() });
     let _reaper = AbortOnDrop(tokio::spawn(reap_idle_sessions(Arc::downgrade(&app))));
     let router = Router::new()
         .route("/mcp", get(open_stream).post(post_message).delete(end_session))
@@ -172,6 +174,8 @@ pub async fn serve_on(
     for s in &sessions {
         s.events.close();
     }
+    // 2026-07-28 requests still open (listen streams, calls waiting for their first message).
+    app.stopping.cancel();
     acceptor.stop();
     let grace = settings.connections.shutdown_grace;
     futures_util::future::join_all(sessions.iter().map(|s| s.session.finish(grace, WIND_DOWN))).await;
@@ -323,10 +327,10 @@ async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: axu
         Err(rejected) => return (StatusCode::BAD_REQUEST, Json(jsonrpc::error_message(rejected.id.as_ref(), &rejected.error))).into_response(),
     };
     // The era is decided here, once per POST, by the body (the version header only backs it up).
-    if let Incoming::Request { method, params, .. } = &message {
+    if let Incoming::Request { params, .. } = &message {
         // A request on a live 2025-11-25 session is that session's, whatever version header it sends.
         let header = headers.get(VERSION_HEADER).filter(|_| !headers.contains_key(SESSION_HEADER)).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-        if Era::of(method, params, header.as_deref()) == Era::Modern {
+        if Era::of(params, header.as_deref()) == Era::Modern {
             return modern::post(&app, &headers, identity, message).await;
         }
     }

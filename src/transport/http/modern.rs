@@ -79,8 +79,14 @@ pub(super) async fn post(app: &Arc<App>, headers: &HeaderMap, identity: Option<S
     session.handle_modern(id.clone(), method, envelope, params, &reply);
     drop(reply);
     let request_id = json!(id);
-    let Some(first) = answers.recv().await else {
-        return refuse(StatusCode::INTERNAL_SERVER_ERROR, &id, &RpcError::internal("the request ended without an answer"));
+    let stopping = app.stopping.clone();
+    let first = tokio::select! {
+        first = answers.recv() => first,
+        // Shutting down: the request's calls are cancelled as the guard drops.
+        _ = stopping.cancelled() => None,
+    };
+    let Some(first) = first else {
+        return refuse(StatusCode::SERVICE_UNAVAILABLE, &id, &RpcError::internal("the server is shutting down"));
     };
     if is_response_to(&first, &request_id) {
         let status = first.get("error").and_then(|e| e.get("code")).and_then(Value::as_i64).map_or(StatusCode::OK, |c| status_of(c as i32));
@@ -95,6 +101,8 @@ pub(super) async fn post(app: &Arc<App>, headers: &HeaderMap, identity: Option<S
         let done = is_response_to(&message, &id);
         Some((message, (answers, id, done, guard)))
     });
+    // A listen stream never ends by itself: shutdown ends it (and, dropping the guard, its session).
+    let rest = rest.take_until(stopping.cancelled_owned());
     let events = stream::once(async move { first }).chain(rest).map(|m| Ok::<_, Infallible>(SseEvent::default().data(m.to_string())));
     ([NO_BUFFERING], Sse::new(events).keep_alive(KeepAlive::default())).into_response()
 }

@@ -1,0 +1,208 @@
+//! The two protocol eras over HTTP, in one run against one `corral serve --http` (see
+//! BENCHMARKS.md):
+//!
+//! ```text
+//! cargo bench --bench eras
+//! ```
+//!
+//! * `calls`: `tools/call` of the conformance fixture's `greet` at 1 and 32 concurrent clients,
+//!   2025-11-25 (one session per client, `Mcp-Session-Id`) against 2026-07-28 (no session, the
+//!   `_meta` envelope and its headers on every POST): calls/s, p50, p99.
+//! * `switch-over`: an `optional` tool (`slow_compute`, 2 s) called by a client that declares
+//!   the tasks extension, with `--task-after 200ms`: time from sending the call to reading the
+//!   `CreateTaskResult`, p50 and p99 (the floor is the 200 ms threshold itself).
+//!
+//! The fixture is `tests/guests/target/wasm32-wasip2/release/conformance.wasm` (built by the test
+//! suites, or `cargo build --release --target wasm32-wasip2 --manifest-path tests/guests/Cargo.toml
+//! --target-dir tests/guests/target -p conformance`).
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+const WARMUP: usize = 200;
+const CALLS_PER_CLIENT_1: usize = 3_000;
+const CALLS_TOTAL_32: usize = 9_600;
+const SWITCH_N: usize = 40;
+const VERSION: &str = "2026-07-28";
+
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(plugins: &Path, extra: &[&str]) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_corral"))
+        .args(["serve", "--plugins", plugins.to_str().unwrap(), "--http", "127.0.0.1:0", "--db", ":memory:"])
+        .args(extra)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting corral");
+    let (tx, rx) = mpsc::channel();
+    let pipe = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+            if let Some((_, url)) = line.split_once("serving MCP over HTTP at ") {
+                let _ = tx.send(url.trim().to_owned());
+            }
+        }
+    });
+    let url = rx.recv_timeout(Duration::from_secs(60)).expect("corral listens");
+    Server { child, url }
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(Duration::from_secs(60))).build().new_agent()
+}
+
+fn post(agent: &ureq::Agent, url: &str, headers: &[(&str, &str)], body: &Value) -> (Option<String>, Value) {
+    let mut request = ureq::http::Request::builder()
+        .method("POST")
+        .uri(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = agent.run(request.body(body.to_string()).unwrap()).expect("POST /mcp");
+    let session = response.headers().get("mcp-session-id").map(|v| v.to_str().unwrap().to_owned());
+    let text = response.into_body().read_to_string().unwrap();
+    let json = text.lines().filter_map(|l| l.strip_prefix("data:")).next_back().map(str::to_owned).unwrap_or(text);
+    (session, serde_json::from_str(json.trim()).expect("a JSON answer"))
+}
+
+fn envelope(capabilities: Value) -> Value {
+    json!({ "io.modelcontextprotocol/protocolVersion": VERSION, "io.modelcontextprotocol/clientCapabilities": capabilities })
+}
+
+/// One client's way of calling `greet`.
+#[derive(Clone, Copy, PartialEq)]
+enum Era {
+    Legacy,
+    Modern,
+}
+
+/// A client of `era`, ready to call: over 2025-11-25 it has initialized its session.
+fn client(url: &str, era: Era) -> impl FnMut() -> Duration {
+    let agent = agent();
+    let url = url.to_owned();
+    let session = match era {
+        Era::Modern => None,
+        Era::Legacy => {
+            let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": { "protocolVersion": "2025-11-25", "capabilities": {} } });
+            let (session, _) = post(&agent, &url, &[], &init);
+            let session = session.expect("a session");
+            let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+            let _ = agent.post(&url).header("mcp-session-id", &session).header("content-type", "application/json").send(initialized.to_string());
+            Some(session)
+        }
+    };
+    let mut id = 1u64;
+    move || {
+        id += 1;
+        let mut params = json!({ "name": "greet", "arguments": { "name": "bench" } });
+        let started = Instant::now();
+        let (_, answer) = match &session {
+            Some(session) => {
+                post(&agent, &url, &[("mcp-session-id", session)], &json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params }))
+            }
+            None => {
+                params["_meta"] = envelope(json!({}));
+                let headers = [("mcp-protocol-version", VERSION), ("mcp-method", "tools/call"), ("mcp-name", "greet")];
+                post(&agent, &url, &headers, &json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params }))
+            }
+        };
+        let took = started.elapsed();
+        assert_eq!(answer["result"]["content"][0]["text"], "Hello, bench!", "{answer}");
+        took
+    }
+}
+
+fn summary(name: &str, wall: Duration, mut samples: Vec<Duration>) {
+    samples.sort_unstable();
+    let n = samples.len();
+    let pct = |q: f64| samples[((q * n as f64).ceil() as usize).clamp(1, n) - 1];
+    let ms = |d: Duration| format!("{:.3} ms", d.as_secs_f64() * 1e3);
+    println!("{name:<44} {n:>6} {:>10.0} {:>12} {:>12}", n as f64 / wall.as_secs_f64(), ms(pct(0.5)), ms(pct(0.99)));
+}
+
+fn calls(url: &str) {
+    for (era, label) in [(Era::Legacy, "2025-11-25"), (Era::Modern, "2026-07-28")] {
+        let mut one = client(url, era);
+        (0..WARMUP).for_each(|_| {
+            one();
+        });
+        let started = Instant::now();
+        let samples: Vec<Duration> = (0..CALLS_PER_CLIENT_1).map(|_| one()).collect();
+        summary(&format!("tools/call {label}, 1 client"), started.elapsed(), samples);
+    }
+    for (era, label) in [(Era::Legacy, "2025-11-25"), (Era::Modern, "2026-07-28")] {
+        let clients = 32;
+        let per = CALLS_TOTAL_32 / clients;
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(clients + 1));
+        let handles: Vec<_> = (0..clients)
+            .map(|_| {
+                let (url, barrier) = (url.to_owned(), barrier.clone());
+                std::thread::spawn(move || {
+                    let mut call = client(&url, era);
+                    (0..WARMUP / 10).for_each(|_| {
+                        call();
+                    });
+                    barrier.wait();
+                    (0..per).map(|_| call()).collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        barrier.wait();
+        let started = Instant::now();
+        let samples: Vec<Duration> = handles.into_iter().flat_map(|h| h.join().unwrap()).collect();
+        summary(&format!("tools/call {label}, 32 clients"), started.elapsed(), samples);
+    }
+}
+
+fn switch_over(url: &str) {
+    let agent = agent();
+    let ext = json!({ "extensions": { "io.modelcontextprotocol/tasks": {} } });
+    let mut samples = Vec::new();
+    let started_all = Instant::now();
+    for id in 0..SWITCH_N {
+        let params = json!({ "name": "slow_compute", "arguments": { "seconds": 2, "label": "bench" }, "_meta": envelope(ext.clone()) });
+        let headers = [("mcp-protocol-version", VERSION), ("mcp-method", "tools/call"), ("mcp-name", "slow_compute")];
+        let started = Instant::now();
+        let (_, answer) = post(&agent, url, &headers, &json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params }));
+        samples.push(started.elapsed());
+        assert_eq!(answer["result"]["resultType"], "task", "{answer}");
+    }
+    summary("call start -> CreateTaskResult (--task-after 200ms)", started_all.elapsed(), samples);
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let fixture = root.join("tests/guests/target/wasm32-wasip2/release/conformance.wasm");
+    assert!(fixture.exists(), "no {}: build the test guests first (see the module doc)", fixture.display());
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(&fixture, dir.path().join("fixture.wasm")).unwrap();
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!("== eras over HTTP   [load average {}]", load.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
+    println!("{:<44} {:>6} {:>10} {:>12} {:>12}", "measurement", "n", "calls/s", "p50", "p99");
+    let server = start(dir.path(), &["--task-after", "200ms", "--max-sessions", "64"]);
+    calls(&server.url);
+    switch_over(&server.url);
+}
