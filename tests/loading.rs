@@ -94,3 +94,60 @@ fn a_broken_plugin_is_still_reported_when_loading_runs_in_the_background() {
     let stderr = mcp.wait_stderr("the refusal of `broken`", TIMEOUT, |s| s.contains("refused"));
     assert!(stderr.contains("plugin `broken`: not a valid component"), "stderr:\n{stderr}");
 }
+
+/// `corral serve` over `dir` with the compile cache in `cache`, until `tools/list` answers: the
+/// tool names and the host's stderr.
+fn list_with_cache(dir: &Path, cache: &Path) -> (Vec<String>, String) {
+    let mut mcp = McpProcess::spawn(&["serve", "--log-level", "debug", "--plugins", dir.to_str().unwrap(), "--cache-dir", cache.to_str().unwrap()]);
+    mcp.initialize();
+    let list = mcp.request("tools/list", json!({}));
+    let tools = names(&list).into_iter().map(str::to_owned).collect();
+    mcp.close_stdin();
+    mcp.wait_exit(TIMEOUT);
+    (tools, mcp.stderr_text())
+}
+
+#[test]
+fn the_tool_list_is_cached_with_the_compiled_code_and_a_stale_entry_is_never_used() {
+    const FROM_CACHE: &str = "tool list from the compile cache";
+    let (dir, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let version = |tool: &str| Fixture::new().tool(ToolDef::new(tool).returns_text(tool)).build();
+    write_plugin(dir.path(), "p", &version("one"));
+    let (tools, stderr) = list_with_cache(dir.path(), cache.path());
+    assert_eq!(tools, ["one"]);
+    assert!(!stderr.contains(FROM_CACHE), "a cold cache has no tool list:\n{stderr}");
+    let (tools, stderr) = list_with_cache(dir.path(), cache.path());
+    assert_eq!(tools, ["one"]);
+    assert!(stderr.contains(FROM_CACHE), "a warm start lists tools from the cache:\n{stderr}");
+
+    // A new version of the component has another key: the old list is never used for it.
+    write_plugin(dir.path(), "p", &version("two"));
+    let (tools, stderr) = list_with_cache(dir.path(), cache.path());
+    assert_eq!(tools, ["two"], "{stderr}");
+    assert!(!stderr.contains(FROM_CACHE), "{stderr}");
+
+    // A corrupt entry is ignored (and rewritten), never served.
+    let entries: Vec<PathBuf> = walk(cache.path()).into_iter().filter(|p| p.to_string_lossy().ends_with(".tools.json")).collect();
+    assert_eq!(entries.len(), 2, "one tool list per component: {entries:?}");
+    for entry in &entries {
+        std::fs::write(entry, "{\"format\":").unwrap();
+    }
+    let (tools, stderr) = list_with_cache(dir.path(), cache.path());
+    assert_eq!(tools, ["two"], "{stderr}");
+    assert!(!stderr.contains(FROM_CACHE), "{stderr}");
+    let (_, stderr) = list_with_cache(dir.path(), cache.path());
+    assert!(stderr.contains(FROM_CACHE), "the rewritten entry serves again:\n{stderr}");
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}

@@ -278,7 +278,7 @@ async fn declarations(runtime: &Runtime, code: &PluginCode, limits: &Limits, ref
     let mut list_limits = limits.clone();
     list_limits.timeout = list_limits.timeout.min(LIST_TOOLS_TIMEOUT);
     let list_ctx = || CallContext::new(list_limits.clone(), Arc::new(Silent));
-    let tools = runtime.list_tools(code, list_ctx()).await.map_err(|f| refuse.plugin(RefusalKind::ListToolsFailed, f.describe_as("list-tools")))?;
+    let tools = runtime.list_tools_cached(code, list_ctx()).await.map_err(|f| refuse.plugin(RefusalKind::ListToolsFailed, f.describe_as("list-tools")))?;
     let (resources, templates) = match code.has_resources() {
         false => (Vec::new(), Vec::new()),
         true => {

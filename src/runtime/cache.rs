@@ -50,7 +50,14 @@ impl CompileCache {
     }
 
     /// The component for `bytes`, from the cache when a sound entry exists, else compiled.
+    #[cfg(test)]
     pub fn load(&self, engine: &Engine, bytes: &[u8]) -> wasmtime::Result<(Component, CacheOutcome)> {
+        self.load_keyed(engine, bytes).map(|(component, outcome, _)| (component, outcome))
+    }
+
+    /// Like `load`, also giving the entry's key (the SHA-256 of `bytes`, in hex), which names
+    /// what else is cached about this component (its tool list, [`super::tool_list`]).
+    pub fn load_keyed(&self, engine: &Engine, bytes: &[u8]) -> wasmtime::Result<(Component, CacheOutcome, String)> {
         let key = hex(&Sha256::digest(bytes));
         let artifact = self.dir.join(format!("{key}.cwasm"));
         let sum = self.dir.join(format!("{key}.sum"));
@@ -58,7 +65,7 @@ impl CompileCache {
             Ok(true) => match unsafe { Component::deserialize_file(engine, &artifact) } {
                 // SAFETY: the artifact was written by `Engine::precompile_component` into a
                 // directory only this user can write, and its digest was checked just now.
-                Ok(component) => return Ok((component, CacheOutcome::Hit)),
+                Ok(component) => return Ok((component, CacheOutcome::Hit, key)),
                 Err(e) => Some(format!("wasmtime refused it: {e}")),
             },
             Ok(false) => None,
@@ -78,7 +85,7 @@ impl CompileCache {
                 None => CacheOutcome::Stored,
             },
         };
-        Ok((component, outcome))
+        Ok((component, outcome, key))
     }
 
     fn store(&self, code: &[u8], artifact: &Path, sum: &Path) -> std::io::Result<()> {
@@ -107,7 +114,7 @@ fn verify(artifact: &Path, sum: &Path) -> Result<bool, String> {
     Ok(true)
 }
 
-fn write_atomically(dir: &Path, path: &Path, data: &[u8]) -> std::io::Result<()> {
+pub(super) fn write_atomically(dir: &Path, path: &Path, data: &[u8]) -> std::io::Result<()> {
     let mut tmp = tempfile_in(dir)?;
     tmp.1.write_all(data)?;
     tmp.1.sync_all()?;

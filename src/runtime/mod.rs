@@ -14,6 +14,7 @@ mod inspect;
 mod network;
 mod output;
 mod ticker;
+mod tool_list;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -73,6 +74,8 @@ pub struct PluginCode {
     exports: Arc<Exports>,
     permissions: Arc<Permissions>,
     network: Arc<[crate::config::NetPattern]>,
+    /// Its compile cache entry's key, when it came through the cache.
+    cache_key: Option<Arc<str>>,
 }
 
 impl PluginCode {
@@ -173,22 +176,25 @@ impl Runtime {
     /// Like [`Runtime::compile`], also saying how the cache served it (`None`: no cache).
     pub fn compile_cached(&self, name: &str, bytes: &[u8]) -> Result<(PluginCode, Option<CacheOutcome>), LoadError> {
         let invalid = |e: wasmtime::Error| LoadError::InvalidComponent(format!("{e:#}"));
-        let (component, outcome) = match &self.cache {
+        let (component, outcome, key) = match &self.cache {
             Some(cache) => {
-                let (component, outcome) = cache.load(&self.engine, bytes).map_err(invalid)?;
+                let (component, outcome, key) = cache.load_keyed(&self.engine, bytes).map_err(invalid)?;
                 match &outcome {
                     CacheOutcome::Hit => tracing::debug!(plugin = name, "loaded from the compile cache"),
                     CacheOutcome::Stored => tracing::debug!(plugin = name, "compiled and cached"),
                     CacheOutcome::Replaced(why) => tracing::warn!(plugin = name, "discarded a cache entry ({why}); compiled again"),
                     CacheOutcome::NotStored(why) => tracing::warn!(plugin = name, "compiled, but could not cache it: {why}"),
                 }
-                (component, Some(outcome))
+                (component, Some(outcome), Some(key.into()))
             }
-            None => (Component::new(&self.engine, bytes).map_err(invalid)?, None),
+            None => (Component::new(&self.engine, bytes).map_err(invalid)?, None, None),
         };
         let instance_pre = self.linker.instantiate_pre(&component).map_err(|e| LoadError::MissingImport(format!("{e:#}")))?;
         let exports = Exports::find(&instance_pre).map_err(LoadError::InvalidComponent)?;
-        Ok((PluginCode { name: name.into(), pre: instance_pre, exports: Arc::new(exports), permissions: Arc::default(), network: Arc::new([]) }, outcome))
+        Ok((
+            PluginCode { name: name.into(), pre: instance_pre, exports: Arc::new(exports), permissions: Arc::default(), network: Arc::new([]), cache_key: key },
+            outcome,
+        ))
     }
 
     /// A stop button for one call: cancelling it also advances the epoch, so a guest that is
@@ -206,6 +212,28 @@ impl Runtime {
     /// Calls `list-tools` in a fresh instance.
     pub async fn list_tools(&self, code: &PluginCode, ctx: CallContext) -> Result<Vec<Tool>, Failure> {
         self.run(code, ctx, async |exports, store, pre| exports.list_tools(store, pre).await).await
+    }
+
+    /// The plugin's tools: from the compile cache when an entry for this component is there,
+    /// else `list-tools` (then stored there). Only for a plugin granted nothing: then `list-tools`
+    /// sees nothing but its own code, so the component's bytes (the key) decide its answer; a
+    /// plugin that may read files, variables or the network could answer differently each start.
+    pub async fn list_tools_cached(&self, code: &PluginCode, ctx: CallContext) -> Result<Vec<Tool>, Failure> {
+        let entry = match (&self.cache, &code.cache_key) {
+            (Some(cache), Some(key)) if code.permissions.is_empty() => Some((cache.dir(), key)),
+            _ => None,
+        };
+        if let Some(tools) = entry.and_then(|(dir, key)| tool_list::read(dir, key)) {
+            tracing::debug!(plugin = %code.name, "tool list from the compile cache");
+            return Ok(tools);
+        }
+        let tools = self.list_tools(code, ctx).await?;
+        if let Some((dir, key)) = entry {
+            if let Err(e) = tool_list::write(dir, key, &tools) {
+                tracing::warn!(plugin = %code.name, "could not cache the tool list: {e}");
+            }
+        }
+        Ok(tools)
     }
 
     /// Calls `call-tool` in a fresh instance under the context's limits.
