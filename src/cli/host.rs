@@ -55,8 +55,14 @@ impl HostArgs {
     /// The limits of a plugin whose manifest sets none; refused when `--memory` is above
     /// `--memory-ceiling`.
     pub fn default_limits(&self) -> anyhow::Result<Limits> {
-        let limits =
-            Limits { timeout: self.timeout, task_timeout: self.task_timeout, fuel: self.fuel, memory: self.memory, max_concurrency: self.max_concurrency };
+        let limits = Limits {
+            timeout: self.timeout,
+            task_timeout: self.task_timeout,
+            fuel: self.fuel,
+            memory: self.memory,
+            max_concurrency: self.max_concurrency,
+            task_after: None,
+        };
         if limits.memory > self.memory_ceiling {
             anyhow::bail!("--memory {} is above --memory-ceiling {}", config::display_size(limits.memory), config::display_size(self.memory_ceiling));
         }

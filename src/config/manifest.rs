@@ -40,6 +40,7 @@ struct LimitsFile {
     fuel: Option<u64>,
     memory: Option<String>,
     max_concurrency: Option<usize>,
+    task_after: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -191,6 +192,9 @@ fn limits(file: LimitsFile, defaults: &Limits, memory_ceiling: u64) -> Result<Li
     if let Some(t) = file.task_timeout {
         limits.task_timeout = parse_duration(&t).map_err(|e| ("task-timeout", e))?;
     }
+    if let Some(t) = file.task_after {
+        limits.task_after = Some(parse_duration(&t).map_err(|e| ("task-after", e))?);
+    }
     if let Some(f) = file.fuel {
         limits.fuel = check_positive(f).map_err(|e| ("fuel", e))?;
     }
@@ -292,9 +296,24 @@ mod tests {
     }
 
     #[test]
+    fn task_after_is_per_plugin_and_checked() {
+        let m = manifest_from("[limits]\ntask-after = \"250ms\"\n").unwrap();
+        assert_eq!(m.limits.task_after, Some(Duration::from_millis(250)));
+        assert_eq!(manifest_from("").unwrap().limits.task_after, None, "absent: the host's --task-after");
+        assert!(manifest_from("[limits]\ntask-after = \"soon\"\n").is_err());
+    }
+
+    #[test]
     fn manifest_overrides_defaults() {
         let m = manifest_from("[limits]\ntimeout = \"2s\"\ntask-timeout = \"1h\"\nfuel = 5\nmemory = \"16MiB\"\nmax-concurrency = 2\n").unwrap();
-        let expected = Limits { timeout: Duration::from_secs(2), task_timeout: Duration::from_secs(3600), fuel: 5, memory: 16 << 20, max_concurrency: 2 };
+        let expected = Limits {
+            timeout: Duration::from_secs(2),
+            task_timeout: Duration::from_secs(3600),
+            fuel: 5,
+            memory: 16 << 20,
+            max_concurrency: 2,
+            task_after: None,
+        };
         assert_eq!(m.limits, expected);
         assert!(m.permissions.is_empty());
     }

@@ -22,6 +22,9 @@ pub struct Limits {
     pub memory: u64,
     /// Calls of this plugin that may run at once; more wait their turn.
     pub max_concurrency: usize,
+    /// How long an `optional` tool of this plugin runs inline for a 2026-07-28 client that
+    /// declares the tasks extension before it becomes a task; `None`: the host's `--task-after`.
+    pub task_after: Option<Duration>,
 }
 
 impl Default for Limits {
@@ -32,6 +35,7 @@ impl Default for Limits {
             fuel: 10_000_000_000,
             memory: defaults::size(defaults::MEMORY),
             max_concurrency: 16,
+            task_after: None,
         }
     }
 }

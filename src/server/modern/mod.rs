@@ -138,7 +138,8 @@ fn call(session: &Session, id: RequestId, envelope: Envelope, params: Map<String
 fn adaptive(session: &Session, id: RequestId, envelope: Envelope, call: tools::AdmittedCall, reply: &Arc<dyn Outlet>) {
     let host = session.host().clone();
     let owner = tasks::owner(session.owner());
-    let task_after = host.options.task_after;
+    // The plugin's manifest (`[limits] task-after`) wins over the host's `--task-after`.
+    let task_after = call.entry.plugin.limits.task_after.unwrap_or(host.options.task_after);
     let observer = observer(&envelope, &call.entry.plugin, call.progress_token.clone(), reply);
     let ctx = context(&call.entry.plugin, &observer);
     let call = Arc::new(call);

@@ -27,20 +27,29 @@ use exports::corral::plugin::tools::{CallResult, Guest, Tool};
 /// Arguments of the tools that take none.
 const NO_ARGS: &str = r#"{"type":"object","properties":{}}"#;
 
-/// `json-schema-2020-12` checks that `$schema`, `$defs` and `additionalProperties` survive `tools/list`.
+/// `json-schema-2020-12` checks that `$schema`, `$defs` and `additionalProperties` survive `tools/list`, and
+/// (0.2.0-alpha.12, SEP-2106) `$anchor`, `allOf`/`anyOf` and `if`/`then`/`else` too.
 const JSON_SCHEMA_2020_12: &str = r##"{
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "type": "object",
   "$defs": {
     "address": {
+      "$anchor": "addressDef",
       "type": "object",
       "properties": { "street": { "type": "string" }, "city": { "type": "string" } }
     }
   },
   "properties": {
     "name": { "type": "string" },
-    "address": { "$ref": "#/$defs/address" }
+    "address": { "$ref": "#/$defs/address" },
+    "contactMethod": { "type": "string", "enum": ["phone", "email"] },
+    "phone": { "type": "string" },
+    "email": { "type": "string" }
   },
+  "allOf": [{ "anyOf": [{ "required": ["phone"] }, { "required": ["email"] }] }],
+  "if": { "properties": { "contactMethod": { "const": "phone" } }, "required": ["contactMethod"] },
+  "then": { "required": ["phone"] },
+  "else": { "required": ["email"] },
   "additionalProperties": false
 }"##;
 
