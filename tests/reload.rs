@@ -16,6 +16,9 @@ fn serve_watched(t: Transport, dir: &Path) -> McpProcess {
     let mut mcp = McpProcess::spawn_with(t, &["serve", "--watch", "--log-level", "debug", "--plugins", dir.to_str().unwrap()]);
     let init = mcp.initialize();
     assert_eq!(init["capabilities"]["tools"]["listChanged"], true, "--watch announces list changes: {init}");
+    // `initialize` is answered while the plugins load; `tools/list` waits for the first load, so
+    // what a test writes next is a reload, never a file the first load reads half-written.
+    mcp.result("tools/list", json!({}));
     mcp
 }
 

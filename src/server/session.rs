@@ -135,6 +135,19 @@ impl Session {
         if let Some(client) = &envelope.client {
             tracing::debug!(client, %method, "stateless request");
         }
+        // The same rule as 2025-11-25 (`after_load`): what reads the catalog waits for the first
+        // load; `server/discover` and `subscriptions/listen` never do.
+        if let ModernMethod::Shared(shared) = method {
+            if !self.shared.host.registry.is_loaded() && needs_plugins(shared) {
+                let (session, reply) = (self.clone(), reply.clone());
+                let waiting = async move {
+                    session.shared.host.registry.wait_loaded().await;
+                    super::modern::dispatch(&session, id, method, envelope, params, &reply);
+                };
+                self.shared.calls.spawn_on(waiting, &self.shared.runtime);
+                return;
+            }
+        }
         super::modern::dispatch(self, id, method, envelope, params, reply);
     }
 
