@@ -130,6 +130,9 @@ pub(super) struct Inner {
     /// `counts.queued` slot, and admission refuses beyond `max_queued` (recovery adds the
     /// orphans it claims, at most the tasks a dead host had).
     pub(super) queue: mpsc::UnboundedSender<Queued>,
+    /// Wakes `work::spread` (a shared store only): another host admitted a task, or a worker
+    /// here went idle, so this host may take tasks that wait on a busy replica.
+    pub(super) spread: Arc<tokio::sync::Notify>,
 }
 
 /// A queued task: its id and owner (every store read is scoped by owner).
@@ -161,6 +164,7 @@ impl Engine {
             counts: Mutex::new(Counts::default()),
             per_owner: Mutex::new(HashMap::new()),
             queue,
+            spread: Arc::new(tokio::sync::Notify::new()),
         });
         let engine = Engine { inner: inner.clone(), stop: shutdown.child_token(), tracker: TaskTracker::new() };
         let receiver = Arc::new(tokio::sync::Mutex::new(receiver));
@@ -170,6 +174,7 @@ impl Engine {
         engine.tracker.spawn(work::reaper(inner.clone(), engine.stop.clone()));
         if let Some(changes) = inner.store.subscribe() {
             engine.tracker.spawn(work::follow(inner.clone(), changes, engine.stop.clone()));
+            engine.tracker.spawn(work::spread(inner.clone(), engine.stop.clone()));
         }
         // On an error the engine is dropped, which stops what was spawned.
         inner.recover().await?;

@@ -441,3 +441,42 @@ async fn on_postgres_recovery_runs_an_admitted_task_and_interrupts_a_started_one
     assert_eq!((failed.status, outcome), (TaskStatus::Failed, Outcome::Interrupted), "the started one is interrupted");
     assert_eq!(second.started(), [queued.id.as_str()]);
 }
+
+#[tokio::test]
+async fn on_postgres_tasks_waiting_on_a_busy_replica_run_on_an_idle_one() {
+    let url = postgres_database();
+    // A minute of host expiry: the fallback look comes after 15 s, so within the test only
+    // the insert notification can wake the idle replica.
+    let slow = |workers| TaskSettings { host_expiry: Duration::from_secs(60), ..settings(workers, 10, 10) };
+    let (on_a, on_b) = (Fake::new(true), Fake::new(true));
+    let a = start_on_postgres(&url, slow(1), on_a.clone()).await;
+    let _b = start_on_postgres(&url, slow(2), on_b.clone()).await;
+
+    let busy = a.admit(call("o", "hold")).await.unwrap();
+    eventually("a's only worker is busy", || on_a.started() == [busy.id.clone()]).await;
+    let mut waiting = Vec::new();
+    for _ in 0..3 {
+        waiting.push(a.admit(call("o", "quick")).await.unwrap().id);
+    }
+    let mut on_b_ids = on_b.started();
+    for id in &waiting {
+        // Asked where they were admitted, while that replica's worker is still busy.
+        let (task, outcome) = tokio::time::timeout(Duration::from_secs(10), a.result("o", id))
+            .await
+            .unwrap_or_else(|_| panic!("a's waiter woke; b ran {:?}", on_b.started()))
+            .unwrap();
+        assert_eq!((task.status, outcome), (TaskStatus::Completed, Outcome::Result(json!({ "ran": id }))));
+        on_b_ids = on_b.started();
+    }
+    on_b_ids.sort();
+    let mut expected = waiting.clone();
+    expected.sort();
+    assert_eq!(on_b_ids, expected, "every waiting task ran on the idle replica");
+
+    on_a.release.add_permits(1);
+    let (task, _) = a.result("o", &busy.id).await.unwrap();
+    assert_eq!(task.status, TaskStatus::Completed);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(on_a.started(), [busy.id.as_str()], "a skipped what b took");
+    assert!(!waiting.iter().any(|id| a.runs("o", id)), "nothing left live on a");
+}

@@ -193,6 +193,16 @@ pub trait TaskStore: Send + Sync + 'static {
         Box::pin(async { Ok(Vec::new()) })
     }
 
+    /// Claims for host `to`, which has `limit` idle workers, up to `limit` tasks that other
+    /// live hosts admitted but no worker of theirs has started within `waited_ms` of being
+    /// created (their workers are busy), fenced like a recovery claim: the admitting host's
+    /// worker then finds the task no longer its own and skips it. A store that one machine
+    /// serves claims nothing: each host runs what it admitted.
+    fn claim_waiting(&self, to: &str, limit: usize, waited_ms: i64) -> StoreFuture<Vec<Task>> {
+        let _ = (to, limit, waited_ms);
+        Box::pin(async { Ok(Vec::new()) })
+    }
+
     /// Changes written by any host, as they commit, for a store that several hosts share over
     /// the network (PostgreSQL `LISTEN`). `None`: the store tells nothing, and a host waiting on
     /// a task another host runs has to poll.

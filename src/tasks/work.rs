@@ -33,6 +33,8 @@ pub(super) async fn worker(inner: Arc<Inner>, queue: SharedQueue, stop: Cancella
             _ = run_one(&inner, &next) => {}
         }
         inner.counts.lock().unwrap().running -= 1;
+        // Idle again: tasks may be waiting on a busy replica (a shared store; else unheard).
+        inner.spread.notify_one();
         if stop.is_cancelled() {
             return;
         }
@@ -111,6 +113,7 @@ impl Inner {
 /// task cancelled on another replica is stopped here (its guest within one epoch tick) and
 /// its requestor told. After a resync (the store's connection came back) every live task is
 /// read again, so a cancel sent while the connection was down is not missed.
+/// A task admitted (status `working`) wakes `spread`, so idle workers here look for it.
 pub(super) async fn follow(inner: Arc<Inner>, mut changes: broadcast::Receiver<StoreEvent>, stop: CancellationToken) {
     loop {
         let event = tokio::select! {
@@ -118,27 +121,32 @@ pub(super) async fn follow(inner: Arc<Inner>, mut changes: broadcast::Receiver<S
             event = changes.recv() => event,
         };
         let ids: Vec<String> = match event {
-            Ok(StoreEvent::Changed { id, status: TaskStatus::Cancelled }) => vec![id],
+            Ok(StoreEvent::Changed { id, status }) if status.is_terminal() => vec![id],
+            Ok(StoreEvent::Changed { status: TaskStatus::Working, .. }) => {
+                inner.spread.notify_one();
+                continue;
+            }
             Ok(StoreEvent::Changed { .. }) => continue,
             Ok(StoreEvent::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => inner.live.lock().unwrap().keys().cloned().collect(),
             Err(broadcast::error::RecvError::Closed) => return,
         };
         for id in ids {
-            inner.stop_if_cancelled_elsewhere(&id).await;
+            inner.stop_if_ended_elsewhere(&id).await;
         }
     }
 }
 
 impl Inner {
-    /// Stops task `id` if it runs here and the store says another host cancelled it.
-    async fn stop_if_cancelled_elsewhere(&self, id: &str) {
+    /// Stops task `id` if it is live here and the store says another host cancelled it, or
+    /// that it ended on another host (which claimed it while it waited here: see `spread`).
+    async fn stop_if_ended_elsewhere(&self, id: &str) {
         let Some(live) = self.live.lock().unwrap().get(id).cloned() else { return };
         if live.cancel.is_cancelled() {
             return; // cancelled here: `Engine::cancel` does the rest
         }
         match self.store.get(&live.owner, id).await {
-            Ok(Some(task)) if task.status == TaskStatus::Cancelled => {
-                tracing::info!(task = %id, "cancelled on another replica; stopping it here");
+            Ok(Some(task)) if task.status == TaskStatus::Cancelled || (task.status.is_terminal() && task.runner != self.runners.id()) => {
+                tracing::info!(task = %id, status = task.status.as_str(), "ended on another replica; stopping it here");
                 live.cancel.cancel();
                 live.announce(&task);
                 self.retire(id);
@@ -146,6 +154,54 @@ impl Inner {
             Ok(_) => {}
             Err(e) => tracing::warn!(task = %id, "reading a task cancelled elsewhere failed: {e}"),
         }
+    }
+}
+
+/// How long a task waits for a worker of the host that admitted it before an idle replica
+/// may take it: that host's own worker, when it has one free, starts it well within this, and
+/// only there does the task reach its requestor's session (elicitation, progress).
+const WAITED_BEFORE_SPREAD_MS: i64 = 100;
+
+/// Load spreading across replicas of a shared store, until `stop` fires: when another host
+/// admits a task (`follow` wakes this), a worker here finishes one, or at each fallback tick, and this
+/// host has idle workers, it claims tasks that have waited [`WAITED_BEFORE_SPREAD_MS`] on a
+/// busy host and runs them here.
+pub(super) async fn spread(inner: Arc<Inner>, stop: CancellationToken) {
+    let fallback = (inner.settings.host_expiry / 4).max(std::time::Duration::from_millis(50));
+    let waited = std::time::Duration::from_millis(WAITED_BEFORE_SPREAD_MS as u64);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = inner.spread.notified() => {}
+            _ = tokio::time::sleep(fallback) => {}
+        }
+        // A task admitted just now may still start where it was admitted.
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(waited) => {}
+        }
+        if let Err(e) = inner.take_waiting_elsewhere().await {
+            tracing::warn!("taking tasks waiting on other replicas failed: {e}");
+        }
+    }
+}
+
+impl Inner {
+    /// Claims as many tasks waiting on busy hosts as this one has idle workers, and queues them.
+    async fn take_waiting_elsewhere(self: &Arc<Self>) -> Result<(), EngineError> {
+        let idle = {
+            let counts = self.counts.lock().unwrap();
+            self.settings.max_running.max(1).saturating_sub(counts.running + counts.queued)
+        };
+        if idle == 0 {
+            return Ok(());
+        }
+        for task in self.store.claim_waiting(self.runners.id(), idle, WAITED_BEFORE_SPREAD_MS).await? {
+            tracing::debug!(task = %task.id, tool = %task.tool, "running a task that waited on a busy replica");
+            Reservation::force(self, &task.owner).keep();
+            self.enqueue(&task, None, None);
+        }
+        Ok(())
     }
 }
 

@@ -88,3 +88,27 @@ pub(super) async fn claim_orphans(pool: &Pool, to: &str, expiry: Duration) -> St
     txn.commit().await?;
     rows.iter().map(read_task).collect()
 }
+
+/// Claims for `to` up to `limit` tasks admitted by other hosts that no worker started, created
+/// at least `waited_ms` ago (see [`TaskStore::claim_waiting`](crate::tasks::store::TaskStore::claim_waiting)).
+/// `SKIP LOCKED` lets idle replicas claim side by side; the admitting host's `start` is fenced
+/// on `runner`, so exactly one of them runs the task.
+pub(super) async fn claim_waiting(pool: &Pool, to: &str, limit: usize, waited_ms: i64) -> StoreResult<Vec<Task>> {
+    let client = get(pool).await?;
+    let created_before = crate::tasks::model::now_ms() - waited_ms;
+    let rows = client
+        .query(
+            &format!(
+                "WITH waiting AS MATERIALIZED (
+                     SELECT seq FROM corral_tasks
+                     WHERE status = 'working' AND started_at IS NULL AND runner <> $1 AND created_at <= $3
+                     ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED)
+                 UPDATE corral_tasks t SET runner = $1, epoch = t.epoch + 1 FROM waiting WHERE t.seq = waiting.seq
+                 RETURNING {}",
+                COLUMNS.split(", ").map(|c| format!("t.{c}")).collect::<Vec<_>>().join(", ")
+            ),
+            &[&to, &(limit as i64), &created_before],
+        )
+        .await?;
+    rows.iter().map(read_task).collect()
+}

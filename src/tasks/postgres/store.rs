@@ -210,7 +210,7 @@ impl TaskStore for PgStore {
                      added AS (
                          INSERT INTO corral_tasks (id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, progress_token, idempotency_key, runner)
                          SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 FROM counts WHERE queued < $15 AND mine < $16
-                         RETURNING seq)
+                         RETURNING seq, pg_notify('corral_tasks', id || ' ' || status))
                      SELECT (SELECT seq FROM added), queued, mine FROM counts",
                 )
                 .await?;
@@ -323,6 +323,11 @@ impl TaskStore for PgStore {
     fn claim_orphans(&self, to: &str) -> StoreFuture<Vec<Task>> {
         let (pool, to, expiry) = (self.pool(), to.to_owned(), self.host_expiry);
         Box::pin(async move { hosts::claim_orphans(&pool?, &to, expiry).await })
+    }
+
+    fn claim_waiting(&self, to: &str, limit: usize, waited_ms: i64) -> StoreFuture<Vec<Task>> {
+        let (pool, to) = (self.pool(), to.to_owned());
+        Box::pin(async move { hosts::claim_waiting(&pool?, &to, limit, waited_ms).await })
     }
 
     fn subscribe(&self) -> Option<tokio::sync::broadcast::Receiver<StoreEvent>> {
