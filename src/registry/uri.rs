@@ -105,16 +105,50 @@ impl UriTemplate {
     }
 }
 
+/// Whether `uri` matches `parts`, in one pass per part over the positions reachable so far
+/// (O(parts × length)): backtracking was exponential in the number of expressions, so a
+/// client's URI that fails to match a template such as `x://{+a}{+b}{+c}…` could hold a worker
+/// for minutes (found by the `uri_template` fuzz target, issue 17).
 fn matches_from(parts: &[Part], uri: &str) -> bool {
-    match parts.split_first() {
-        None => uri.is_empty(),
-        Some((Part::Literal(l), rest)) => uri.strip_prefix(l.as_str()).is_some_and(|tail| matches_from(rest, tail)),
-        Some((Part::Segment, rest)) => {
-            let limit = uri.find(['/', '?', '#']).unwrap_or(uri.len());
-            (1..=limit).rev().filter(|n| uri.is_char_boundary(*n)).any(|n| matches_from(rest, &uri[n..]))
-        }
-        Some((Part::Any, rest)) => (0..=uri.len()).rev().filter(|n| uri.is_char_boundary(*n)).any(|n| matches_from(rest, &uri[n..])),
+    let n = uri.len();
+    // `separator_from[q]`: the first `/`, `?` or `#` at or after `q` (`n` when none).
+    let mut separator_from = vec![n; n + 1];
+    for q in (0..n).rev() {
+        separator_from[q] = if matches!(uri.as_bytes()[q], b'/' | b'?' | b'#') { q } else { separator_from[q + 1] };
     }
+    // `reach[q]`: the parts so far can match exactly `uri[..q]`. Every such `q` is a char boundary.
+    let mut reach = vec![false; n + 1];
+    reach[0] = true;
+    for part in parts {
+        let mut next = vec![false; n + 1];
+        match part {
+            Part::Literal(l) => {
+                for p in (0..=n).filter(|&p| reach[p] && uri[p..].starts_with(l.as_str())) {
+                    next[p + l.len()] = true;
+                }
+            }
+            // From each reachable `p`: one or more characters up to the next separator.
+            Part::Segment => {
+                let mut covered_to: Option<usize> = None;
+                for q in 0..=n {
+                    next[q] = covered_to.is_some_and(|c| q <= c) && uri.is_char_boundary(q);
+                    if reach[q] {
+                        covered_to = Some(covered_to.map_or(separator_from[q], |c| c.max(separator_from[q])));
+                    }
+                }
+            }
+            // From the first reachable position: anything, possibly nothing.
+            Part::Any => {
+                if let Some(first) = reach.iter().position(|&r| r) {
+                    for q in (first..=n).filter(|&q| uri.is_char_boundary(q)) {
+                        next[q] = true;
+                    }
+                }
+            }
+        }
+        reach = next;
+    }
+    reach[n]
 }
 
 #[cfg(test)]
@@ -158,5 +192,16 @@ mod tests {
         assert!(check_uri("static-text").is_err());
         assert!(check_uri("1x://a").is_err());
         assert!(check_uri("a://b c").is_err());
+    }
+
+    #[test]
+    fn many_expressions_match_in_linear_passes_not_by_backtracking() {
+        let t = UriTemplate::parse("x://{+a}{+b}{+c}{+d}{+e}{+f}{+g}{+h}/end").unwrap();
+        assert!(!t.matches(&format!("x://{}", "a".repeat(20_000))), "no `/end`: no match, found without backtracking");
+        assert!(t.matches(&format!("x://{}/end", "a".repeat(20_000))));
+        let t = UriTemplate::parse("x://{a}{b}/{c}").unwrap();
+        assert!(t.matches("x://ab/c") && !t.matches("x://a/c"), "each simple variable takes at least one character");
+        let t = UriTemplate::parse("x://{a}é{b}").unwrap();
+        assert!(t.matches("x://ééé") && !t.matches("x://é"));
     }
 }
