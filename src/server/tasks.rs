@@ -257,14 +257,15 @@ impl TaskRunner for ToolRunner {
         })
     }
 
-    fn may_rerun(&self, tool: &str) -> bool {
+    fn may_rerun(&self, tool: &str) -> BoxFuture<'static, bool> {
         // Tasks a dead host left are looked at when this one starts, while its plugins may
-        // still be loading: without them every tool would look unknown, so wait (rare: only
-        // after a crash with tasks in flight; the multi-threaded runtime keeps serving).
-        if !self.registry.is_loaded() && tokio::runtime::Handle::current().runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread {
-            tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(self.registry.loaded()));
-        }
-        self.registry.snapshot().tool(tool).is_some_and(|t| t.annotations.idempotent == Some(true))
+        // still be loading: without them every tool would look unknown, so wait for the first
+        // load (rare: only after a crash with tasks in flight), without holding a thread.
+        let (registry, tool) = (self.registry.clone(), tool.to_owned());
+        Box::pin(async move {
+            registry.loaded().await;
+            registry.snapshot().tool(&tool).is_some_and(|t| t.annotations.idempotent == Some(true))
+        })
     }
 }
 

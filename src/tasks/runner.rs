@@ -20,8 +20,10 @@ pub trait TaskRunner: Send + Sync + 'static {
     /// is, unless the task was cancelled meanwhile (then `cancelled` stays).
     fn run(&self, task: &Task, control: TaskControl) -> BoxFuture<'static, Finished>;
 
-    /// Whether running `tool` again after a host restart is safe.
-    fn may_rerun(&self, tool: &str) -> bool;
+    /// Whether running `tool` again after a host restart is safe. Asynchronous because the
+    /// answer may have to wait: recovery runs as the host starts, maybe before its tools are
+    /// known.
+    fn may_rerun(&self, tool: &str) -> BoxFuture<'static, bool>;
 }
 
 /// How a task's run ended.

@@ -95,7 +95,7 @@ impl Inner {
         }
         claimed.extend(self.store.claim_orphans(me).await?);
         for task in claimed {
-            if self.runner.may_rerun(&task.tool) || !self.store.started(&task.id).await? {
+            if self.runner.may_rerun(&task.tool).await || !self.store.started(&task.id).await? {
                 tracing::info!(task = %task.id, tool = %task.tool, "running a task its host left unfinished");
                 Reservation::force(self, &task.owner).keep();
                 self.enqueue(&task, None, None);
