@@ -22,15 +22,19 @@
 //! SQLite file, and `CORRAL_BENCH_REPLICAS=N` starts N hosts on it: the sixteen sessions of
 //! `admit ×16` are spread over them round robin (`scripts/pg-cluster.sh` starts a server).
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::json;
+
+#[path = "common/http.rs"]
+mod http;
+use http::{Client, HttpHost};
 
 const ROUNDS: usize = 3;
 const ADMIT_ONE: usize = 1_000;
@@ -144,7 +148,7 @@ fn load_average() -> String {
 
 fn measure(bin: &Path, dist: &Path) -> Figures {
     let replicas = std::env::var("CORRAL_BENCH_REPLICAS").ok().and_then(|n| n.parse().ok()).unwrap_or(1usize).max(1);
-    let servers: Vec<HttpServer> = (0..replicas).map(|_| HttpServer::start(bin, dist)).collect();
+    let servers: Vec<HttpHost> = (0..replicas).map(|_| serve_http(bin, dist)).collect();
     let urls: Vec<String> = servers.iter().map(|s| s.url.clone()).collect();
     let (one, one_rate) = admit_sequentially(&urls[0]);
     let (many, many_rate, ping) = admit_concurrently(&urls);
@@ -153,106 +157,19 @@ fn measure(bin: &Path, dist: &Path) -> Figures {
     Figures { one, one_rate, many, many_rate, ping, echo }
 }
 
-/// `corral serve --http` on a fresh database file, stopped on drop.
-struct HttpServer {
-    child: Child,
-    url: String,
-    _db: tempfile::TempDir,
-}
-
-impl HttpServer {
-    fn start(bin: &Path, dist: &Path) -> HttpServer {
-        let db = tempfile::tempdir().unwrap();
-        let mut child = Command::new(bin)
-            .args(["serve", "--plugins"])
-            .arg(dist)
-            .args(["--http", "127.0.0.1:0", "--log-level", "info", "--max-queued", "100000", "--max-tasks-per-client", "100000", "--db"])
-            .arg(std::env::var_os("CORRAL_BENCH_DB").unwrap_or_else(|| db.path().join("tasks.db").into_os_string()))
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        let url = loop {
-            line.clear();
-            if stderr.read_line(&mut line).unwrap() == 0 {
-                panic!("{} exited before serving HTTP", bin.display());
-            }
-            if let Some(at) = line.find("serving MCP over HTTP at ") {
-                break line[at + "serving MCP over HTTP at ".len()..].split_whitespace().next().unwrap().to_owned();
-            }
-        };
-        // Keep draining the log so the host never blocks on a full pipe.
-        thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        HttpServer { child, url, _db: db }
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// One initialized Streamable HTTP session.
-struct Client {
-    agent: ureq::Agent,
-    url: String,
-    session: String,
-    next_id: u64,
+/// `corral serve --http` on a fresh database file (or `CORRAL_BENCH_DB`), stopped on drop.
+fn serve_http(bin: &Path, dist: &Path) -> HttpHost {
+    let db = tempfile::tempdir().unwrap();
+    let mut command = Command::new(bin);
+    command
+        .args(["serve", "--plugins"])
+        .arg(dist)
+        .args(["--http", "127.0.0.1:0", "--log-level", "info", "--max-queued", "100000", "--max-tasks-per-client", "100000", "--db"])
+        .arg(std::env::var_os("CORRAL_BENCH_DB").unwrap_or_else(|| db.path().join("tasks.db").into_os_string()));
+    HttpHost::spawn(command, Some(db))
 }
 
 impl Client {
-    fn connect(url: &str) -> Client {
-        let config = ureq::Agent::config_builder().http_status_as_error(false).proxy(None).build();
-        let agent = ureq::Agent::new_with_config(config);
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}});
-        let response = agent
-            .post(url)
-            .header("Accept", "application/json, text/event-stream")
-            .header("Content-Type", "application/json")
-            .send(init.to_string())
-            .expect("initialize");
-        let session = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).expect("a session id").to_owned();
-        let mut client = Client { agent, url: url.to_owned(), session, next_id: 1 };
-        client.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        client
-    }
-
-    /// POSTs `message` and returns the JSON-RPC answer (`None` for a notification).
-    fn post(&mut self, message: &Value) -> Option<Value> {
-        let mut response = self
-            .agent
-            .post(&self.url)
-            .header("Accept", "application/json, text/event-stream")
-            .header("Content-Type", "application/json")
-            .header("Mcp-Session-Id", &self.session)
-            .header("MCP-Protocol-Version", "2025-11-25")
-            .send(message.to_string())
-            .expect("POST");
-        let sse = response.headers().get("content-type").and_then(|v| v.to_str().ok()).is_some_and(|t| t.starts_with("text/event-stream"));
-        let mut body = String::new();
-        response.body_mut().as_reader().read_to_string(&mut body).unwrap();
-        if body.trim().is_empty() {
-            return None;
-        }
-        let text = if sse { body.lines().filter_map(|l| l.strip_prefix("data:")).next_back().expect("an SSE data line").trim().to_owned() } else { body };
-        Some(serde_json::from_str(&text).expect("a JSON answer"))
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        let answer = self.post(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).expect("an answer");
-        assert!(answer.get("error").is_none(), "{method} failed: {answer}");
-        answer
-    }
-
     fn admit(&mut self) -> Duration {
         let start = Instant::now();
         let answer = self.request("tools/call", json!({"name": "tick", "arguments": {"count": 1, "interval_ms": 0}, "task": {}}));

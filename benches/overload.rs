@@ -12,17 +12,20 @@
 //! `burst`: sixteen clients sending 10 000 task calls in all, as fast as they are answered.
 //! The goal is a burst p99 within 2 ms: a refusal must not wait behind the store.
 
+#[path = "common/http.rs"]
+mod http;
 #[path = "common/report.rs"]
 mod report;
 
-use std::io::{BufRead, BufReader, Read};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+
+use http::{Client, HttpHost};
 
 const QUEUED: usize = 100;
 const ISOLATED: usize = 1_000;
@@ -35,7 +38,7 @@ fn main() {
     assert!(dist.join("ticker.wasm").exists(), "build the example plugins first: scripts/build-plugins.sh");
     let bin = std::env::var("CORRAL_BIN").map(PathBuf::from).unwrap_or_else(|_| root.join("target/release/corral"));
     assert!(bin.exists(), "no corral binary at {} (cargo build --release, or set CORRAL_BIN)", bin.display());
-    let host = Host::start(&bin, &dist);
+    let host = serve_http(&bin, &dist);
     let mut filler = Client::connect(&host.url);
     for _ in 0..QUEUED + 2 {
         filler.task_call();
@@ -75,81 +78,21 @@ fn main() {
 }
 
 /// `corral serve --http` on a fresh database, with a small queue; killed on drop.
-struct Host {
-    child: Child,
-    url: String,
-    _db: tempfile::TempDir,
-}
-
-impl Host {
-    fn start(bin: &std::path::Path, dist: &std::path::Path) -> Host {
-        let db = tempfile::tempdir().unwrap();
-        let mut child = Command::new(bin)
-            .args(["serve", "--plugins"])
-            .arg(dist)
-            .args(["--http", "127.0.0.1:0", "--log-level", "info", "--max-running", "2", "--max-tasks-per-client", "1000000"])
-            .args(["--max-queued", &QUEUED.to_string(), "--db"])
-            .arg(db.path().join("tasks.db"))
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        let url = loop {
-            line.clear();
-            assert!(stderr.read_line(&mut line).unwrap() > 0, "{} exited before serving HTTP", bin.display());
-            if let Some(at) = line.find("serving MCP over HTTP at ") {
-                break line[at + "serving MCP over HTTP at ".len()..].split_whitespace().next().unwrap().to_owned();
-            }
-        };
-        thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        Host { child, url, _db: db }
-    }
-}
-
-impl Drop for Host {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// One Streamable HTTP session on a keep-alive connection.
-struct Client {
-    agent: ureq::Agent,
-    url: String,
-    session: String,
-    next_id: u64,
+fn serve_http(bin: &Path, dist: &Path) -> HttpHost {
+    let db = tempfile::tempdir().unwrap();
+    let mut command = Command::new(bin);
+    command
+        .args(["serve", "--plugins"])
+        .arg(dist)
+        .args(["--http", "127.0.0.1:0", "--log-level", "info", "--max-running", "2", "--max-tasks-per-client", "1000000"])
+        .args(["--max-queued", &QUEUED.to_string(), "--db"])
+        .arg(db.path().join("tasks.db"));
+    HttpHost::spawn(command, Some(db))
 }
 
 impl Client {
-    fn connect(url: &str) -> Client {
-        let agent = ureq::Agent::new_with_config(ureq::Agent::config_builder().http_status_as_error(false).proxy(None).build());
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}}});
-        let response =
-            agent.post(url).header("Accept", "application/json, text/event-stream").header("Content-Type", "application/json").send(init.to_string()).unwrap();
-        let session = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).expect("a session id").to_owned();
-        Client { agent, url: url.to_owned(), session, next_id: 1 }
-    }
-
     fn task_call(&mut self) -> Value {
-        self.next_id += 1;
-        let call = json!({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
-            "params": {"name": "tick", "arguments": {"count": 100000, "interval_ms": 100}, "task": {}}});
-        let mut response = self
-            .agent
-            .post(&self.url)
-            .header("Accept", "application/json, text/event-stream")
-            .header("Content-Type", "application/json")
-            .header("Mcp-Session-Id", &self.session)
-            .send(call.to_string())
-            .unwrap();
-        let mut body = String::new();
-        response.body_mut().as_reader().read_to_string(&mut body).unwrap();
-        serde_json::from_str(&body).expect("a JSON answer")
+        self.call("tools/call", json!({"name": "tick", "arguments": {"count": 10000, "interval_ms": 100}, "task": {}}))
     }
 
     /// One task call, which the full queue refuses; how long the answer took.

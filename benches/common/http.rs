@@ -1,0 +1,114 @@
+//! What the HTTP benchmarks share: a `corral serve --http` child that is killed on drop, and one
+//! Streamable HTTP session on a keep-alive connection.
+// Each bench uses the part it needs.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Stdio};
+use std::thread;
+
+use serde_json::{json, Value};
+
+/// A running `corral serve --http 127.0.0.1:0 …`, with whatever it must outlive (its database).
+pub struct HttpHost {
+    child: Child,
+    /// The `/mcp` URL the host logged once it was listening.
+    pub url: String,
+    _keep: Option<tempfile::TempDir>,
+}
+
+impl HttpHost {
+    /// Spawns `command` and waits for the address it serves on.
+    pub fn spawn(mut command: Command, keep: Option<tempfile::TempDir>) -> HttpHost {
+        let program = command.get_program().to_string_lossy().into_owned();
+        let mut child = command
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {program}: {e}"));
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        let url = loop {
+            line.clear();
+            assert!(stderr.read_line(&mut line).unwrap() > 0, "{program} exited before serving HTTP");
+            if let Some(at) = line.find("serving MCP over HTTP at ") {
+                break line[at + "serving MCP over HTTP at ".len()..].split_whitespace().next().unwrap().to_owned();
+            }
+        };
+        // Keep draining the log so the host never blocks on a full pipe.
+        thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        HttpHost { child, url, _keep: keep }
+    }
+}
+
+impl Drop for HttpHost {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One initialized 2025-11-25 Streamable HTTP session.
+pub struct Client {
+    agent: ureq::Agent,
+    url: String,
+    session: String,
+    next_id: u64,
+}
+
+impl Client {
+    /// Initializes a session at `url`.
+    pub fn connect(url: &str) -> Client {
+        let config = ureq::Agent::config_builder().http_status_as_error(false).proxy(None).build();
+        let agent = ureq::Agent::new_with_config(config);
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}});
+        let response = agent
+            .post(url)
+            .header("Accept", "application/json, text/event-stream")
+            .header("Content-Type", "application/json")
+            .send(init.to_string())
+            .expect("initialize");
+        let session = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).expect("a session id").to_owned();
+        let mut client = Client { agent, url: url.to_owned(), session, next_id: 1 };
+        client.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        client
+    }
+
+    /// POSTs `message` and returns the JSON-RPC answer (`None` for a notification).
+    pub fn post(&mut self, message: &Value) -> Option<Value> {
+        let mut response = self
+            .agent
+            .post(&self.url)
+            .header("Accept", "application/json, text/event-stream")
+            .header("Content-Type", "application/json")
+            .header("Mcp-Session-Id", &self.session)
+            .header("MCP-Protocol-Version", "2025-11-25")
+            .send(message.to_string())
+            .expect("POST");
+        let sse = response.headers().get("content-type").and_then(|v| v.to_str().ok()).is_some_and(|t| t.starts_with("text/event-stream"));
+        let mut body = String::new();
+        response.body_mut().as_reader().read_to_string(&mut body).unwrap();
+        if body.trim().is_empty() {
+            return None;
+        }
+        let text = if sse { body.lines().filter_map(|l| l.strip_prefix("data:")).next_back().expect("an SSE data line").trim().to_owned() } else { body };
+        Some(serde_json::from_str(&text).expect("a JSON answer"))
+    }
+
+    /// Sends a request and returns its answer, an error included.
+    pub fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.post(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).expect("an answer")
+    }
+
+    /// Sends a request that must succeed.
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let answer = self.call(method, params);
+        assert!(answer.get("error").is_none(), "{method} failed: {answer}");
+        answer
+    }
+}
