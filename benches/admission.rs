@@ -44,10 +44,8 @@ const STDIO_WARMUP: usize = 500;
 const STDIO_N: usize = 5_000;
 
 fn main() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let dist = root.join("plugins/dist");
-    assert!(dist.join("ticker.wasm").exists(), "build the example plugins first: scripts/build-plugins.sh");
-    let mut builds = vec![("after", std::env::var("CORRAL_BIN").map(PathBuf::from).unwrap_or_else(|_| root.join("target/release/corral")))];
+    let dist = http::example_dist();
+    let mut builds = vec![("after", http::corral_bin())];
     if let Ok(baseline) = std::env::var("CORRAL_BASELINE") {
         builds.insert(0, ("before", PathBuf::from(baseline)));
     }

@@ -17,7 +17,7 @@ mod http;
 #[path = "common/report.rs"]
 mod report;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, Barrier};
 use std::thread;
@@ -33,10 +33,8 @@ const CLIENTS: usize = 16;
 const BURST: usize = 10_000;
 
 fn main() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let dist = root.join("plugins/dist");
-    assert!(dist.join("ticker.wasm").exists(), "build the example plugins first: scripts/build-plugins.sh");
-    let bin = std::env::var("CORRAL_BIN").map(PathBuf::from).unwrap_or_else(|_| root.join("target/release/corral"));
+    let dist = http::example_dist();
+    let bin = http::corral_bin();
     assert!(bin.exists(), "no corral binary at {} (cargo build --release, or set CORRAL_BIN)", bin.display());
     let host = serve_http(&bin, &dist);
     let mut filler = Client::connect(&host.url);

@@ -375,17 +375,7 @@ fn http_listen_acknowledges_then_delivers_only_the_asked_list_changes_of_a_hot_r
     let refused = server.modern(1, "subscriptions/listen", params).answer();
     assert_eq!(refused["error"]["code"], -32021, "taskIds need the tasks extension: {refused}");
 
-    let body = json!({ "jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen",
-        "params": with_meta(json!({ "notifications": { "toolsListChanged": true } }), json!({})) })
-    .to_string();
-    let address = server.base.strip_prefix("http://").unwrap().to_owned();
-    let mut stream = TcpStream::connect(&address).unwrap();
-    let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: {VERSION}\r\nMcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).unwrap();
-    stream.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let stream = listen_for_tool_changes(&server, "listen-1");
     let mut events = BufReader::new(stream.try_clone().unwrap())
         .lines()
         .map_while(Result::ok)
@@ -408,17 +398,7 @@ fn http_listen_acknowledges_then_delivers_only_the_asked_list_changes_of_a_hot_r
 fn http_shutdown_ends_open_listen_streams_at_once() {
     let dir = plugins();
     let mut server = Server::start(dir.path());
-    let body = json!({ "jsonrpc": "2.0", "id": "listen-2", "method": "subscriptions/listen",
-        "params": with_meta(json!({ "notifications": { "toolsListChanged": true } }), json!({})) })
-    .to_string();
-    let address = server.base.strip_prefix("http://").unwrap().to_owned();
-    let mut stream = TcpStream::connect(&address).unwrap();
-    let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: {VERSION}\r\nMcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).unwrap();
-    stream.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let stream = listen_for_tool_changes(&server, "listen-2");
     let mut lines = BufReader::new(stream.try_clone().unwrap()).lines().map_while(Result::ok);
     assert!(lines.any(|l| l.contains("notifications/subscriptions/acknowledged")), "no acknowledgement");
     let stopped = Instant::now();
@@ -431,4 +411,21 @@ fn http_shutdown_ends_open_listen_streams_at_once() {
     }
     // The graceful-shutdown grace is 5 s: an open listen stream must not hold the host that long.
     assert!(stopped.elapsed() < Duration::from_secs(3), "exit took {:?}", stopped.elapsed());
+}
+
+/// Opens a `subscriptions/listen` for `toolsListChanged` on a raw connection, so a test can read
+/// the SSE stream as it arrives (and see when it ends).
+fn listen_for_tool_changes(server: &Server, id: &str) -> TcpStream {
+    let body = json!({ "jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
+        "params": with_meta(json!({ "notifications": { "toolsListChanged": true } }), json!({})) })
+    .to_string();
+    let address = server.base.strip_prefix("http://").unwrap().to_owned();
+    let mut stream = TcpStream::connect(&address).unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: {VERSION}\r\nMcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.set_read_timeout(Some(TIMEOUT)).unwrap();
+    stream
 }

@@ -4,10 +4,23 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::thread;
 
 use serde_json::{json, Value};
+
+/// The example plugins, which must have been built.
+pub fn example_dist() -> PathBuf {
+    let dist = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("plugins/dist");
+    assert!(dist.join("ticker.wasm").exists(), "build the example plugins first: scripts/build-plugins.sh");
+    dist
+}
+
+/// The build under test: `CORRAL_BIN`, or the release binary of this tree.
+pub fn corral_bin() -> PathBuf {
+    std::env::var("CORRAL_BIN").map(PathBuf::from).unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/corral"))
+}
 
 /// A running `corral serve --http 127.0.0.1:0 …`, with whatever it must outlive (its database).
 pub struct HttpHost {
