@@ -3,7 +3,7 @@
 # the TypeScript SDK, the MCP Inspector CLI, the Python SDK 1.30.x and 2.x, and raw JSON-RPC for
 # client behaviours none of them shows (see README.md here).
 #
-#   tests/interop/run.sh [SUITE...]     suites: ts-sdk inspector python-mcp1 python-mcp2 wire docs surface (default: all)
+#   tests/interop/run.sh [SUITE...]     suites: ts-sdk inspector python-mcp1 python-mcp2 wire docs surface modern probe (default: all)
 #
 # Environment: CORRAL_BIN (default target/debug/corral under the repo root, or $CARGO_TARGET_DIR/debug/corral),
 #              PYTHON (default python3, must be >= 3.10).
@@ -18,7 +18,7 @@ corral="${CORRAL_BIN:-${CARGO_TARGET_DIR:-$root/target}/debug/corral}"
 case "$corral" in /*) ;; *) corral="$root/$corral" ;; esac
 python="${PYTHON:-python3}"
 suites=("$@")
-(( ${#suites[@]} )) || suites=(ts-sdk inspector python-mcp1 python-mcp2 wire docs surface)
+(( ${#suites[@]} )) || suites=(ts-sdk inspector python-mcp1 python-mcp2 wire docs surface modern probe)
 
 log() { printf '[interop] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -26,7 +26,7 @@ die() { log "error: $*"; exit 1; }
 fresh() { [[ -f "$2" && "$(cat "$2")" == "$(sha256sum <"$1")" ]]; }
 
 for suite in "${suites[@]}"; do
-    case "$suite" in ts-sdk | inspector | python-mcp1 | python-mcp2 | wire | docs | surface) ;; *) die "unknown suite $suite" ;; esac
+    case "$suite" in ts-sdk | inspector | python-mcp1 | python-mcp2 | wire | docs | surface | modern | probe) ;; *) die "unknown suite $suite" ;; esac
 done
 [[ -x "$corral" ]] || die "no corral binary at $corral (cargo test --no-run builds it, or set CORRAL_BIN)"
 command -v curl >/dev/null || die "curl is required"
@@ -70,11 +70,20 @@ for name in text ticker hash; do
     cp "$root/plugins/dist/$name.wasm" "$plugins/"
     if [[ -f "$root/plugins/dist/$name.toml" ]]; then cp "$root/plugins/dist/$name.toml" "$plugins/"; fi
 done
+# The modern suite's plugins: the ticker twice, told apart by namespace, so that one `optional`
+# tool always answers inline and the other always becomes a task (js/modern.mjs says why).
+modern_plugins="$tmp/modern-plugins"
+mkdir -p "$modern_plugins"
+cp "$root/plugins/dist/ticker.wasm" "$modern_plugins/ticker.wasm"
+cp "$root/plugins/dist/ticker.wasm" "$modern_plugins/late.wasm"
+printf '[limits]\ntask-after = "60s"\n' >"$modern_plugins/ticker.toml"
+printf 'namespace = "late"\n[limits]\ntask-after = "50ms"\n' >"$modern_plugins/late.toml"
 server_pid=""
 surface_pid=""
+modern_pid=""
 status=1
 cleanup() {
-    for pid in "$server_pid" "$surface_pid"; do
+    for pid in "$server_pid" "$surface_pid" "$modern_pid"; do
         if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
             kill "$pid" 2>/dev/null || true
             wait "$pid" 2>/dev/null || true
@@ -119,11 +128,27 @@ if [[ " ${suites[*]} " == *" surface "* ]]; then
     done
 fi
 
+# The modern suite's own host.
+modern_url=""
+if [[ " ${suites[*]} " == *" modern "* ]]; then
+    modern_port="$(node -e 'const s = require("net").createServer(); s.listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')"
+    modern_url="http://127.0.0.1:$modern_port/mcp"
+    "$corral" serve --plugins "$modern_plugins" --http "127.0.0.1:$modern_port" --db :memory: --task-poll-interval 50ms \
+        >"$tmp/corral-modern-http.log" 2>&1 &
+    modern_pid=$!
+    deadline=$((SECONDS + 30))
+    until curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$modern_port/healthz" 2>/dev/null; do
+        kill -0 "$modern_pid" 2>/dev/null || { tail -n 30 "$tmp/corral-modern-http.log" >&2; die "corral (modern) exited before /healthz answered"; }
+        (( SECONDS < deadline )) || die "/healthz (modern) did not answer within 30 s"
+        sleep 0.2
+    done
+fi
+
 # 5. Each suite over stdio (the client starts corral itself), then over HTTP.
 passed=0 failed=0 broken=()
 for suite in "${suites[@]}"; do
     case "$suite" in
-        ts-sdk | inspector | wire | docs | surface) cmd=(node "$here/js/$suite.mjs") ;;
+        ts-sdk | inspector | wire | docs | surface | modern | probe) cmd=(node "$here/js/$suite.mjs") ;;
         python-*) cmd=("$here/.venv-${suite#python-}/bin/python" "$here/python/${suite#python-}_client.py") ;;
     esac
     for transport in stdio http; do
@@ -132,6 +157,10 @@ for suite in "${suites[@]}"; do
         if [[ "$suite" == surface ]]; then
             args=("$corral" "$surface_plugins")
             [[ "$transport" == http ]] && args=("$surface_url")
+        fi
+        if [[ "$suite" == modern ]]; then
+            args=("$corral" "$modern_plugins")
+            [[ "$transport" == http ]] && args=("$modern_url")
         fi
         out="$tmp/$suite-$transport.out"
         set +e

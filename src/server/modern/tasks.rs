@@ -106,6 +106,15 @@ fn first_text(result: &Value) -> Option<String> {
     result.get("content")?.as_array()?.iter().find_map(|c| c.get("text").and_then(Value::as_str)).map(str::to_owned)
 }
 
+/// A tool's result as this era carries it, `resultType` included: ext-tasks 0.2.2 decodes an
+/// inlined result as a `CallToolResult` of 2026-07-28 and refuses one without it.
+fn complete(mut result: Value) -> Value {
+    if let Value::Object(fields) = &mut result {
+        fields.insert("resultType".into(), json!(COMPLETE));
+    }
+    result
+}
+
 /// `tasks/get`: the `DetailedTask`, with the outcome inlined once the task has ended.
 pub(in crate::server) async fn get(host: &Host, owner: &str, params: &Map<String, Value>) -> Result<Value, RpcError> {
     let id = task_id(params)?;
@@ -121,7 +130,7 @@ pub(in crate::server) async fn get(host: &Host, owner: &str, params: &Map<String
                 let message = first_text(&result).unwrap_or_else(|| format!("the call ended with `{kind}`"));
                 ("failed", "error", failed(-32603, message, kind))
             }
-            None => ("completed", "result", result),
+            None => ("completed", "result", complete(result)),
         },
         Outcome::Error(error) => ("failed", "error", error),
         Outcome::Cancelled => ("cancelled", "", Value::Null),

@@ -334,6 +334,13 @@ async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: axu
             return modern::post(&app, &headers, identity, message).await;
         }
     }
+    // A 2026-07-28 notification outside a session (the TS client 2.4 sends `notifications/cancelled`
+    // after closing a listen stream): this era cancels by closing the stream, which has been done.
+    if let Incoming::Notification { params, .. } = &message {
+        if !headers.contains_key(SESSION_HEADER) && Era::of(params, None) == Era::Modern {
+            return StatusCode::ACCEPTED.into_response();
+        }
+    }
     if let Err(response) = check_version(&headers) {
         return response;
     }

@@ -1,5 +1,6 @@
 // The MCP Inspector's CLI (npm @modelcontextprotocol/inspector 2.x, `--cli`) against corral:
-// each check runs one `inspector --cli --format json ...` and reads the JSON it prints.
+// each check runs one `inspector --cli --format json ...` and reads the JSON it prints, in its
+// default era (2025-11-25), with `--protocol-era auto` and with `--protocol-era modern`.
 //
 //   node inspector.mjs stdio CORRAL PLUGINS_DIR   the Inspector starts `CORRAL serve --plugins PLUGINS_DIR --db :memory:`
 //   node inspector.mjs http URL                   the Inspector talks to a running `corral serve --http` at URL
@@ -51,9 +52,11 @@ function inspectorOf(server, ...args) {
     });
 }
 
-/** A tool call that must succeed; returns its CallToolResult. */
-async function call(tool, ...toolArgs) {
-    const run = await inspector('--method', 'tools/call', '--tool-name', tool, ...(toolArgs.length ? ['--tool-arg', ...toolArgs] : []));
+/** A tool call that must succeed (after `--protocol-era ERA`, if given); returns its CallToolResult. */
+async function call(...args) {
+    const era = args[0] === '--protocol-era' ? args.splice(0, 2) : [];
+    const [tool, ...toolArgs] = args;
+    const run = await inspector(...era, '--method', 'tools/call', '--tool-name', tool, ...(toolArgs.length ? ['--tool-arg', ...toolArgs] : []));
     assert.equal(run.code, 0, run.output);
     assert.ok(run.json?.result, run.output);
     return run.json.result;
@@ -91,6 +94,25 @@ await check('--protocol-era auto: the server/discover probe falls back to initia
     const run = await inspector('--protocol-era', 'auto', '--method', 'tools/call', '--tool-name', 'countdown', '--tool-arg', 'from=1', 'interval_ms=10');
     assert.equal(run.code, 0, run.output);
     assert.equal(text(run.json?.result), 'counted down from 1', run.output);
+});
+
+await check('--protocol-era modern: tools/call is served on the 2026-07-28 wire', async () => {
+    const run = await inspector('--protocol-era', 'modern', '--method', 'tools/call', '--tool-name', 'echo', '--tool-arg', 'text=modern');
+    assert.equal(run.code, 0, run.output);
+    assert.equal(text(run.json?.result), 'modern', run.output);
+    assert.equal(run.json.result.resultType, 'complete', `a 2026-07-28 result carries resultType: ${run.output}`);
+    assert.equal(run.json.result._meta?.['io.modelcontextprotocol/serverInfo']?.name, 'corral', run.output);
+});
+
+await check('--protocol-era modern: a `required` tool runs as a SEP-2663 task to its result', async () => {
+    const result = await call('--protocol-era', 'modern', 'countdown', 'from=2', 'interval_ms=20');
+    assert.equal(text(result), 'counted down from 2');
+});
+
+await check('--protocol-era modern: an isError result, exit 5 with its kind', async () => {
+    const run = await inspector('--protocol-era', 'modern', '--method', 'tools/call', '--tool-name', 'hash_chain', '--tool-arg', 'input=x', 'rounds=100000000');
+    assert.equal(run.code, 5, run.output);
+    assert.equal(errorKind(run.json?.result), 'fuel-exhausted', run.output);
 });
 
 await check("docs/clients.md's `mcpServers` file, as an Inspector --config", async () => {

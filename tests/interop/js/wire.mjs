@@ -5,12 +5,11 @@
 //
 //   node wire.mjs stdio CORRAL PLUGINS_DIR
 //   node wire.mjs http URL
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { abort, assert, check, finish, setSuite, text } from './check.mjs';
+import { post as postTo, Stdio as RawStdio } from './raw.mjs';
 
 const [mode, ...rest] = process.argv.slice(2);
 setSuite(`wire/${mode}`);
@@ -23,43 +22,10 @@ const initialize = (id, capabilities = {}) => ({
 });
 const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
 
-/** corral over stdio with exactly `env`; every line it prints is kept in `lines`. */
-class Stdio {
+/** corral over stdio with exactly `env`, serving the suite's plugins. */
+class Stdio extends RawStdio {
     constructor(args, env) {
-        this.child = spawn(rest[0], ['serve', '--plugins', rest[1], ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
-        this.lines = [];
-        this.stderr = '';
-        this.waiters = [];
-        this.child.stderr.on('data', (c) => (this.stderr += c));
-        createInterface({ input: this.child.stdout }).on('line', (line) => {
-            this.lines.push(JSON.parse(line));
-            this.waiters = this.waiters.filter((w) => !w());
-        });
-    }
-    send(message) {
-        this.child.stdin.write(JSON.stringify(message) + '\n');
-    }
-    /** Waits for a message matching `pred` (already received or not); returns it. */
-    wait(pred, what, ms = 15_000) {
-        return new Promise((resolve, reject) => {
-            const timer = setTimeout(() => reject(new Error(`no ${what} within ${ms} ms; got:\n${this.lines.map((l) => JSON.stringify(l)).join('\n')}\nstderr:\n${this.stderr}`)), ms);
-            const test = () => {
-                const found = this.lines.find(pred);
-                if (found) {
-                    clearTimeout(timer);
-                    resolve(found);
-                }
-                return !!found;
-            };
-            if (!test()) this.waiters.push(test);
-        });
-    }
-    response(id, what) {
-        return this.wait((m) => m.id === id && ('result' in m || 'error' in m), what ?? `response to id ${JSON.stringify(id)}`);
-    }
-    async close() {
-        this.child.stdin.end();
-        await new Promise((resolve) => this.child.once('exit', resolve));
+        super(rest[0], rest[1], args, env);
     }
 }
 
@@ -138,22 +104,7 @@ async function stdioChecks() {
 }
 
 async function httpChecks(url) {
-    const post = async (body, headers = {}) => {
-        const res = await fetch(url, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
-            body: JSON.stringify(body),
-        });
-        const type = res.headers.get('content-type') ?? '';
-        const raw = await res.text();
-        // An SSE answer: the response is the data line that carries an id.
-        const json = type.includes('text/event-stream')
-            ? raw.split('\n').filter((l) => l.startsWith('data: ') && l.length > 6).map((l) => JSON.parse(l.slice(6))).find((m) => 'id' in m)
-            : raw
-              ? JSON.parse(raw)
-              : undefined;
-        return { status: res.status, json, session: res.headers.get('mcp-session-id'), raw };
-    };
+    const post = (body, headers = {}) => postTo(url, body, headers);
 
     const init = await post(initialize('init-1', { extensions: { 'io.modelcontextprotocol/tasks': {} }, futureKey: {} }));
     if (init.status !== 200 || !init.session) abort(`initialize: HTTP ${init.status} ${init.raw}`);
