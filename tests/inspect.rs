@@ -137,3 +137,16 @@ fn a_0_2_plugin_shows_its_contract_and_what_it_offers_besides_tools() {
     assert!(report["tools"].as_array().is_some_and(|t| !t.is_empty()), "{report:#}");
     assert!(report["resources"].as_u64() > Some(0) && report["prompts"].as_u64() > Some(0), "{report:#}");
 }
+
+#[test]
+fn the_task_after_of_a_manifest_is_shown_and_its_absence_names_the_host_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_plugin(dir.path(), "adaptive", &Fixture::new().tool(ToolDef::new("adaptive")).build());
+    let (report, _) = inspect_json(&file);
+    assert!(report["limits"]["taskAfterMs"].is_null(), "no manifest: the host decides: {report:#}");
+    assert!(String::from_utf8_lossy(&inspect(&file, false).stdout).contains("task after the host's --task-after"));
+    write_manifest(dir.path(), "adaptive", "[limits]\ntask-after = \"250ms\"\n");
+    let (report, code) = inspect_json(&file);
+    assert_eq!((code, report["limits"]["taskAfterMs"].as_u64()), (0, Some(250)), "{report:#}");
+    assert!(String::from_utf8_lossy(&inspect(&file, false).stdout).contains("task after 250ms"));
+}

@@ -230,7 +230,8 @@ pub struct ServeArgs {
     #[arg(long, env = "CORRAL_WATCH")]
     pub watch: bool,
     /// How long an `optional` tool called by a 2026-07-28 client that declares the tasks
-    /// extension runs inline; past it, the running call becomes a task.
+    /// extension runs inline; past it, the running call becomes a task (and gets the task's
+    /// timeout). A plugin's manifest may set its own (`[limits] task-after`).
     #[arg(long, env = "CORRAL_TASK_AFTER", default_value = "1s", value_parser = config::parse_duration)]
     pub task_after: Duration,
     /// On SIGTERM or the end of stdin: how long calls in flight get to finish and answer before

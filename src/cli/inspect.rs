@@ -96,6 +96,9 @@ pub struct LimitsReport {
     pub memory_bytes: u64,
     /// Calls of the plugin that may run at once.
     pub max_concurrency: usize,
+    /// How long its `optional` tools run inline for a 2026-07-28 client that declares the tasks
+    /// extension (`[limits] task-after`); `null`: the host's `--task-after` decides.
+    pub task_after_ms: Option<u64>,
 }
 
 /// Runs the command: prints the report, exits 1 when the host would refuse the plugin.
@@ -172,6 +175,7 @@ fn limits_report(l: &Limits) -> LimitsReport {
         fuel: l.fuel,
         memory_bytes: l.memory,
         max_concurrency: l.max_concurrency,
+        task_after_ms: l.task_after.map(|d| d.as_millis() as u64),
     }
 }
 
@@ -198,12 +202,16 @@ pub fn render(r: &Report) -> String {
     if let Some(l) = &r.limits {
         let _ = writeln!(
             out,
-            "limits       timeout {}, task timeout {}, fuel {}, memory {}, max concurrency {}",
+            "limits       timeout {}, task timeout {}, fuel {}, memory {}, max concurrency {}, task after {}",
             humantime::format_duration(std::time::Duration::from_millis(l.timeout_ms)),
             humantime::format_duration(std::time::Duration::from_millis(l.task_timeout_ms)),
             l.fuel,
             config::display_size(l.memory_bytes),
-            l.max_concurrency
+            l.max_concurrency,
+            match l.task_after_ms {
+                Some(ms) => humantime::format_duration(std::time::Duration::from_millis(ms)).to_string(),
+                None => "the host's --task-after".to_owned(),
+            }
         );
     }
     let _ = writeln!(out, "tools        {}", r.tools.len());

@@ -1,7 +1,7 @@
 //! What a call carries down into the runtime, and the per-call store state.
 
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
 use wasmtime::component::ResourceTable;
@@ -11,6 +11,7 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings::{self, ElicitResponse, LogLevel, RequestError, SamplingRequest, SamplingResponse};
 use super::network::{HttpGuard, NetGuard};
+use super::time_limit::TimeLimit;
 use crate::cancel::CancelHandle;
 use crate::config::Limits;
 
@@ -74,12 +75,14 @@ pub struct CallContext {
     pub observer: Arc<dyn CallObserver>,
     /// Accesses the sandbox refused during the call, for the result to name.
     pub denials: Arc<Denials>,
+    /// `limits.timeout` unless switched while the call runs (an adopted call gets its task's).
+    pub time_limit: TimeLimit,
 }
 
 impl CallContext {
     /// A context for a call nobody cancels early (loading, `corral call`, benchmarks).
     pub fn new(limits: Limits, observer: Arc<dyn CallObserver>) -> CallContext {
-        CallContext { limits, cancel: CancelHandle::unwoken(), observer, denials: Arc::default() }
+        CallContext { limits, cancel: CancelHandle::unwoken(), observer, denials: Arc::default(), time_limit: TimeLimit::default() }
     }
 }
 
@@ -119,7 +122,10 @@ pub(crate) struct CallState {
     /// Where `resource-updated` goes: the runtime's channel of updates.
     pub updates: tokio::sync::broadcast::Sender<ResourceUpdate>,
     pub cancel: CancelHandle,
-    pub deadline: Instant,
+    /// When the call started, its `timeout`, and the limit that may replace it.
+    pub start: Instant,
+    pub timeout: Duration,
+    pub time_limit: TimeLimit,
     pub memory_cap: u64,
     pub memory_cap_hit: bool,
 }
@@ -212,7 +218,12 @@ impl bindings::v2::corral::plugin::host::Host for CallState {
 
 impl CallState {
     fn is_stopping(&self) -> bool {
-        self.cancel.is_cancelled() || Instant::now() >= self.deadline
+        self.cancel.is_cancelled() || self.past_deadline()
+    }
+
+    /// Whether the call has run past the limit in force.
+    pub(crate) fn past_deadline(&self) -> bool {
+        self.start.elapsed() >= self.time_limit.get(self.timeout)
     }
 
     fn log_line(&mut self, level: LogLevel, message: String) {

@@ -14,6 +14,7 @@ mod inspect;
 mod network;
 mod output;
 mod ticker;
+mod time_limit;
 mod tool_list;
 
 use std::path::PathBuf;
@@ -32,9 +33,10 @@ pub use exports::Contract;
 pub use failure::Failure;
 use failure::Stopped;
 pub use inspect::Interfaces;
+pub use time_limit::TimeLimit;
 
 use crate::cancel::{CancelHandle, Wake};
-use crate::config::{defaults, Permissions};
+use crate::config::{defaults, Limits, Permissions};
 use cache::CompileCache;
 use network::{GuardedLookup, HttpGuard, NetGuard};
 
@@ -337,10 +339,10 @@ impl Runtime {
         call: impl AsyncFnOnce(&Exports, &mut Store<CallState>, &InstancePre<CallState>) -> wasmtime::Result<R>,
     ) -> Result<R, Failure> {
         let _active = self.ticker.activate();
-        let limit = ctx.limits.timeout;
-        let deadline = Instant::now() + limit;
+        // The limit may be switched while the call runs (an adopted call gets its task's).
+        let (start, base) = (Instant::now(), ctx.limits.timeout);
         let (stdout, stderr) = PluginOutput::pair(code.name.clone());
-        let mut store = self.new_store(code, &ctx, deadline, &stdout, &stderr)?;
+        let mut store = self.new_store(code, &ctx, start, &stdout, &stderr)?;
         let outcome = {
             let work = async {
                 let _permit = self.instances.acquire().await.expect("the instance semaphore is never closed");
@@ -349,7 +351,7 @@ impl Runtime {
             tokio::select! {
                 biased;
                 _ = ctx.cancel.cancelled() => Err(Failure::Cancelled),
-                _ = tokio::time::sleep_until(deadline.into()) => Err(Failure::Timeout { limit }),
+                limit = ctx.time_limit.expired(start, base) => Err(Failure::Timeout { limit }),
                 answer = work => Ok(answer),
             }
         };
@@ -360,12 +362,16 @@ impl Runtime {
         if ctx.cancel.is_cancelled() {
             return Err(Failure::Cancelled);
         }
-        if Instant::now() >= deadline {
+        let limit = ctx.time_limit.get(base);
+        if start.elapsed() >= limit {
             return Err(Failure::Timeout { limit });
         }
         match outcome? {
             Ok(answer) => Ok(answer),
-            Err(e) => Err(Failure::from_wasmtime(&e, &ctx.limits, store.data().memory_cap_hit, self.settings.max_output)),
+            Err(e) => {
+                let limits = Limits { timeout: limit, ..ctx.limits.clone() };
+                Err(Failure::from_wasmtime(&e, &limits, store.data().memory_cap_hit, self.settings.max_output))
+            }
         }
     }
 
@@ -373,7 +379,7 @@ impl Runtime {
         &self,
         code: &PluginCode,
         ctx: &CallContext,
-        deadline: Instant,
+        start: Instant,
         stdout: &PluginOutput,
         stderr: &PluginOutput,
     ) -> Result<Store<CallState>, Failure> {
@@ -407,7 +413,9 @@ impl Runtime {
             observer: ctx.observer.clone(),
             updates: self.updates.clone(),
             cancel: ctx.cancel.clone(),
-            deadline,
+            start,
+            timeout: ctx.limits.timeout,
+            time_limit: ctx.time_limit.clone(),
             memory_cap: ctx.limits.memory,
             memory_cap_hit: false,
         };
@@ -425,7 +433,7 @@ impl Runtime {
             if state.cancel.is_cancelled() {
                 return Err(Stopped::Cancelled.into());
             }
-            if Instant::now() >= state.deadline {
+            if state.past_deadline() {
                 return Err(Stopped::DeadlinePassed.into());
             }
             Ok(UpdateDeadline::Yield(1))

@@ -1,5 +1,5 @@
-//! Prometheus metrics: calls and errors by tool and kind, call latency, tasks by status and
-//! the task queue, in the text exposition format.
+//! Prometheus metrics: requests by protocol era and method, calls and errors by tool and kind,
+//! call latency, tasks by status and the task queue, in the text exposition format.
 
 use std::time::Duration;
 
@@ -21,6 +21,14 @@ struct CallLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    /// `2025-11-25` or `2026-07-28`: which wire the request came on.
+    era: String,
+    /// A method of that era (unknown names are not counted, so clients cannot grow the set).
+    method: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ToolLabel {
     tool: String,
 }
@@ -33,6 +41,7 @@ struct StatusLabel {
 /// The host's Prometheus registry and the metrics in it.
 pub struct Metrics {
     registry: Registry,
+    requests: Family<RequestLabels, Counter>,
     calls: Family<CallLabels, Counter>,
     latency: Family<ToolLabel, Histogram>,
     tasks: Family<StatusLabel, Gauge>,
@@ -43,20 +52,27 @@ pub struct Metrics {
 impl Default for Metrics {
     fn default() -> Metrics {
         let mut registry = Registry::with_prefix("corral");
+        let requests = Family::<RequestLabels, Counter>::default();
         let calls = Family::<CallLabels, Counter>::default();
         let latency = Family::<ToolLabel, Histogram>::new_with_constructor(|| Histogram::new(exponential_buckets(0.000_05, 2.5, 14)));
         let tasks = Family::<StatusLabel, Gauge>::default();
         let (queued, running) = (Gauge::default(), Gauge::default());
+        registry.register("requests", "Requests by protocol era and method", requests.clone());
         registry.register("tool_calls", "Tool calls by tool and outcome", calls.clone());
         registry.register("tool_call_seconds", "Time from a call's start to its result", latency.clone());
         registry.register("tasks", "Stored tasks by status", tasks.clone());
         registry.register("task_queue_depth", "Tasks admitted and waiting for a worker", queued.clone());
         registry.register("tasks_running", "Tasks running now", running.clone());
-        Metrics { registry, calls, latency, tasks, queued, running }
+        Metrics { registry, requests, calls, latency, tasks, queued, running }
     }
 }
 
 impl Metrics {
+    /// Records one request of a known `method`, on the wire of `era`.
+    pub fn request(&self, era: &str, method: &str) {
+        self.requests.get_or_create(&RequestLabels { era: era.to_owned(), method: method.to_owned() }).inc();
+    }
+
     /// Records one finished call.
     pub fn call(&self, tool: &str, outcome: &str, took: Duration) {
         self.calls.get_or_create(&CallLabels { tool: tool.to_owned(), outcome: outcome.to_owned() }).inc();

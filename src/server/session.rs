@@ -135,6 +135,7 @@ impl Session {
         if let Some(client) = &envelope.client {
             tracing::debug!(client, %method, "stateless request");
         }
+        self.shared.host.metrics.request(modern::MODERN_PROTOCOL_VERSION, &method.to_string());
         // The same rule as 2025-11-25 (`after_load`): what reads the catalog waits for the first
         // load; `server/discover` and `subscriptions/listen` never do.
         if let ModernMethod::Shared(shared) = method {
@@ -194,6 +195,7 @@ impl Session {
             Ok(method) => method,
             Err(unknown) => return self.reply(reply, &id, Err(RpcError::method_not_found(unknown.to_string()))),
         };
+        self.shared.host.metrics.request(crate::mcp::types::LATEST_PROTOCOL_VERSION, name);
         if let Err(refused) = check_phase(method, *self.shared.phase.lock().unwrap()) {
             return self.reply(reply, &id, Err(refused));
         }
@@ -355,7 +357,7 @@ impl Session {
         let limits = call.entry.plugin.limits.clone();
         let host = shared.host.clone();
         self.spawn_request(id, reply, move |cancel| async move {
-            let ctx = CallContext { limits, cancel, observer: notifier, denials: Arc::default() };
+            let ctx = CallContext { limits, cancel, observer: notifier, denials: Arc::default(), time_limit: Default::default() };
             let result = tools::run(&host.runtime, &host.metrics, &call, ctx).await.ok()?;
             Some(Ok(serde_json::to_value(result).expect("results serialize")))
         });
@@ -433,7 +435,7 @@ impl Session {
     fn context(&self, plugin: &Plugin, params: Params<'_>, reply: &Arc<dyn Outlet>) -> impl FnOnce(CancelHandle) -> CallContext + Send + 'static {
         let observer = Arc::new(self.shared.notifier(reply, plugin, params.progress_token()));
         let limits = plugin.limits.clone();
-        move |cancel| CallContext { limits, cancel, observer, denials: Arc::default() }
+        move |cancel| CallContext { limits, cancel, observer, denials: Arc::default(), time_limit: Default::default() }
     }
 
     /// `resources/subscribe` (`on`) and `resources/unsubscribe`.

@@ -251,7 +251,7 @@ impl TaskRunner for ToolRunner {
             let observer = Arc::new(TaskObserver::new(control, forward));
             let mut limits = entry.plugin.limits.clone();
             limits.timeout = limits.task_timeout;
-            let ctx = CallContext { limits, cancel, observer, denials: Arc::default() };
+            let ctx = CallContext { limits, cancel, observer, denials: Arc::default(), time_limit: Default::default() };
             let call = AdmittedCall { entry, arguments, progress_token: None };
             finished(&tool, tools::run_validated(&runtime, &metrics, &call, ctx).await)
         })

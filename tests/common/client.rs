@@ -611,6 +611,21 @@ struct Http {
     stop: Arc<AtomicBool>,
 }
 
+/// The headers a 2026-07-28 request repeats its body in (its `_meta` names the version, so it is
+/// one): the version, the method and, where the method has one, the name.
+fn modern_headers(message: &Value) -> Vec<(&'static str, String)> {
+    let params = &message["params"];
+    let Some(version) = params["_meta"]["io.modelcontextprotocol/protocolVersion"].as_str() else { return Vec::new() };
+    let mut headers = vec![("MCP-Protocol-Version", version.to_owned())];
+    if let Some(method) = message["method"].as_str() {
+        headers.push(("Mcp-Method", method.to_owned()));
+    }
+    if let Some(name) = ["name", "uri", "taskId"].iter().find_map(|k| params[*k].as_str()) {
+        headers.push(("Mcp-Name", name.to_owned()));
+    }
+    headers
+}
+
 /// What one exchange needs, movable to its thread.
 struct Exchange {
     agent: ureq::Agent,
@@ -672,7 +687,10 @@ impl Http {
         let method = parsed.as_ref().and_then(|v| v.get("method")).and_then(Value::as_str);
         let is_request = method.is_some() && parsed.as_ref().is_some_and(|v| v.get("id").is_some());
         let opens_session = method == Some("initialize") && self.session_id.is_none();
-        let exchange = self.exchange();
+        let mut exchange = self.exchange();
+        if self.session_id.is_none() {
+            exchange.headers.extend(parsed.as_ref().map(modern_headers).unwrap_or_default());
+        }
         let body = text.to_owned();
         if is_request && !opens_session {
             thread::spawn(move || exchange.post(&body));

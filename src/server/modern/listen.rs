@@ -7,8 +7,15 @@
 //! The listener joins the host's [`crate::server::Sessions`], so a hot reload's list changes reach
 //! listeners and 2025-11-25 sessions alike. The stream ends when the request is cancelled (the
 //! HTTP response closed, or `notifications/cancelled` on stdio); no answer follows then.
+//!
+//! With the tasks extension a listen may name `taskIds`: each must be a task of the same owner
+//! (else -32602 naming it, the same answer `tasks/get` gives for an unknown id, so nothing leaks),
+//! and each gets `notifications/tasks` carrying its `DetailedTask` as `tasks/get` reads it: once
+//! at the start and at every change after. A task's end is pushed as soon as the engine knows it
+//! (on any replica, through the store); the states between are read at the task's poll interval.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
@@ -16,7 +23,10 @@ use crate::mcp::jsonrpc::notification;
 use crate::mcp::modern::{missing_capability, Envelope, TASKS_EXTENSION};
 use crate::mcp::{Params, RequestId, RpcError};
 use crate::server::sessions::Listener;
-use crate::server::{Outlet, Session};
+use crate::server::{Host, Outlet, Session};
+use crate::tasks::EngineError;
+
+use super::tasks;
 
 /// `_meta` key tying a notification to its listen request.
 pub const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
@@ -28,11 +38,11 @@ struct Filter {
     prompts: bool,
     resources: bool,
     resource_uris: Vec<String>,
+    task_ids: Vec<String>,
 }
 
 impl Filter {
-    /// Reads `params.notifications`. `taskIds` needs the tasks extension declared (-32021); it is
-    /// not acknowledged, since task status is not pushed on listen streams yet.
+    /// Reads `params.notifications`. `taskIds` needs the tasks extension declared (-32021).
     fn read(params: Params<'_>, envelope: &Envelope) -> Result<Filter, RpcError> {
         let wanted = params.object_or("notifications", "missing `notifications`: e.g. {\"toolsListChanged\": true}")?;
         let flag = |key: &str| match wanted.get(key) {
@@ -56,6 +66,7 @@ impl Filter {
             prompts: flag("promptsListChanged")?,
             resources: flag("resourcesListChanged")?,
             resource_uris: uris("resourceSubscriptions")?,
+            task_ids: uris("taskIds")?,
         })
     }
 
@@ -69,6 +80,9 @@ impl Filter {
         }
         if !self.resource_uris.is_empty() {
             o.insert("resourceSubscriptions".into(), json!(self.resource_uris));
+        }
+        if !self.task_ids.is_empty() {
+            o.insert("taskIds".into(), json!(self.task_ids));
         }
         Value::Object(o)
     }
@@ -124,19 +138,76 @@ pub(in crate::server) fn listen(session: &Session, id: RequestId, envelope: &Env
         Ok(filter) => filter,
         Err(e) => return session.reply(reply, &id, Err(e)),
     };
-    let host = session.host().clone();
+    let (host, owner) = (session.host().clone(), tasks::owner(session.owner()));
     let listen = Arc::new(Listen { subscription: json!(id), filter, outlet: reply.clone() });
     session.spawn_request(id, reply, move |cancel| async move {
+        // Every task named must be this owner's before anything is acknowledged.
+        for task in &listen.filter.task_ids {
+            if let Err(e) = host.engine.get(&owner, task).await {
+                return Some(Err(unknown_task(task, e)));
+            }
+        }
         let mut ack = Map::new();
         ack.insert("notifications".into(), listen.filter.acknowledged());
         listen.send("notifications/subscriptions/acknowledged", ack);
         let as_listener: Arc<dyn Listener> = listen.clone();
         let member = host.sessions.join(Arc::downgrade(&as_listener));
+        // Dropped with the stream: the watchers stop with it.
+        let mut watchers = tokio::task::JoinSet::new();
+        for task in listen.filter.task_ids.clone() {
+            watchers.spawn(watch_task(host.clone(), owner.clone(), task, listen.clone()));
+        }
         cancel.cancelled().await;
         host.sessions.leave(member);
         drop(as_listener);
         None
     });
+}
+
+/// A task this listen may not name: unknown, expired or another owner's, all alike.
+fn unknown_task(task: &str, e: EngineError) -> RpcError {
+    match e {
+        EngineError::NotFound | EngineError::Expired => RpcError::invalid_params(format!("cannot listen to task `{task}`: {e}")),
+        other => crate::server::tasks::engine_error(other),
+    }
+}
+
+/// Pushes `notifications/tasks` for `task` on `listen`: its state now, then each change, until
+/// it ends (or the stream closes, which drops this future).
+async fn watch_task(host: Arc<Host>, owner: String, task: String, listen: Arc<Listen>) {
+    let mut query = Map::new();
+    query.insert("taskId".into(), json!(task));
+    let poll = match host.engine.get(&owner, &task).await {
+        Ok(t) => Duration::from_millis(t.poll_interval_ms.max(1) as u64),
+        Err(_) => return,
+    };
+    // Resolves once the task has ended, woken by the engine (or the shared store), not a poll.
+    let ended = host.engine.result(&owner, &task);
+    tokio::pin!(ended);
+    let mut ended_seen = false;
+    let mut last = Value::Null;
+    loop {
+        let Ok(mut detailed) = tasks::get(&host, &owner, &query).await else { return };
+        if let Value::Object(fields) = &mut detailed {
+            // A notification's params are the DetailedTask itself, without the result's framing.
+            fields.remove("resultType");
+            fields.remove("_meta");
+        }
+        let terminal = detailed.get("status").and_then(Value::as_str).is_some_and(|s| matches!(s, "completed" | "failed" | "cancelled"));
+        if detailed != last {
+            if let Value::Object(fields) = &detailed {
+                listen.send("notifications/tasks", fields.clone());
+            }
+            last = detailed;
+        }
+        if terminal {
+            return;
+        }
+        tokio::select! {
+            _ = &mut ended, if !ended_seen => ended_seen = true,
+            _ = tokio::time::sleep(poll) => {}
+        }
+    }
 }
 
 #[cfg(test)]
@@ -169,6 +240,10 @@ mod tests {
     fn task_ids_need_the_extension_and_the_filter_is_checked() {
         let params = json!({"notifications": {"taskIds": ["t"]}});
         assert_eq!(Filter::read(Params::new(params.as_object().unwrap()), &envelope(false)).unwrap_err().code, -32021);
+        let asked = Filter::read(Params::new(params.as_object().unwrap()), &envelope(true)).unwrap();
+        assert_eq!(asked.acknowledged(), json!({"taskIds": ["t"]}), "accepted task ids are acknowledged");
+        let bad_ids = json!({"notifications": {"taskIds": "t"}});
+        assert_eq!(Filter::read(Params::new(bad_ids.as_object().unwrap()), &envelope(true)).unwrap_err().code, -32602);
         let bad = json!({"notifications": {"toolsListChanged": "yes"}});
         assert_eq!(Filter::read(Params::new(bad.as_object().unwrap()), &envelope(false)).unwrap_err().code, -32602);
         assert_eq!(Filter::read(Params::new(&Map::new()), &envelope(false)).unwrap_err().code, -32602);

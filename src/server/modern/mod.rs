@@ -25,7 +25,7 @@ use crate::mcp::modern::{missing_capability, Envelope, ModernMethod, TASKS_EXTEN
 use crate::mcp::types::LogLevel;
 use crate::mcp::{Method, Params, RequestId, RpcError};
 use crate::registry::Plugin;
-use crate::runtime::{CallContext, TaskSupport};
+use crate::runtime::{CallContext, TaskSupport, TimeLimit};
 
 pub(super) use discover::discover;
 pub(super) use tasks::Adopted;
@@ -91,7 +91,7 @@ fn observer(envelope: &Envelope, plugin: &Plugin, progress_token: Option<Value>,
 /// The context of one call of `plugin` under `observer`, once it has its cancel handle.
 fn context(plugin: &Plugin, observer: &Arc<ModernObserver>) -> impl FnOnce(CancelHandle) -> CallContext + Send + 'static {
     let (limits, observer) = (plugin.limits.clone(), observer.clone());
-    move |cancel| CallContext { limits, cancel, observer, denials: Arc::default() }
+    move |cancel| CallContext { limits, cancel, observer, denials: Arc::default(), time_limit: TimeLimit::default() }
 }
 
 /// What a finished call answers: -32021 when the guest needed a capability the request lacked,
@@ -141,7 +141,12 @@ fn adaptive(session: &Session, id: RequestId, envelope: Envelope, call: tools::A
     // The plugin's manifest (`[limits] task-after`) wins over the host's `--task-after`.
     let task_after = call.entry.plugin.limits.task_after.unwrap_or(host.options.task_after);
     let observer = observer(&envelope, &call.entry.plugin, call.progress_token.clone(), reply);
-    let ctx = context(&call.entry.plugin, &observer);
+    // Runs under the plain call's `timeout` until adopted, then under the task's.
+    let (time_limit, task_timeout) = (TimeLimit::default(), call.entry.plugin.limits.task_timeout);
+    let ctx = {
+        let (ctx, time_limit) = (context(&call.entry.plugin, &observer), time_limit.clone());
+        move |cancel| CallContext { time_limit, ..ctx(cancel) }
+    };
     let call = Arc::new(call);
     session.spawn_request(id, reply, move |cancel| async move {
         let running = {
@@ -155,6 +160,7 @@ fn adaptive(session: &Session, id: RequestId, envelope: Envelope, call: tools::A
                 Some(finish(&observer, Ok(serde_json::to_value(result).expect("results serialize"))))
             }
             _ = tokio::time::sleep(task_after) => {
+                time_limit.switch_to(task_timeout);
                 let created = tasks::create(&host, &owner, &call, Some(Adopted::new(running, cancel.clone()))).await;
                 if created.is_err() {
                     // Refused (overloaded, shutting down): the call it would have adopted stops.

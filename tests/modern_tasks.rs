@@ -1,0 +1,180 @@
+//! The tasks extension beyond create and poll, against the real binary and the conformance
+//! fixture, over stdio and HTTP: `notifications/tasks` pushed on a `subscriptions/listen` that
+//! names `taskIds` (only this owner's tasks; another owner's is refused like an unknown one), and
+//! an `optional` call adopted as a task running on under the task's limits.
+
+mod common;
+
+use std::time::Duration;
+
+use common::client::{McpProcess, Transport, TIMEOUT};
+use serde_json::{json, Value};
+use tempfile::TempDir;
+
+const TASKS: &str = "io.modelcontextprotocol/tasks";
+const SUBSCRIPTION: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// The fixture, with `manifest` beside it when given.
+fn plugins(manifest: Option<&str>) -> TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(common::test_guests().join("conformance.wasm"), dir.path().join("fixture.wasm")).unwrap();
+    if let Some(toml) = manifest {
+        common::write_manifest(dir.path(), "fixture", toml);
+    }
+    dir
+}
+
+/// `params` with a 2026-07-28 envelope declaring `capabilities`.
+fn modern(mut params: Value, capabilities: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": { "name": "modern-tasks-test", "version": "1" },
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+    });
+    params
+}
+
+fn tasks_ext() -> Value {
+    json!({ "extensions": { TASKS: {} } })
+}
+
+fn serve(transport: Transport, dir: &TempDir, extra: &[&str]) -> McpProcess {
+    let mut args = vec!["serve", "--plugins", dir.path().to_str().unwrap(), "--task-poll-interval", "50ms"];
+    args.extend_from_slice(extra);
+    McpProcess::spawn_with(transport, &args)
+}
+
+/// A `slow_compute` of `seconds` that outgrows `--task-after`: its task id.
+fn slow_task(mcp: &mut McpProcess, seconds: f64, label: &str) -> String {
+    let created = mcp.result("tools/call", modern(json!({ "name": "slow_compute", "arguments": { "seconds": seconds, "label": label } }), tasks_ext()));
+    assert_eq!(created["resultType"], "task", "{created}");
+    created["taskId"].as_str().unwrap().to_owned()
+}
+
+/// The next `notifications/tasks` for `task`.
+fn next_status(mcp: &mut McpProcess, task: &str) -> Value {
+    let pushed = mcp.wait_notification("notifications/tasks", TIMEOUT);
+    assert_eq!(pushed["params"]["taskId"], task, "{pushed}");
+    pushed["params"].clone()
+}
+
+fn listen_pushes_the_listed_tasks_status_tagged_with_the_subscription(transport: Transport) {
+    let dir = plugins(None);
+    let mut mcp = serve(transport, &dir, &["--task-after", "100ms"]);
+    let task = slow_task(&mut mcp, 1.5, "watched");
+
+    // Without the extension declared, taskIds are refused.
+    let refused = mcp.request("subscriptions/listen", modern(json!({ "notifications": { "taskIds": [task] } }), json!({})));
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+    assert_eq!(refused["error"]["data"]["requiredCapabilities"], tasks_ext(), "{refused}");
+
+    let listen = mcp.send_request("subscriptions/listen", modern(json!({ "notifications": { "taskIds": [task] } }), tasks_ext()));
+    let ack = mcp.wait_notification("notifications/subscriptions/acknowledged", TIMEOUT);
+    assert_eq!(ack["params"]["notifications"], json!({ "taskIds": [task] }), "{ack}");
+    assert_eq!(ack["params"]["_meta"][SUBSCRIPTION], listen, "{ack}");
+
+    // The state now, then its end, each a DetailedTask as tasks/get reads it.
+    let first = next_status(&mut mcp, &task);
+    assert_eq!((first["status"].as_str(), first["_meta"][SUBSCRIPTION].as_u64()), (Some("working"), Some(listen)), "{first}");
+    assert!(first.get("resultType").is_none(), "a notification is no result: {first}");
+    let last = next_status(&mut mcp, &task);
+    assert_eq!(last["status"], "completed", "{last}");
+    assert_eq!(last["result"]["content"][0]["text"], "Computed watched", "the outcome is inlined: {last}");
+    assert_eq!(last["_meta"][SUBSCRIPTION], listen, "{last}");
+    let got = mcp.result("tasks/get", modern(json!({ "taskId": task }), tasks_ext()));
+    assert_eq!((got["status"].clone(), got["result"].clone()), (last["status"].clone(), last["result"].clone()), "the same as tasks/get");
+
+    // An id that is no task of this owner: -32602 naming it, before any acknowledgement.
+    let unknown = mcp.request("subscriptions/listen", modern(json!({ "notifications": { "taskIds": [task, "no-such-task"] } }), tasks_ext()));
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    assert!(unknown["error"]["message"].as_str().unwrap().contains("`no-such-task`"), "{unknown}");
+}
+
+#[test]
+fn stdio_listen_pushes_the_listed_tasks_status_tagged_with_the_subscription() {
+    listen_pushes_the_listed_tasks_status_tagged_with_the_subscription(Transport::Stdio);
+}
+
+#[test]
+fn http_listen_pushes_the_listed_tasks_status_tagged_with_the_subscription() {
+    listen_pushes_the_listed_tasks_status_tagged_with_the_subscription(Transport::Http);
+}
+
+#[test]
+fn http_a_listen_naming_another_owners_task_is_refused_like_an_unknown_one() {
+    let dir = plugins(None);
+    let tokens = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(tokens.path(), "alice tokenA\nbob tokenB\n").unwrap();
+    let args = ["--task-after", "100ms", "--auth-tokens-file", tokens.path().to_str().unwrap()];
+    // One client of the host, speaking as alice or as bob by the token it sends: requests of
+    // this era are stateless, so nothing else tells them apart.
+    let mut mcp = serve(Transport::Http, &dir, &args);
+    mcp.set_bearer_token("tokenA");
+    let task = slow_task(&mut mcp, 5.0, "alice's");
+
+    mcp.set_bearer_token("tokenB");
+    let foreign = mcp.request("subscriptions/listen", modern(json!({ "notifications": { "taskIds": [task] } }), tasks_ext()));
+    let unknown = mcp.request("subscriptions/listen", modern(json!({ "notifications": { "taskIds": ["no-such-task"] } }), tasks_ext()));
+    assert_eq!(foreign["error"]["code"], -32602, "{foreign}");
+    let message = |m: &Value| m["error"]["message"].as_str().unwrap().replace(&task, "ID").replace("no-such-task", "ID");
+    assert_eq!(message(&foreign), message(&unknown), "nothing tells a foreign task from an unknown one");
+    let got = mcp.request("tasks/get", modern(json!({ "taskId": task }), tasks_ext()));
+    assert_eq!(got["error"]["code"], -32602, "tasks/get says the same: {got}");
+
+    // Alice may listen to it.
+    mcp.set_bearer_token("tokenA");
+    mcp.send_request("subscriptions/listen", modern(json!({ "notifications": { "taskIds": [task] } }), tasks_ext()));
+    mcp.wait_notification("notifications/subscriptions/acknowledged", TIMEOUT);
+    assert_eq!(next_status(&mut mcp, &task)["status"], "working");
+}
+
+#[test]
+fn stdio_a_listen_naming_a_task_of_the_other_era_is_refused() {
+    let dir = plugins(None);
+    let db = tempfile::tempdir().unwrap();
+    let db = db.path().join("tasks.db");
+    // A 2025-11-25 task, on the same store, created by a legacy client.
+    let mut legacy = serve(Transport::Stdio, &dir, &["--db", db.to_str().unwrap()]);
+    legacy.initialize();
+    let created = legacy.result("tools/call", json!({ "name": "slow_compute", "arguments": { "seconds": 5, "label": "legacy" }, "task": {} }));
+    let task = created["task"]["taskId"].as_str().unwrap().to_owned();
+
+    let mut other = serve(Transport::Stdio, &dir, &["--db", db.to_str().unwrap()]);
+    let refused = other.request("subscriptions/listen", modern(json!({ "notifications": { "taskIds": [task] } }), tasks_ext()));
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains(&format!("`{task}`")), "{refused}");
+}
+
+fn an_adopted_call_runs_on_under_the_tasks_timeout(transport: Transport) {
+    // A plain call may run 1 s; a task 30 s; an optional call becomes a task after 200 ms.
+    let dir = plugins(Some("[limits]\ntimeout = \"1s\"\ntask-timeout = \"30s\"\ntask-after = \"200ms\"\n"));
+    let mut mcp = serve(transport, &dir, &[]);
+    // Longer than the plain timeout, shorter than the task's.
+    let task = slow_task(&mut mcp, 2.0, "adopted");
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    let done = loop {
+        let got = mcp.result("tasks/get", modern(json!({ "taskId": task }), tasks_ext()));
+        if got["status"] != "working" {
+            break got;
+        }
+        assert!(std::time::Instant::now() < deadline, "the task never ended: {got}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(done["status"], "completed", "the plain call's 1 s no longer applies once adopted: {done}");
+    assert_eq!(done["result"]["content"][0]["text"], "Computed adopted", "{done}");
+
+    // Without the extension the same call is a plain call, and the plain limit stops it.
+    let plain = mcp.result("tools/call", modern(json!({ "name": "slow_compute", "arguments": { "seconds": 2.0, "label": "plain" } }), json!({})));
+    assert_eq!(plain["isError"], true, "{plain}");
+    assert_eq!(plain["_meta"]["corral/error"]["kind"], "timeout", "{plain}");
+}
+
+#[test]
+fn stdio_an_adopted_call_runs_on_under_the_tasks_timeout() {
+    an_adopted_call_runs_on_under_the_tasks_timeout(Transport::Stdio);
+}
+
+#[test]
+fn http_an_adopted_call_runs_on_under_the_tasks_timeout() {
+    an_adopted_call_runs_on_under_the_tasks_timeout(Transport::Http);
+}
