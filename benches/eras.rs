@@ -11,13 +11,17 @@
 //! * `switch-over`: an `optional` tool (`slow_compute`, 2 s) called by a client that declares
 //!   the tasks extension, with `--task-after 200ms`: time from sending the call to reading the
 //!   `CreateTaskResult`, p50 and p99 (the floor is the 200 ms threshold itself).
+//! * `cold discover` (stdio): `corral serve` over every example plugin (`plugins/dist`) with an
+//!   empty compile cache, spawn → first answer, for a `server/discover` first line against an
+//!   `initialize` one, interleaved (the bar: discover within 50 ms of spawn while the
+//!   plugins still compile). `ERAS_COLD=0` skips it.
 //!
 //! The fixture is `tests/guests/target/wasm32-wasip2/release/conformance.wasm` (built by the test
 //! suites, or `cargo build --release --target wasm32-wasip2 --manifest-path tests/guests/Cargo.toml
 //! --target-dir tests/guests/target -p conformance`).
 
-use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -190,6 +194,77 @@ fn switch_over(url: &str) {
     summary("call start -> CreateTaskResult (--task-after 200ms)", started_all.elapsed(), samples);
 }
 
+const COLD_RUNS: usize = 7;
+
+/// Spawn → the answer to `first`, one cold start over copies of `plugins` (and their manifests).
+fn cold_answer(plugins: &[PathBuf], first: &Value) -> Duration {
+    let dir = tempfile::tempdir().unwrap();
+    let plugin_dir = dir.path().join("plugins");
+    std::fs::create_dir(&plugin_dir).unwrap();
+    for p in plugins {
+        std::fs::copy(p, plugin_dir.join(p.file_name().unwrap())).unwrap();
+        let manifest = p.with_extension("toml");
+        if manifest.exists() {
+            std::fs::copy(&manifest, plugin_dir.join(manifest.file_name().unwrap())).unwrap();
+        }
+    }
+    let spawned = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_corral"))
+        .arg("serve")
+        .arg("--plugins")
+        .arg(&plugin_dir)
+        .arg("--cache-dir")
+        .arg(dir.path().join("cache"))
+        .args(["--db", ":memory:", "--log-level", "error"])
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting corral");
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{first}").unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let took = spawned.elapsed();
+    assert!(line.contains("\"result\""), "no answer to {first}: {line}");
+    let _ = child.kill();
+    let _ = child.wait();
+    took
+}
+
+/// `server/discover` and `initialize` as a cold process's first line, interleaved: medians and maxima.
+fn cold_discover(root: &Path) {
+    let mut plugins: Vec<PathBuf> = std::fs::read_dir(root.join("plugins/dist"))
+        .expect("plugins/dist: run scripts/build-plugins.sh")
+        .filter_map(|e| Some(e.ok()?.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "wasm"))
+        .collect();
+    plugins.sort();
+    let discover = json!({ "jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": { "_meta": envelope(json!({})) } });
+    let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "eras-bench", "version": "0" } } });
+    let (mut d, mut i) = (Vec::new(), Vec::new());
+    for _ in 0..COLD_RUNS {
+        d.push(cold_answer(&plugins, &discover));
+        i.push(cold_answer(&plugins, &initialize));
+    }
+    let stats = |mut v: Vec<Duration>| {
+        v.sort_unstable();
+        (v[v.len() / 2].as_secs_f64() * 1e3, v[v.len() - 1].as_secs_f64() * 1e3)
+    };
+    let ((dm, dx), (im, ix)) = (stats(d), stats(i));
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!();
+    println!(
+        "== cold start over stdio, {} plugins, empty compile cache, {COLD_RUNS} runs interleaved   [load average {}]",
+        plugins.len(),
+        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+    );
+    println!("spawn -> server/discover answered   median {dm:.1} ms, max {dx:.1} ms");
+    println!("spawn -> initialize answered        median {im:.1} ms, max {ix:.1} ms   (discover / initialize {:.2}x)", dm / im);
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
@@ -205,4 +280,8 @@ fn main() {
     let server = start(dir.path(), &["--task-after", "200ms", "--max-sessions", "64"]);
     calls(&server.url);
     switch_over(&server.url);
+    drop(server);
+    if std::env::var("ERAS_COLD").as_deref() != Ok("0") {
+        cold_discover(root);
+    }
 }

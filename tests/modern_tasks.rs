@@ -101,6 +101,27 @@ fn http_listen_pushes_the_listed_tasks_status_tagged_with_the_subscription() {
 }
 
 #[test]
+fn http_modern_requests_are_counted_by_era_and_method_beside_legacy_ones() {
+    let dir = plugins(None);
+    let mut mcp = serve(Transport::Http, &dir, &[]);
+    for _ in 0..2 {
+        mcp.result("tools/call", modern(json!({ "name": "greet", "arguments": { "name": "metrics" } }), json!({})));
+    }
+    mcp.result("server/discover", modern(json!({}), json!({})));
+    mcp.initialize();
+    mcp.call_tool("greet", json!({ "name": "legacy" }));
+    let metrics_url = mcp.http_url().unwrap().replace("/mcp", "/metrics");
+    let metrics = ureq::get(&metrics_url).call().unwrap().into_body().read_to_string().unwrap();
+    for line in [
+        r#"corral_requests_total{era="2026-07-28",method="tools/call"} 2"#,
+        r#"corral_requests_total{era="2026-07-28",method="server/discover"} 1"#,
+        r#"corral_requests_total{era="2025-11-25",method="tools/call"} 1"#,
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "no `{line}` in\n{metrics}");
+    }
+}
+
+#[test]
 fn http_a_listen_naming_another_owners_task_is_refused_like_an_unknown_one() {
     let dir = plugins(None);
     let tokens = tempfile::NamedTempFile::new().unwrap();
