@@ -5,6 +5,8 @@
 #
 #   scripts/fuzz.sh [SECONDS]        # all targets, one after another
 #   TARGETS="session" scripts/fuzz.sh 60
+#   CMIN=1 scripts/fuzz.sh 600       # then minimise each corpus to the inputs that reach every
+#                                    # coverage edge (hit counts ignored: hundreds, not thousands)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-600}"
@@ -21,4 +23,7 @@ for target in $targets; do
     cargo fuzz run "$target" -D -s none --fuzz-dir fuzz -- \
         -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
         "fuzz/corpus/$target"
+    if [ -n "${CMIN:-}" ]; then
+        cargo fuzz cmin "$target" -D -s none --fuzz-dir fuzz "fuzz/corpus/$target" -- -use_counters=0 -max_len=65536 -timeout=10
+    fi
 done

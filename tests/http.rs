@@ -569,6 +569,36 @@ fn metrics_count_calls_by_tool_and_outcome_and_tasks_by_status() {
     assert!(text.contains(r#"corral_tool_call_seconds_count{tool="echo"} 2"#), "{text}");
 }
 
+#[test]
+fn the_open_file_limit_is_raised_to_its_hard_limit_at_start() {
+    // Issue 17, finding 1: under the common soft limit of 1024, idle connections took every file
+    // descriptor. The host is started with its soft limit lowered, as a login shell would.
+    let plugins = example_plugins(&["text"]);
+    let exe = env!("CARGO_BIN_EXE_corral");
+    let mut child = Command::new("sh")
+        .args(["-c", r#"ulimit -Sn 1024 && exec "$0" "$@""#, exe, "serve", "--plugins", plugins.path().to_str().unwrap(), "--http", "127.0.0.1:0", "--db", ":memory:"])
+        .env("NO_COLOR", "1")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("serving MCP over HTTP at ") {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "the host exited before serving");
+    }
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", child.id())).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let open_files = limits.lines().find(|l| l.starts_with("Max open files")).unwrap_or_else(|| panic!("{limits}"));
+    let fields: Vec<&str> = open_files.split_whitespace().collect();
+    let (soft, hard) = (fields[3], fields[4]);
+    assert_eq!(soft, hard, "the soft limit was raised from 1024 to the hard limit: {open_files}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------------

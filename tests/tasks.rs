@@ -113,6 +113,21 @@ impl Host {
         self.db.path().join("tokens").to_str().unwrap().to_owned()
     }
 
+    /// Task `id` as stored: owner, status and status message (read beside the host, since a
+    /// task whose session is gone is out of every client's reach).
+    fn stored(&self, id: &str) -> (String, String, String) {
+        let sql = format!("SELECT owner, status, status_message FROM {} WHERE id = '{id}'", if self.postgres.is_some() { "corral_tasks" } else { "tasks" });
+        let row = match &self.postgres {
+            Some(url) => pg_cluster::psql(url, &sql).unwrap(),
+            None => {
+                let db = rusqlite::Connection::open(self.db_path()).unwrap();
+                db.query_row(&sql, [], |r| Ok(format!("{}|{}|{}", r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?))).unwrap()
+            }
+        };
+        let mut fields = row.splitn(3, '|').map(str::to_owned);
+        (fields.next().unwrap(), fields.next().unwrap_or_default(), fields.next().unwrap_or_default())
+    }
+
     /// `corral serve` on this host's plugins and database, not yet initialized.
     fn spawn(&self, extra: &[&str]) -> McpProcess {
         let plugins = self.plugins.path().to_str().unwrap().to_owned();
@@ -389,6 +404,44 @@ store_scenarios! {
         assert!(lost["statusMessage"].as_str().unwrap().contains("restart"), "{lost}");
         let listed = mcp.result("tasks/list", json!({}))["tasks"].as_array().unwrap().len();
         assert_eq!(listed, 5, "every accepted task is still there");
+    }
+
+    fn after_a_crash_tasks_only_their_session_could_reach_are_cancelled_the_local_users_recovered(t: Transport) {
+        // Issue 17, finding 8. Over HTTP without auth a task belongs to its session, which lives
+        // in the host's memory: after kill -9 and a restart on the same database nothing can
+        // reach it, so it is cancelled instead of run again for nobody. Over stdio it is the
+        // local user's, who comes back: recovered as before.
+        let host = Host::new(t);
+        let mut mcp = host.start(&[]);
+        let idempotent = create(&mut mcp, "tick", json!({ "count": 40, "interval_ms": 50 }), json!({}))["taskId"].as_str().unwrap().to_owned();
+        let started = create(&mut mcp, "spin", json!({}), json!({}))["taskId"].as_str().unwrap().to_owned();
+        std::thread::sleep(Duration::from_millis(300)); // both started
+        let session = mcp.session_id().map(str::to_owned);
+        drop(mcp); // SIGKILL
+
+        let mut mcp = host.start(&[]);
+        let Some(session) = session else {
+            assert_eq!(wait_terminal(&mut mcp, &idempotent)["status"], "completed", "tick ran again");
+            assert_eq!(wait_terminal(&mut mcp, &started)["status"], "failed", "spin was interrupted");
+            return;
+        };
+        let metrics = mcp.http_url().unwrap().replace("/mcp", "/metrics");
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let text = ureq::get(&metrics).call().unwrap().into_body().read_to_string().unwrap();
+            if text.lines().any(|l| l == r#"corral_tasks{status="cancelled"} 2"#) {
+                assert!(text.lines().any(|l| l == r#"corral_tasks{status="completed"} 0"#), "nothing ran again:\n{text}");
+                assert!(text.lines().any(|l| l == r#"corral_tasks{status="working"} 0"#), "{text}");
+                break;
+            }
+            assert!(Instant::now() < deadline, "the session's tasks were never cancelled:\n{text}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        for id in [&idempotent, &started] {
+            let (owner, status, message) = host.stored(id);
+            assert_eq!(owner, format!("session:{session}"));
+            assert_eq!((status.as_str(), message.as_str()), ("cancelled", "cancelled: its session ended with the host that held it"), "{id}");
+        }
     }
 
     sqlite_only("a file database; PostgreSQL's foreign schemas are refused in tasks::postgres::tests")

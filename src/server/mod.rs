@@ -32,7 +32,7 @@ use crate::tasks::Engine;
 pub use metrics::Metrics;
 pub use session::Session;
 pub use sessions::{announce_changes, Sessions};
-pub use tasks::ToolRunner;
+pub use tasks::{session_owner, ToolRunner};
 pub use tools::{call_tool_once, list_entry, Cancelled};
 
 /// Where a session's outbound messages go (a stdout writer, an HTTP stream...).

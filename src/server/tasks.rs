@@ -206,6 +206,15 @@ impl TaskEvents for StatusNotifier {
     }
 }
 
+/// What tasks of an HTTP session without auth are owned by (`session:ID`): the session, which
+/// lives in one host's memory, so its tasks end with it (issue 17, finding 8).
+const SESSION_OWNER: &str = "session:";
+
+/// The owner of the tasks of HTTP session `id` when no token names its client.
+pub fn session_owner(id: &str) -> String {
+    format!("{SESSION_OWNER}{id}")
+}
+
 /// Runs a task's tool call with the tool's task limits (the engine's [`TaskRunner`]).
 pub struct ToolRunner {
     /// Where the task's tool is looked up when it runs (it may have been reloaded since).
@@ -266,6 +275,12 @@ impl TaskRunner for ToolRunner {
             registry.loaded().await;
             registry.snapshot().tool(&tool).is_some_and(|t| t.annotations.idempotent == Some(true))
         })
+    }
+
+    fn outlives_host(&self, owner: &str) -> bool {
+        // A session's tasks were reachable only through it; the local user (stdio), a token's
+        // holder and the 2026-07-28 clients (who hold the task id) come back.
+        !owner.starts_with(SESSION_OWNER)
     }
 }
 

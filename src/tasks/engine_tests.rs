@@ -17,7 +17,8 @@ use super::*;
 /// A runner whose tools say what they do: `quick` ends at once; anything else (when `hold`)
 /// waits for a permit from `release` or for cancellation, then ends `completed` all the same
 /// (a late result, which must not overwrite `cancelled`). `ask` brackets the wait with
-/// `input_required`; `progress` reports a message first. Tools ending in `idem` may run again.
+/// `input_required`; `progress` reports a message first. Tools ending in `idem` may run again;
+/// owners named `session:…` end with their host.
 struct Fake {
     hold: bool,
     release: Arc<Semaphore>,
@@ -64,6 +65,10 @@ impl TaskRunner for Fake {
 
     fn may_rerun(&self, tool: &str) -> BoxFuture<'static, bool> {
         Box::pin(std::future::ready(tool.ends_with("idem")))
+    }
+
+    fn outlives_host(&self, owner: &str) -> bool {
+        !owner.starts_with("session:")
     }
 }
 
@@ -267,6 +272,45 @@ async fn recovery_runs_a_task_that_was_only_admitted_whatever_its_tool() {
 }
 
 #[tokio::test]
+async fn recovery_cancels_the_tasks_of_an_owner_that_ended_with_its_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("tasks.db");
+    let first = Fake::new(true);
+    let dead = start_on(&db, settings(1, 10, 10), first.clone(), Arc::default()).await;
+    let admitted = admit_for_a_session_and_a_token(&dead, &first).await;
+    dead.shutdown().await;
+    drop(dead);
+
+    let second = Fake::new(false);
+    let heir = start_on(&db, settings(1, 10, 10), second.clone(), Arc::default()).await;
+    assert_only_the_tokens_task_was_recovered(&heir, &second, admitted).await;
+}
+
+/// Admits on `engine` (one worker, held by `runner`) a started idempotent task and a queued one
+/// for session `a`, and an idempotent one for token `b`: [started, queued, token's].
+async fn admit_for_a_session_and_a_token(engine: &Engine, runner: &Fake) -> [Task; 3] {
+    let started = engine.admit(call("session:a", "hold-idem")).await.unwrap();
+    eventually("it runs", || runner.started().len() == 1).await;
+    let queued = engine.admit(call("session:a", "hold")).await.unwrap();
+    let kept = engine.admit(call("token:b", "hold-idem")).await.unwrap();
+    [started, queued, kept]
+}
+
+/// Issue 17, finding 8: a session's tasks could only be reached through it, and it was in the
+/// dead host's memory, so running them again (idempotent, or never started) is for nobody: the
+/// heir cancels them, saying why, and recovers the token holder's task as before.
+async fn assert_only_the_tokens_task_was_recovered(heir: &Engine, runner: &Fake, [started, queued, kept]: [Task; 3]) {
+    for task in [&started, &queued] {
+        let (ended, outcome) = heir.result("session:a", &task.id).await.unwrap();
+        assert_eq!(ended.status_message.as_deref(), Some("cancelled: its session ended with the host that held it"));
+        assert_eq!((ended.status, outcome), (TaskStatus::Cancelled, Outcome::Cancelled));
+    }
+    let (ran, outcome) = heir.result("token:b", &kept.id).await.unwrap();
+    assert_eq!((ran.status, outcome), (TaskStatus::Completed, Outcome::Result(json!({ "ran": kept.id }))), "a token's task is recovered");
+    assert_eq!(runner.started(), [kept.id.as_str()], "nothing of the session ran again");
+}
+
+#[tokio::test]
 async fn an_idempotency_key_names_one_task_until_it_expires() {
     let fake = Fake::new(false);
     let engine = start(settings(2, 10, 10), fake.clone()).await;
@@ -440,6 +484,24 @@ async fn on_postgres_recovery_runs_an_admitted_task_and_interrupts_a_started_one
     let (failed, outcome) = heir.result("o", &running.id).await.unwrap();
     assert_eq!((failed.status, outcome), (TaskStatus::Failed, Outcome::Interrupted), "the started one is interrupted");
     assert_eq!(second.started(), [queued.id.as_str()]);
+}
+
+#[tokio::test]
+async fn on_postgres_recovery_cancels_the_tasks_of_a_session_that_died_with_its_replica() {
+    let url = postgres_database();
+    let quick_expiry = TaskSettings { host_expiry: Duration::from_millis(400), ..settings(1, 10, 10) };
+    let first = Fake::new(true);
+    let dead = start_on_postgres(&url, quick_expiry.clone(), first.clone()).await;
+    let admitted = admit_for_a_session_and_a_token(&dead, &first).await;
+    // Gone without a goodbye, as in the test above.
+    super::postgres::testing::psql(&url, "UPDATE corral_hosts SET heartbeat_at = now() + interval '1 hour'").unwrap();
+    drop(dead);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    super::postgres::testing::psql(&url, "UPDATE corral_hosts SET heartbeat_at = now() - interval '1 hour'").unwrap();
+
+    let second = Fake::new(false);
+    let heir = start_on_postgres(&url, quick_expiry, second.clone()).await;
+    assert_only_the_tokens_task_was_recovered(&heir, &second, admitted).await;
 }
 
 #[tokio::test]

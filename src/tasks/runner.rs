@@ -24,6 +24,11 @@ pub trait TaskRunner: Send + Sync + 'static {
     /// answer may have to wait: recovery runs as the host starts, maybe before its tools are
     /// known.
     fn may_rerun(&self, tool: &str) -> BoxFuture<'static, bool>;
+
+    /// Whether `owner` can still reach its tasks once the host that held them is gone. An
+    /// owner that lived only in that host's memory (an HTTP session without auth) cannot, so
+    /// recovery cancels its unfinished tasks instead of running them for nobody.
+    fn outlives_host(&self, owner: &str) -> bool;
 }
 
 /// How a task's run ended.

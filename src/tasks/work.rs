@@ -75,8 +75,13 @@ async fn run_one(inner: &Arc<Inner>, queued: &Queued) {
     inner.retire(id);
 }
 
+/// The `statusMessage` of a task cancelled at recovery because its owner was a session of the
+/// host that died (issue 17, finding 8).
+const SESSION_ENDED: &str = "cancelled: its session ended with the host that held it";
+
 impl Inner {
     /// Tasks left `working` or `input_required` by a host that died are claimed by this one.
+    /// A task whose owner went with that host (its session) is cancelled: no one can reach it.
     /// A task no worker had started yet has done nothing, so it is queued whatever its tool;
     /// a started one is queued again if the runner may run its tool again, and otherwise
     /// fails with a message saying why.
@@ -95,7 +100,10 @@ impl Inner {
         }
         claimed.extend(self.store.claim_orphans(me).await?);
         for task in claimed {
-            if self.runner.may_rerun(&task.tool).await || !self.store.started(&task.id).await? {
+            if !self.runner.outlives_host(&task.owner) {
+                tracing::info!(task = %task.id, tool = %task.tool, "cancelling a task whose session ended with its host");
+                self.store.finish_as(&task.id, me, TaskStatus::Cancelled, Some(SESSION_ENDED), &Outcome::Cancelled).await?;
+            } else if self.runner.may_rerun(&task.tool).await || !self.store.started(&task.id).await? {
                 tracing::info!(task = %task.id, tool = %task.tool, "running a task its host left unfinished");
                 Reservation::force(self, &task.owner).keep();
                 self.enqueue(&task, None, None);

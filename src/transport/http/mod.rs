@@ -37,7 +37,7 @@ use crate::mcp::jsonrpc::{self, Incoming};
 use crate::mcp::modern::Era;
 use crate::mcp::types::SUPPORTED_PROTOCOL_VERSIONS;
 use crate::mcp::{Method, RpcError};
-use crate::server::{Host, Outlet, Session};
+use crate::server::{session_owner, Host, Outlet, Session};
 
 const SESSION_HEADER: &str = "mcp-session-id";
 /// How long calls cancelled at the end of the shutdown grace, and connections after them, get
@@ -299,7 +299,7 @@ fn new_session(app: &App, identity: Option<String>) -> Result<(String, Arc<HttpS
     let id = uuid::Uuid::new_v4().simple().to_string();
     let events = Arc::new(EventLog::new(app.settings.event_buffer));
     // Tasks belong to the token's holder when authentication is on, else to the session.
-    let owner = identity.as_ref().map_or_else(|| format!("session:{id}"), |who| format!("token:{who}"));
+    let owner = identity.as_ref().map_or_else(|| session_owner(&id), |who| format!("token:{who}"));
     let session = Session::new(app.host.clone(), events.clone(), owner);
     let entry = Arc::new(HttpSession { session, events, identity, last_seen: Mutex::new(Instant::now()), open_streams: Default::default() });
     sessions.insert(id.clone(), entry.clone());
