@@ -445,6 +445,10 @@ fn three_replicas_behind_nginx_lose_no_task_and_run_none_twice_when_one_is_kille
     let once = get(&agent, &late.url, &once);
     assert_eq!((once["status"].as_str(), once["error"]["data"]["kind"].as_str()), (Some("failed"), Some("interrupted")), "{once}");
     assert_eq!(runs(&runs_dir).get("late_once"), Some(&1), "not run again");
+    // It found out at its first heartbeat, stopped what it still ran of those tasks, and said so.
+    wait_for("the late replica to log that it was taken for dead", || {
+        late.stderr().contains("this replica was taken for dead (its heartbeat lapsed past the host expiry): stopped")
+    });
     // The late replica registered again and serves.
     let after = create(&agent, &late.url, "record", "late_after", 0).unwrap();
     wait_for("a task on the resumed replica", || get(&agent, &late.url, &after)["status"] == "completed");

@@ -114,6 +114,8 @@ impl Inner {
 /// its requestor told. After a resync (the store's connection came back) every live task is
 /// read again, so a cancel sent while the connection was down is not missed.
 /// A task admitted (status `working`) wakes `spread`, so idle workers here look for it.
+/// When this host learns it was taken for dead, every live task is read again too, and the
+/// runs whose tasks now belong to another host are stopped.
 pub(super) async fn follow(inner: Arc<Inner>, mut changes: broadcast::Receiver<StoreEvent>, stop: CancellationToken) {
     loop {
         let event = tokio::select! {
@@ -128,6 +130,17 @@ pub(super) async fn follow(inner: Arc<Inner>, mut changes: broadcast::Receiver<S
             }
             Ok(StoreEvent::Changed { .. }) => continue,
             Ok(StoreEvent::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => inner.live.lock().unwrap().keys().cloned().collect(),
+            Ok(StoreEvent::TakenForDead) => {
+                let ids: Vec<String> = inner.live.lock().unwrap().keys().cloned().collect();
+                let mut stopped = 0;
+                for id in &ids {
+                    stopped += usize::from(inner.stop_if_ended_elsewhere(id).await);
+                }
+                tracing::warn!(
+                    "this replica was taken for dead (its heartbeat lapsed past the host expiry): stopped {stopped} stale runs of tasks other replicas claimed"
+                );
+                continue;
+            }
             Err(broadcast::error::RecvError::Closed) => return,
         };
         for id in ids {
@@ -137,12 +150,14 @@ pub(super) async fn follow(inner: Arc<Inner>, mut changes: broadcast::Receiver<S
 }
 
 impl Inner {
-    /// Stops task `id` if it is live here and the store says another host cancelled it, or
-    /// that it ended on another host (which claimed it while it waited here: see `spread`).
-    async fn stop_if_ended_elsewhere(&self, id: &str) {
-        let Some(live) = self.live.lock().unwrap().get(id).cloned() else { return };
+    /// Stops task `id` if it is live here and the store says another host cancelled it, that
+    /// it ended on another host (which claimed it while it waited here: see `spread`), or that
+    /// another host claimed it (this one was taken for dead): a stale run, whose writes the
+    /// fence would refuse. True when it stopped the task.
+    async fn stop_if_ended_elsewhere(&self, id: &str) -> bool {
+        let Some(live) = self.live.lock().unwrap().get(id).cloned() else { return false };
         if live.cancel.is_cancelled() {
-            return; // cancelled here: `Engine::cancel` does the rest
+            return false; // cancelled here: `Engine::cancel` does the rest
         }
         match self.store.get(&live.owner, id).await {
             Ok(Some(task)) if task.status == TaskStatus::Cancelled || (task.status.is_terminal() && task.runner != self.runners.id()) => {
@@ -150,9 +165,20 @@ impl Inner {
                 live.cancel.cancel();
                 live.announce(&task);
                 self.retire(id);
+                true
             }
-            Ok(_) => {}
-            Err(e) => tracing::warn!(task = %id, "reading a task cancelled elsewhere failed: {e}"),
+            Ok(Some(task)) if task.runner != self.runners.id() => {
+                // Nothing to announce: the task goes on where it is now, and its status did not change.
+                tracing::warn!(task = %id, runner = %task.runner, "claimed by another replica; stopping the stale run here");
+                live.cancel.cancel();
+                self.retire(id);
+                true
+            }
+            Ok(_) => false,
+            Err(e) => {
+                tracing::warn!(task = %id, "reading a task cancelled elsewhere failed: {e}");
+                false
+            }
         }
     }
 }

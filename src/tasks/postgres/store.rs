@@ -72,8 +72,8 @@ impl PgStore {
         let host: Arc<str> = options.host_id.as_str().into();
         let (stop, tracker) = (CancellationToken::new(), TaskTracker::new());
         let every = (options.host_expiry / 3).max(Duration::from_millis(50));
-        tracker.spawn(hosts::beat(pool.clone(), host.clone(), every, stop.clone()));
         let (events, _) = tokio::sync::broadcast::channel(EVENT_BUFFER);
+        tracker.spawn(hosts::beat(pool.clone(), host.clone(), every, events.clone(), stop.clone()));
         tracker.spawn(listen::listen(target.clone(), events.clone(), stop.clone()));
         let cap = |n: Option<usize>| n.map_or(i64::MAX, |n| n as i64);
         Ok(PgStore {
