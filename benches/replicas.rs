@@ -92,7 +92,9 @@ fn serve(bin: &Path, dist: &Path, db: &str, tokens: &Path) -> HttpHost {
         .args(["--http", "127.0.0.1:0", "--log-level", "info", "--max-running", "1", "--db", db, "--auth-tokens-file"])
         .arg(tokens)
         .args(["--host-expiry", &format!("{}s", EXPIRY.as_secs())]);
-    HttpHost::spawn(command, None)
+    let host = HttpHost::spawn(command, None);
+    http::wait_for_tool(&host.url, Some(TOKEN), "tick");
+    host
 }
 
 /// A `tick` task that would run for a quarter of an hour; its id.
@@ -105,7 +107,7 @@ fn start_tick(client: &mut Client) -> String {
 fn wait_running(host: &HttpHost, n: i64) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let text = host.metrics();
+        let text = host.metrics(Some(TOKEN));
         let running = text.lines().find(|l| !l.starts_with('#') && l.split_whitespace().next().is_some_and(|name| name.ends_with("tasks_running")));
         if running.and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse::<i64>().ok()) == Some(n) {
             return;

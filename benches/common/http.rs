@@ -63,11 +63,15 @@ impl HttpHost {
         let _ = self.child.wait();
     }
 
-    /// The host's `/metrics` text.
-    pub fn metrics(&self) -> String {
+    /// The host's `/metrics` text, presenting `token` (as bearer) when given.
+    pub fn metrics(&self, token: Option<&str>) -> String {
         let url = format!("{}/metrics", self.url.trim_end_matches("/mcp"));
         let agent = ureq::Agent::config_builder().proxy(None).build().new_agent();
-        let mut response = agent.get(&url).call().expect("GET /metrics");
+        let mut request = agent.get(&url);
+        if let Some(token) = token {
+            request = request.header("Authorization", format!("Bearer {token}"));
+        }
+        let mut response = request.call().expect("GET /metrics");
         response.body_mut().read_to_string().unwrap()
     }
 }
@@ -76,6 +80,17 @@ impl Drop for HttpHost {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// Waits (up to a minute) until the host at `url` lists `tool`: plugins load in the background,
+/// so a host answers before its tools are there.
+pub fn wait_for_tool(url: &str, token: Option<&str>, tool: &str) {
+    let mut client = Client::connect_as(url, token);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !client.request("tools/list", json!({}))["result"]["tools"].as_array().is_some_and(|tools| tools.iter().any(|t| t["name"] == tool)) {
+        assert!(std::time::Instant::now() < deadline, "{url} never listed `{tool}`");
+        thread::sleep(std::time::Duration::from_millis(20));
     }
 }
 
