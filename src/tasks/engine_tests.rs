@@ -506,3 +506,24 @@ async fn on_postgres_a_replica_taken_for_dead_stops_its_stale_runs_and_writes_no
     assert_eq!(psql(&format!("SELECT status || ' ' || runner FROM corral_tasks WHERE id = '{}'", task.id)), "working heir", "a wrote nothing");
     assert_eq!(psql("SELECT count(*) FROM corral_outcomes"), "0");
 }
+
+#[tokio::test]
+async fn on_postgres_a_task_run_by_another_replica_reports_its_status_to_the_session_that_created_it() {
+    let Some(url) = postgres_database() else { return };
+    // A minute of host expiry: only notifications move things within the test.
+    let slow = |workers| TaskSettings { host_expiry: Duration::from_secs(60), ..settings(workers, 10, 10) };
+    let (on_a, on_b) = (Fake::new(true), Fake::new(true));
+    let a = start_on_postgres(&url, slow(1), on_a.clone()).await;
+    let _b = start_on_postgres(&url, slow(1), on_b.clone()).await;
+    let busy = a.admit(call("o", "hold")).await.unwrap();
+    eventually("a's only worker is busy", || on_a.started() == [busy.id.clone()]).await;
+    // Admitted on a by a session that listens; b's idle worker takes it and asks for input.
+    let seen = Arc::new(Seen::default());
+    let moved = a.admit(Admission { events: Some(seen.clone()), ..call("o", "ask") }).await.unwrap();
+    eventually("b runs it", || on_b.started() == [moved.id.clone()]).await;
+    eventually("a's session hears input_required from b", || seen.of(&moved.id) == [TaskStatus::InputRequired]).await;
+    on_b.release.add_permits(1);
+    eventually("and its end", || seen.of(&moved.id).last() == Some(&TaskStatus::Completed)).await;
+    assert!(on_a.started() == [busy.id.clone()], "a ran only its own");
+    on_a.release.add_permits(1);
+}

@@ -54,6 +54,14 @@ async fn run_one(inner: &Arc<Inner>, queued: &Queued) {
         Ok(Some(task)) if !task.status.is_terminal() => task,
         Ok(_) => {
             // Cancelled (or purged, or claimed by another host) while it waited in the queue.
+            // Claimed and still going: its session here hears how it goes on.
+            if let Some(events) = &live.events {
+                if let Ok(Some(task)) = inner.store.get(owner, id).await {
+                    if !task.status.is_terminal() && task.runner != inner.runners.id() {
+                        inner.relays.watch(&task, events.clone());
+                    }
+                }
+            }
             inner.retire(id);
             return;
         }
@@ -122,8 +130,21 @@ pub(super) async fn follow(inner: Arc<Inner>, mut changes: broadcast::Receiver<S
             _ = stop.cancelled() => return,
             event = changes.recv() => event,
         };
+        if let Ok(StoreEvent::Changed { id, .. }) = &event {
+            if inner.relays.is_watched(id) {
+                inner.relay(id).await;
+                continue;
+            }
+        }
+        if let Ok(StoreEvent::Resync) | Err(broadcast::error::RecvError::Lagged(_)) = &event {
+            for id in inner.relays.ids() {
+                inner.relay(&id).await;
+            }
+        }
         let ids: Vec<String> = match event {
             Ok(StoreEvent::Changed { id, status }) if status.is_terminal() => vec![id],
+            // Another host wrote it: if it is live here, it was claimed (see `spread`).
+            Ok(StoreEvent::Changed { id, status: TaskStatus::InputRequired }) => vec![id],
             Ok(StoreEvent::Changed { status: TaskStatus::Working, .. }) => {
                 inner.spread.notify_one();
                 continue;
@@ -168,9 +189,15 @@ impl Inner {
                 true
             }
             Ok(Some(task)) if task.runner != self.runners.id() => {
-                // Nothing to announce: the task goes on where it is now, and its status did not change.
-                tracing::warn!(task = %id, runner = %task.runner, "claimed by another replica; stopping the stale run here");
+                // The task goes on where it is now; its session here hears how it goes.
+                tracing::info!(task = %id, runner = %task.runner, "claimed by another replica; stopping it here");
                 live.cancel.cancel();
+                if let Some(events) = &live.events {
+                    if task.status != TaskStatus::Working {
+                        events.status_changed(&task);
+                    }
+                    self.relays.watch(&task, events.clone());
+                }
                 self.retire(id);
                 true
             }
