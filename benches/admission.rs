@@ -148,6 +148,9 @@ fn measure(bin: &Path, dist: &Path) -> Figures {
     let replicas = std::env::var("CORRAL_BENCH_REPLICAS").ok().and_then(|n| n.parse().ok()).unwrap_or(1usize).max(1);
     let servers: Vec<HttpHost> = (0..replicas).map(|_| serve_http(bin, dist)).collect();
     let urls: Vec<String> = servers.iter().map(|s| s.url.clone()).collect();
+    for url in &urls {
+        http::wait_for_tool(url, None, "tick");
+    }
     let (one, one_rate) = admit_sequentially(&urls[0]);
     let (many, many_rate, ping) = admit_concurrently(&urls);
     drop(servers);

@@ -56,10 +56,41 @@ impl HttpHost {
     }
 }
 
+impl HttpHost {
+    /// SIGKILLs the host, as a crash would.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// The host's `/metrics` text, presenting `token` (as bearer) when given.
+    pub fn metrics(&self, token: Option<&str>) -> String {
+        let url = format!("{}/metrics", self.url.trim_end_matches("/mcp"));
+        let agent = ureq::Agent::config_builder().proxy(None).build().new_agent();
+        let mut request = agent.get(&url);
+        if let Some(token) = token {
+            request = request.header("Authorization", format!("Bearer {token}"));
+        }
+        let mut response = request.call().expect("GET /metrics");
+        response.body_mut().read_to_string().unwrap()
+    }
+}
+
 impl Drop for HttpHost {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// Waits (up to a minute) until the host at `url` lists `tool`: plugins load in the background,
+/// so a host answers before its tools are there.
+pub fn wait_for_tool(url: &str, token: Option<&str>, tool: &str) {
+    let mut client = Client::connect_as(url, token);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !client.request("tools/list", json!({}))["result"]["tools"].as_array().is_some_and(|tools| tools.iter().any(|t| t["name"] == tool)) {
+        assert!(std::time::Instant::now() < deadline, "{url} never listed `{tool}`");
+        thread::sleep(std::time::Duration::from_millis(20));
     }
 }
 
@@ -69,38 +100,46 @@ pub struct Client {
     url: String,
     session: String,
     next_id: u64,
+    /// `Authorization: Bearer …` on every request, when the host runs with auth.
+    bearer: Option<String>,
 }
 
 impl Client {
     /// Initializes a session at `url`.
     pub fn connect(url: &str) -> Client {
+        Client::connect_as(url, None)
+    }
+
+    /// Initializes a session at `url`, presenting `token` (as bearer) when given.
+    pub fn connect_as(url: &str, token: Option<&str>) -> Client {
         let config = ureq::Agent::config_builder().http_status_as_error(false).proxy(None).build();
         let agent = ureq::Agent::new_with_config(config);
         let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}});
-        let response = agent
-            .post(url)
-            .header("Accept", "application/json, text/event-stream")
-            .header("Content-Type", "application/json")
-            .send(init.to_string())
-            .expect("initialize");
+        let mut request = agent.post(url).header("Accept", "application/json, text/event-stream").header("Content-Type", "application/json");
+        if let Some(token) = token {
+            request = request.header("Authorization", format!("Bearer {token}"));
+        }
+        let response = request.send(init.to_string()).expect("initialize");
         let session = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).expect("a session id").to_owned();
-        let mut client = Client { agent, url: url.to_owned(), session, next_id: 1 };
+        let mut client = Client { agent, url: url.to_owned(), session, next_id: 1, bearer: token.map(str::to_owned) };
         client.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         client
     }
 
     /// POSTs `message` and returns the JSON-RPC answer (`None` for a notification).
     pub fn post(&mut self, message: &Value) -> Option<Value> {
-        let mut response = self
+        let mut request = self
             .agent
             .post(&self.url)
             .header("Accept", "application/json, text/event-stream")
             .header("Content-Type", "application/json")
             .header("Mcp-Session-Id", &self.session)
-            .header("MCP-Protocol-Version", "2025-11-25")
-            .send(message.to_string())
-            .expect("POST");
+            .header("MCP-Protocol-Version", "2025-11-25");
+        if let Some(token) = &self.bearer {
+            request = request.header("Authorization", format!("Bearer {token}"));
+        }
+        let mut response = request.send(message.to_string()).expect("POST");
         let sse = response.headers().get("content-type").and_then(|v| v.to_str().ok()).is_some_and(|t| t.starts_with("text/event-stream"));
         let mut body = String::new();
         response.body_mut().as_reader().read_to_string(&mut body).unwrap();

@@ -149,6 +149,8 @@ async fn open_store(db: &Path, durability: Durability, tasks: &TaskSettings) -> 
             // Counted in the database too, so the caps hold across replicas.
             max_queued: Some(tasks.max_queued),
             max_per_owner: Some(tasks.max_per_owner),
+            // `--db-sync process` (the default): admissions as durable as the SQLite store's default.
+            synchronous_commit: durability == Durability::Power,
             ..PgOptions::new(url, runners.id())
         };
         let store = PgStore::open(options).await.map_err(|e| anyhow::anyhow!("{e:#}"))?;

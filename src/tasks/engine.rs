@@ -20,6 +20,7 @@ use tokio_util::task::TaskTracker;
 
 use super::finish::FinishOnDrop;
 use super::model::{now_ms, Outcome, Task, TaskStatus};
+use super::relay::Relays;
 use super::runner::{Live, TaskEvents, TaskRunner};
 use super::runners::Runners;
 use super::settings::TaskSettings;
@@ -133,6 +134,9 @@ pub(super) struct Inner {
     /// Wakes `work::spread` (a shared store only): another host admitted a task, or a worker
     /// here went idle, so this host may take tasks that wait on a busy replica.
     pub(super) spread: Arc<tokio::sync::Notify>,
+    /// Tasks admitted here that run on another replica, whose status changes this host relays
+    /// to the session that created them.
+    pub(super) relays: Relays,
 }
 
 /// A queued task: its id and owner (every store read is scoped by owner).
@@ -165,6 +169,7 @@ impl Engine {
             per_owner: Mutex::new(HashMap::new()),
             queue,
             spread: Arc::new(tokio::sync::Notify::new()),
+            relays: Relays::default(),
         });
         let engine = Engine { inner: inner.clone(), stop: shutdown.child_token(), tracker: TaskTracker::new() };
         let receiver = Arc::new(tokio::sync::Mutex::new(receiver));

@@ -425,13 +425,15 @@ async fn start_on_postgres(url: &str, settings: TaskSettings, runner: Arc<Fake>)
     Engine::start(store, runners, settings, runner, Arc::new(|| {}), CancellationToken::new()).await.unwrap()
 }
 
-fn postgres_database() -> String {
-    super::postgres::testing::fresh_database().unwrap_or_else(|why| panic!("{}", super::postgres::testing::skip_notice(&why)))
+/// A database of its own, or `None` (the test skips) without a server; see
+/// [`database_or_skip`](super::postgres::testing::database_or_skip).
+fn postgres_database() -> Option<String> {
+    super::postgres::testing::database_or_skip()
 }
 
 #[tokio::test]
 async fn on_postgres_a_cancel_on_one_replica_stops_the_task_on_another_and_a_result_wakes_without_polling() {
-    let url = postgres_database();
+    let Some(url) = postgres_database() else { return };
     // A minute between polls: only a notification can wake a waiter within the test's time.
     let slow_polls = TaskSettings { poll_interval: Duration::from_secs(60), ..settings(4, 10, 10) };
     let (on_a, on_b) = (Fake::new(true), Fake::new(true));
@@ -464,7 +466,7 @@ async fn on_postgres_a_cancel_on_one_replica_stops_the_task_on_another_and_a_res
 #[tokio::test]
 async fn on_postgres_recovery_runs_an_admitted_task_and_interrupts_a_started_one() {
     // Issue 17, finding 3, across replicas: `dead` stops beating; `heir` claims its tasks.
-    let url = postgres_database();
+    let Some(url) = postgres_database() else { return };
     let quick_expiry = TaskSettings { host_expiry: Duration::from_millis(400), ..settings(1, 10, 10) };
     let first = Fake::new(true);
     let dead = start_on_postgres(&url, quick_expiry.clone(), first.clone()).await;
@@ -506,7 +508,7 @@ async fn on_postgres_recovery_cancels_the_tasks_of_a_session_that_died_with_its_
 
 #[tokio::test]
 async fn on_postgres_tasks_waiting_on_a_busy_replica_run_on_an_idle_one() {
-    let url = postgres_database();
+    let Some(url) = postgres_database() else { return };
     // A minute of host expiry: the fallback look comes after 15 s, so within the test only
     // the insert notification can wake the idle replica.
     let slow = |workers| TaskSettings { host_expiry: Duration::from_secs(60), ..settings(workers, 10, 10) };
@@ -541,4 +543,49 @@ async fn on_postgres_tasks_waiting_on_a_busy_replica_run_on_an_idle_one() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(on_a.started(), [busy.id.as_str()], "a skipped what b took");
     assert!(!waiting.iter().any(|id| a.runs("o", id)), "nothing left live on a");
+}
+
+#[tokio::test]
+async fn on_postgres_a_replica_taken_for_dead_stops_its_stale_runs_and_writes_nothing() {
+    let Some(url) = postgres_database() else { return };
+    let psql = |sql: &str| super::postgres::testing::psql(&url, sql).unwrap();
+    let quick_beats = TaskSettings { host_expiry: Duration::from_millis(600), ..settings(2, 10, 10) };
+    let on_a = Fake::new(true);
+    let a = start_on_postgres(&url, quick_beats, on_a.clone()).await;
+    let task = a.admit(call("o", "hold")).await.unwrap();
+    eventually("it runs on a", || on_a.started() == [task.id.clone()]).await;
+    // What a live replica does to one it takes for dead (a paused VM, say): its host row is
+    // swept and its task claimed, the fencing counter bumped. `heir` beats for an hour.
+    psql(&format!(
+        "INSERT INTO corral_hosts (id, heartbeat_at) VALUES ('heir', now() + interval '1 hour');
+         DELETE FROM corral_hosts WHERE id = (SELECT runner FROM corral_tasks WHERE id = '{id}');
+         UPDATE corral_tasks SET runner = 'heir', epoch = epoch + 1 WHERE id = '{id}'",
+        id = task.id
+    ));
+    let saw = on_a.saw_cancel.clone();
+    eventually("a's stale run is told to stop at a's next heartbeat", || saw.lock().unwrap().contains(&task.id)).await;
+    eventually("a no longer runs it", || !a.runs("o", &task.id)).await;
+    assert_eq!(psql(&format!("SELECT status || ' ' || runner FROM corral_tasks WHERE id = '{}'", task.id)), "working heir", "a wrote nothing");
+    assert_eq!(psql("SELECT count(*) FROM corral_outcomes"), "0");
+}
+
+#[tokio::test]
+async fn on_postgres_a_task_run_by_another_replica_reports_its_status_to_the_session_that_created_it() {
+    let Some(url) = postgres_database() else { return };
+    // A minute of host expiry: only notifications move things within the test.
+    let slow = |workers| TaskSettings { host_expiry: Duration::from_secs(60), ..settings(workers, 10, 10) };
+    let (on_a, on_b) = (Fake::new(true), Fake::new(true));
+    let a = start_on_postgres(&url, slow(1), on_a.clone()).await;
+    let _b = start_on_postgres(&url, slow(1), on_b.clone()).await;
+    let busy = a.admit(call("o", "hold")).await.unwrap();
+    eventually("a's only worker is busy", || on_a.started() == [busy.id.clone()]).await;
+    // Admitted on a by a session that listens; b's idle worker takes it and asks for input.
+    let seen = Arc::new(Seen::default());
+    let moved = a.admit(Admission { events: Some(seen.clone()), ..call("o", "ask") }).await.unwrap();
+    eventually("b runs it", || on_b.started() == [moved.id.clone()]).await;
+    eventually("a's session hears input_required from b", || seen.of(&moved.id) == [TaskStatus::InputRequired]).await;
+    on_b.release.add_permits(1);
+    eventually("and its end", || seen.of(&moved.id).last() == Some(&TaskStatus::Completed)).await;
+    assert!(on_a.started() == [busy.id.clone()], "a ran only its own");
+    on_a.release.add_permits(1);
 }

@@ -8,6 +8,7 @@ mod engine;
 mod finish;
 mod model;
 mod postgres;
+mod relay;
 mod runner;
 mod runners;
 mod settings;

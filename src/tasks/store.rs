@@ -133,6 +133,11 @@ pub enum StoreEvent {
     /// Changes may have been missed (the store lost its connection and has it back, or the
     /// receiver lagged): whoever waits on a task should read it again.
     Resync,
+    /// This host was taken for dead (its heartbeat lapsed past the host expiry: a paused VM, a
+    /// partition) and other hosts may have claimed its tasks: its runs of those are stale. The
+    /// fence refuses their writes already; this lets the host stop them instead of finishing
+    /// work whose result no one will keep.
+    TakenForDead,
 }
 
 /// Every write is durable when its future resolves: a record before its `CreateTaskResult` is

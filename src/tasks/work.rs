@@ -54,6 +54,14 @@ async fn run_one(inner: &Arc<Inner>, queued: &Queued) {
         Ok(Some(task)) if !task.status.is_terminal() => task,
         Ok(_) => {
             // Cancelled (or purged, or claimed by another host) while it waited in the queue.
+            // Claimed and still going: its session here hears how it goes on.
+            if let Some(events) = &live.events {
+                if let Ok(Some(task)) = inner.store.get(owner, id).await {
+                    if !task.status.is_terminal() && task.runner != inner.runners.id() {
+                        inner.relays.watch(&task, events.clone());
+                    }
+                }
+            }
             inner.retire(id);
             return;
         }
@@ -122,20 +130,46 @@ impl Inner {
 /// its requestor told. After a resync (the store's connection came back) every live task is
 /// read again, so a cancel sent while the connection was down is not missed.
 /// A task admitted (status `working`) wakes `spread`, so idle workers here look for it.
+/// When this host learns it was taken for dead, every live task is read again too, and the
+/// runs whose tasks now belong to another host are stopped.
 pub(super) async fn follow(inner: Arc<Inner>, mut changes: broadcast::Receiver<StoreEvent>, stop: CancellationToken) {
     loop {
         let event = tokio::select! {
             _ = stop.cancelled() => return,
             event = changes.recv() => event,
         };
+        if let Ok(StoreEvent::Changed { id, .. }) = &event {
+            if inner.relays.is_watched(id) {
+                inner.relay(id).await;
+                continue;
+            }
+        }
+        if let Ok(StoreEvent::Resync) | Err(broadcast::error::RecvError::Lagged(_)) = &event {
+            for id in inner.relays.ids() {
+                inner.relay(&id).await;
+            }
+        }
         let ids: Vec<String> = match event {
             Ok(StoreEvent::Changed { id, status }) if status.is_terminal() => vec![id],
+            // Another host wrote it: if it is live here, it was claimed (see `spread`).
+            Ok(StoreEvent::Changed { id, status: TaskStatus::InputRequired }) => vec![id],
             Ok(StoreEvent::Changed { status: TaskStatus::Working, .. }) => {
                 inner.spread.notify_one();
                 continue;
             }
             Ok(StoreEvent::Changed { .. }) => continue,
             Ok(StoreEvent::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => inner.live.lock().unwrap().keys().cloned().collect(),
+            Ok(StoreEvent::TakenForDead) => {
+                let ids: Vec<String> = inner.live.lock().unwrap().keys().cloned().collect();
+                let mut stopped = 0;
+                for id in &ids {
+                    stopped += usize::from(inner.stop_if_ended_elsewhere(id).await);
+                }
+                tracing::warn!(
+                    "this replica was taken for dead (its heartbeat lapsed past the host expiry): stopped {stopped} stale runs of tasks other replicas claimed"
+                );
+                continue;
+            }
             Err(broadcast::error::RecvError::Closed) => return,
         };
         for id in ids {
@@ -145,12 +179,14 @@ pub(super) async fn follow(inner: Arc<Inner>, mut changes: broadcast::Receiver<S
 }
 
 impl Inner {
-    /// Stops task `id` if it is live here and the store says another host cancelled it, or
-    /// that it ended on another host (which claimed it while it waited here: see `spread`).
-    async fn stop_if_ended_elsewhere(&self, id: &str) {
-        let Some(live) = self.live.lock().unwrap().get(id).cloned() else { return };
+    /// Stops task `id` if it is live here and the store says another host cancelled it, that
+    /// it ended on another host (which claimed it while it waited here: see `spread`), or that
+    /// another host claimed it (this one was taken for dead): a stale run, whose writes the
+    /// fence would refuse. True when it stopped the task.
+    async fn stop_if_ended_elsewhere(&self, id: &str) -> bool {
+        let Some(live) = self.live.lock().unwrap().get(id).cloned() else { return false };
         if live.cancel.is_cancelled() {
-            return; // cancelled here: `Engine::cancel` does the rest
+            return false; // cancelled here: `Engine::cancel` does the rest
         }
         match self.store.get(&live.owner, id).await {
             Ok(Some(task)) if task.status == TaskStatus::Cancelled || (task.status.is_terminal() && task.runner != self.runners.id()) => {
@@ -158,9 +194,26 @@ impl Inner {
                 live.cancel.cancel();
                 live.announce(&task);
                 self.retire(id);
+                true
             }
-            Ok(_) => {}
-            Err(e) => tracing::warn!(task = %id, "reading a task cancelled elsewhere failed: {e}"),
+            Ok(Some(task)) if task.runner != self.runners.id() => {
+                // The task goes on where it is now; its session here hears how it goes.
+                tracing::info!(task = %id, runner = %task.runner, "claimed by another replica; stopping it here");
+                live.cancel.cancel();
+                if let Some(events) = &live.events {
+                    if task.status != TaskStatus::Working {
+                        events.status_changed(&task);
+                    }
+                    self.relays.watch(&task, events.clone());
+                }
+                self.retire(id);
+                true
+            }
+            Ok(_) => false,
+            Err(e) => {
+                tracing::warn!(task = %id, "reading a task cancelled elsewhere failed: {e}");
+                false
+            }
         }
     }
 }

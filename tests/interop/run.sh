@@ -4,6 +4,8 @@
 # client behaviours none of them shows (see README.md here).
 #
 #   tests/interop/run.sh [SUITE...]     suites: ts-sdk inspector python-mcp1 python-mcp2 wire docs surface modern probe (default: all)
+#   tests/interop/run.sh install        installs the clients and stops (tests/replicas.rs runs
+#                                       python/replicas_client.py from .venv-mcp2 against its balancer)
 #
 # Environment: CORRAL_BIN (default target/debug/corral under the repo root, or $CARGO_TARGET_DIR/debug/corral),
 #              PYTHON (default python3, must be >= 3.10).
@@ -25,10 +27,13 @@ die() { log "error: $*"; exit 1; }
 # A stamp file holding the hash of what an install was made from.
 fresh() { [[ -f "$2" && "$(cat "$2")" == "$(sha256sum <"$1")" ]]; }
 
+install_only=0
+if [[ "${suites[*]}" == install ]]; then install_only=1; fi
 for suite in "${suites[@]}"; do
+    (( install_only )) && break
     case "$suite" in ts-sdk | inspector | python-mcp1 | python-mcp2 | wire | docs | surface | modern | probe) ;; *) die "unknown suite $suite" ;; esac
 done
-[[ -x "$corral" ]] || die "no corral binary at $corral (cargo test --no-run builds it, or set CORRAL_BIN)"
+(( install_only )) || [[ -x "$corral" ]] || die "no corral binary at $corral (cargo test --no-run builds it, or set CORRAL_BIN)"
 command -v curl >/dev/null || die "curl is required"
 started=$SECONDS
 
@@ -56,6 +61,7 @@ for sdk in mcp1 mcp2; do
     sha256sum <"$req" >"$venv/.corral-stamp"
 done
 log "clients installed ($((SECONDS - started)) s)"
+(( install_only )) && exit 0
 
 # 3. The example plugins (a no-op when scripts/test.sh built them already), and for the surface
 #    suite the contract 0.2.0 fixture (tests/guests/conformance).

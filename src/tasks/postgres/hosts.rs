@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::pool::get;
 use super::store::{read_task, COLUMNS};
 use crate::tasks::model::Task;
-use crate::tasks::store::StoreResult;
+use crate::tasks::store::{StoreEvent, StoreResult};
 
 /// Tasks claimed per sweep at most; the next sweep takes the rest.
 const CLAIM_BATCH: i64 = 256;
@@ -27,8 +27,10 @@ pub(super) async fn register(client: &tokio_postgres::Client, host: &str) -> Res
     client.execute("INSERT INTO corral_hosts (id) VALUES ($1) ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()", &[&host]).await.map(|_| ())
 }
 
-/// Beats for `host` every `every` until `stop` fires, then deregisters it.
-pub(super) async fn beat(pool: Pool, host: Arc<str>, every: Duration, stop: CancellationToken) {
+/// Beats for `host` every `every` until `stop` fires, then deregisters it. A beat that finds
+/// the host's row gone (it was taken for dead) registers it again and sends
+/// [`StoreEvent::TakenForDead`] on `events`, so the engine stops the runs now stale.
+pub(super) async fn beat(pool: Pool, host: Arc<str>, every: Duration, events: tokio::sync::broadcast::Sender<StoreEvent>, stop: CancellationToken) {
     let mut ticks = tokio::time::interval(every);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -42,6 +44,7 @@ pub(super) async fn beat(pool: Pool, host: Arc<str>, every: Duration, stop: Canc
             if kept == 0 {
                 tracing::warn!(host = %host, "this replica was taken for dead and its tasks went to others; registering again");
                 register(&client, &host).await?;
+                let _ = events.send(StoreEvent::TakenForDead);
             }
             StoreResult::Ok(())
         };

@@ -1,8 +1,8 @@
 //! `LISTEN corral_tasks` on a connection of its own (a pooled one could be handed to another
 //! call, and deadpool drives its connections where no one reads notifications).
 //!
-//! Every status write sends `pg_notify('corral_tasks', '<id> <status>')` in its own statement,
-//! so a notification arrives once the write has committed, on every replica. PostgreSQL does
+//! Every status write is announced as `'<id> <status>'` on `corral_tasks` once it has
+//! committed, several to a payload (one per line; see [`notify`](super::notify)), on every replica. PostgreSQL does
 //! not replay notifications to a listener that was away: after each (re)connection the
 //! listener sends [`StoreEvent::Resync`], and whoever waits reads the tasks again.
 
@@ -78,7 +78,7 @@ async fn session(target: &Target, events: &broadcast::Sender<StoreEvent>, reconn
         loop {
             match received.recv().await {
                 Some(Ok(payload)) => {
-                    if let Some(event) = parse(&payload) {
+                    for event in payload.lines().filter_map(parse) {
                         let _ = events.send(event);
                     }
                 }

@@ -10,10 +10,11 @@
 //! Pieces: [`pool`] (connections, TLS), [`schema`] (versioned migrations under an advisory
 //! lock), [`store`] (the [`TaskStore`](super::TaskStore) itself), [`hosts`] (heartbeats and
 //! the claim of a dead replica's tasks), [`listen`] (`LISTEN/NOTIFY`, so a replica hears what
-//! the others write).
+//! the others write) and [`notify`] (which tells them, in batches after each write commits).
 
 mod hosts;
 mod listen;
+mod notify;
 mod pool;
 mod schema;
 mod store;
@@ -42,10 +43,19 @@ pub struct PgOptions {
     pub max_queued: Option<usize>,
     /// Unfinished tasks of one owner, across all replicas, at most (`--max-tasks-per-client`).
     pub max_per_owner: Option<usize>,
+    /// Whether an admission's commit waits until the server has flushed it to disk (`--db-sync
+    /// power`). Without (`process`, the CLI's default) the server acknowledges the insert once it
+    /// holds it (`synchronous_commit = off` for that transaction alone): the task survives corral
+    /// being killed, as a SQLite store's does by default, but a crash of the database server may
+    /// lose the admissions of its last fraction of a second (never half of one). The workers'
+    /// writes (start, status, outcome) always wait for the flush: they are off every client's
+    /// path, and an end any replica has reported stays.
+    pub synchronous_commit: bool,
 }
 
 impl PgOptions {
-    /// Options for `url` and host `host_id`, with a 15 s host expiry, 16 connections and no caps.
+    /// Options for `url` and host `host_id`, with a 15 s host expiry, 16 connections, no caps
+    /// and synchronous commits.
     pub fn new(url: &str, host_id: &str) -> PgOptions {
         PgOptions {
             url: url.to_owned(),
@@ -54,6 +64,7 @@ impl PgOptions {
             max_connections: 16,
             max_queued: None,
             max_per_owner: None,
+            synchronous_commit: true,
         }
     }
 }

@@ -10,7 +10,8 @@ use crate::tasks::store::{StoreError, StoreResult};
 const MIGRATION_LOCK: i64 = 0x636f_7272_616c;
 
 /// Migration `n` takes the schema from version `n` to `n + 1`.
-const MIGRATIONS: &[&str] = &["
+const MIGRATIONS: &[&str] = &[
+    "
 CREATE TABLE corral_tasks (
     seq BIGSERIAL PRIMARY KEY,
     id TEXT NOT NULL UNIQUE,
@@ -45,7 +46,14 @@ CREATE TABLE corral_hosts (
     started_at TIMESTAMPTZ NOT NULL DEFAULT now(),
     heartbeat_at TIMESTAMPTZ NOT NULL DEFAULT now()
 );
-"];
+",
+    "
+-- The admission caps count these two sets in every insert: indexes of exactly those rows keep
+-- each count proportional to what it counts (and bounded by its cap), not to every unfinished task.
+CREATE INDEX corral_tasks_waiting ON corral_tasks (seq) WHERE started_at IS NULL AND status IN ('working', 'input_required');
+CREATE INDEX corral_tasks_unfinished_by_owner ON corral_tasks (owner) WHERE status IN ('working', 'input_required');
+",
+];
 
 /// The schema version this corral writes.
 pub(super) const VERSION: i32 = MIGRATIONS.len() as i32;

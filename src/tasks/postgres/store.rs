@@ -2,9 +2,9 @@
 //!
 //! Each call is one statement (finishing a task writes its row and its outcome with one
 //! statement too, through a data-modifying CTE), so a call is atomic without an explicit
-//! transaction and costs one round trip. Every write that changes a status also sends
-//! `pg_notify('corral_tasks', '<id> <status>')` in the same statement: it is delivered at
-//! commit, to replicas that wait on the task.
+//! transaction and costs one round trip. Every write that changes a status is then announced
+//! (`'<id> <status>'` on `corral_tasks`) by the [`Notifier`], after it committed and outside
+//! it: a `NOTIFY` inside the write would serialize every writer's commit (see [`notify`](super::notify)).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,6 +16,7 @@ use tokio_postgres::Row;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::notify::Notifier;
 use super::pool::{get, Target};
 use super::{hosts, listen, schema, PgOptions};
 use crate::tasks::model::{now_ms, Outcome, Task, TaskStatus};
@@ -39,11 +40,15 @@ pub struct PgStore {
     /// The caps an insert is checked against (`i64::MAX`: none).
     max_queued: i64,
     max_per_owner: i64,
+    /// `synchronous_commit` for admissions: `on`, or `off` under `--db-sync process`.
+    admit_sync: &'static str,
     /// Stops the heartbeat (which then deregisters the host).
     stop: CancellationToken,
     tracker: TaskTracker,
     /// Changes any replica writes, heard through `LISTEN`.
     events: tokio::sync::broadcast::Sender<StoreEvent>,
+    /// Announces this replica's writes to the others.
+    notifier: Notifier,
     /// Set once the store is closed: calls fail with [`StoreError::Closed`].
     closed: Arc<Mutex<bool>>,
 }
@@ -72,9 +77,11 @@ impl PgStore {
         let host: Arc<str> = options.host_id.as_str().into();
         let (stop, tracker) = (CancellationToken::new(), TaskTracker::new());
         let every = (options.host_expiry / 3).max(Duration::from_millis(50));
-        tracker.spawn(hosts::beat(pool.clone(), host.clone(), every, stop.clone()));
         let (events, _) = tokio::sync::broadcast::channel(EVENT_BUFFER);
+        tracker.spawn(hosts::beat(pool.clone(), host.clone(), every, events.clone(), stop.clone()));
         tracker.spawn(listen::listen(target.clone(), events.clone(), stop.clone()));
+        let (notifier, sender) = Notifier::start(pool.clone(), stop.clone());
+        tracker.spawn(sender);
         let cap = |n: Option<usize>| n.map_or(i64::MAX, |n| n as i64);
         Ok(PgStore {
             pool,
@@ -82,9 +89,11 @@ impl PgStore {
             host_expiry: options.host_expiry,
             max_queued: cap(options.max_queued),
             max_per_owner: cap(options.max_per_owner),
+            admit_sync: if options.synchronous_commit { "on" } else { "off" },
             stop,
             tracker,
             events,
+            notifier,
             closed: Arc::default(),
         })
     }
@@ -105,6 +114,18 @@ impl PgStore {
             let statement = client.prepare_cached(&sql).await?;
             let row = client.query_opt(&statement, &args.refs()).await?;
             row.as_ref().map(read_task).transpose()
+        })
+    }
+
+    /// Runs one statement that changes at most one task's status; announces the change.
+    fn one_announced(&self, sql: String, args: Args) -> StoreFuture<Option<Task>> {
+        let (written, notifier) = (self.one(sql, args), self.notifier.clone());
+        Box::pin(async move {
+            let task = written.await?;
+            if let Some(task) = &task {
+                notifier.changed(&task.id, task.status.as_str());
+            }
+            Ok(task)
         })
     }
 
@@ -129,10 +150,10 @@ impl PgStore {
              kept AS (
                  INSERT INTO corral_outcomes (task_id, body) SELECT id, $6 FROM ended
                  ON CONFLICT (task_id) DO UPDATE SET body = EXCLUDED.body)
-             SELECT {COLUMNS}, pg_notify('corral_tasks', id || ' ' || status) FROM ended"
+             SELECT {COLUMNS} FROM ended"
         );
         let args = Args::new().text(id).text(status.as_str()).opt_text(message).int(now_ms()).opt_text(runner).json(Some(body));
-        self.one(sql, args)
+        self.one_announced(sql, args)
     }
 }
 
@@ -196,21 +217,25 @@ fn allowed_from(status: TaskStatus) -> Vec<String> {
 
 impl TaskStore for PgStore {
     fn insert(&self, task: Task) -> StoreFuture<Task> {
-        let (pool, max_queued, max_per_owner) = (self.pool(), self.max_queued, self.max_per_owner);
+        let (pool, max_queued, max_per_owner, notifier, sync) = (self.pool(), self.max_queued, self.max_per_owner, self.notifier.clone(), self.admit_sync);
         Box::pin(async move {
             let client = get(&pool?).await?;
-            // The caps are counted in the same statement as the insert, across every replica. Two
+            // The caps are counted in the same statement as the insert, across every replica, each
+            // over a partial index of what it counts and no further than its cap (schema 2); the
+            // commit waits for the disk only under `--db-sync power` (`set_config(…, true)` holds
+            // for this statement's own transaction: see `PgOptions::synchronous_commit`). Two
             // replicas admitting at the same instant may each see room for one more, so a cap can
             // be passed by as many admissions as race at its edge, never more.
             let statement = client
                 .prepare_cached(
                     "WITH counts AS (
-                         SELECT count(*) FILTER (WHERE started_at IS NULL) AS queued, count(*) FILTER (WHERE owner = $2) AS mine
-                         FROM corral_tasks WHERE status IN ('working', 'input_required')),
+                         SELECT (SELECT count(*) FROM (SELECT FROM corral_tasks WHERE started_at IS NULL AND status IN ('working', 'input_required') LIMIT $15) w) AS queued,
+                                (SELECT count(*) FROM (SELECT FROM corral_tasks WHERE owner = $2 AND status IN ('working', 'input_required') LIMIT $16) m) AS mine,
+                                set_config('synchronous_commit', $17, true) AS sync),
                      added AS (
                          INSERT INTO corral_tasks (id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, progress_token, idempotency_key, runner)
                          SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 FROM counts WHERE queued < $15 AND mine < $16
-                         RETURNING seq, pg_notify('corral_tasks', id || ' ' || status))
+                         RETURNING seq)
                      SELECT (SELECT seq FROM added), queued, mine FROM counts",
                 )
                 .await?;
@@ -234,12 +259,17 @@ impl TaskStore for PgStore {
                         &task.runner,
                         &max_queued,
                         &max_per_owner,
+                        &sync,
                     ],
                 )
                 .await?;
             let (seq, queued, mine): (Option<i64>, i64, i64) = (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
             match seq {
-                Some(seq) => Ok(Task { seq, ..task }),
+                Some(seq) => {
+                    // Wakes idle replicas (load spreading) and whoever waits on the id.
+                    notifier.changed(&task.id, task.status.as_str());
+                    Ok(Task { seq, ..task })
+                }
                 None if queued >= max_queued => Err(StoreError::Full { queued: queued as usize, limit: max_queued as usize }),
                 None => Err(StoreError::OwnerFull { active: mine as usize, limit: max_per_owner as usize }),
             }
@@ -393,10 +423,10 @@ impl PgStore {
             "WITH moved AS (
                  UPDATE corral_tasks SET status = $2, status_message = $3, updated_at = $4
                  WHERE id = $1 AND ($6::text IS NULL OR runner = $6) AND status = ANY($5) RETURNING *)
-             SELECT {COLUMNS}, pg_notify('corral_tasks', id || ' ' || status) FROM moved"
+             SELECT {COLUMNS} FROM moved"
         );
         let args = Args::new().text(id).text(status.as_str()).opt_text(message).int(now_ms()).texts(allowed_from(status)).opt_text(runner);
-        self.one(sql, args)
+        self.one_announced(sql, args)
     }
 
     /// This replica's runner id.

@@ -59,6 +59,24 @@ pub fn psql(url: &str, sql: &str) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
+/// A database of its own for a test that skips without a server: `None` after saying so on
+/// the process's stderr, once (written there directly, which libtest does not capture), or a
+/// panic under `CORRAL_REQUIRE_POSTGRES`, as in CI.
+pub fn database_or_skip() -> Option<String> {
+    match fresh_database() {
+        Ok(url) => Some(url),
+        Err(why) => {
+            assert!(std::env::var_os("CORRAL_REQUIRE_POSTGRES").is_none(), "{}", skip_notice(&why));
+            static SAID: std::sync::Once = std::sync::Once::new();
+            SAID.call_once(|| {
+                use std::io::Write;
+                let _ = std::io::stderr().write_all(format!("{}*** (every PostgreSQL test in this binary skips)\n", skip_notice(&why)).as_bytes());
+            });
+            None
+        }
+    }
+}
+
 /// The reason to give when a PostgreSQL test cannot run, loud enough to be seen in a log.
 pub fn skip_notice(why: &str) -> String {
     format!("\n*** SKIPPED: no PostgreSQL for this test: {why}\n*** install postgresql-15 (apt-get install postgresql-15) or set CORRAL_TEST_POSTGRES=postgres://…\n")

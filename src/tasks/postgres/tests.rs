@@ -12,22 +12,23 @@ use crate::tasks::model::{Outcome, TaskStatus};
 use crate::tasks::store::{StoreError, TaskStore};
 use crate::tasks::store_suite::task;
 
-/// A database of its own, or a loud panic saying why there is no server.
-fn database() -> String {
-    testing::fresh_database().unwrap_or_else(|why| panic!("{}", testing::skip_notice(&why)))
+/// A database of its own, or `None` (the test skips) without a server; see
+/// [`database_or_skip`](testing::database_or_skip).
+fn database() -> Option<String> {
+    testing::database_or_skip()
 }
 
 /// A store on a fresh database, made from synchronous code (as `store_suite!` asks): the
 /// migration runs on a runtime of its own, the store on the caller's.
-fn fresh_store() -> (PgStore, ()) {
-    let url = database();
+fn fresh_store() -> Option<(PgStore, ())> {
+    let url = database()?;
     let options = PgOptions::new(&url, "suite-host");
     let target = Target::parse(&url).unwrap();
     std::thread::scope(|s| {
         s.spawn(|| tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(PgStore::prepare(&target, &options))).join().unwrap()
     })
     .unwrap();
-    (PgStore::assemble(&target, &options).unwrap(), ())
+    Some((PgStore::assemble(&target, &options).unwrap(), ()))
 }
 
 crate::tasks::store_suite::store_suite!(suite, fresh_store);
@@ -38,7 +39,7 @@ async fn open(url: &str, host: &str) -> PgStore {
 
 #[tokio::test]
 async fn a_foreign_database_is_refused_and_left_alone() {
-    let url = database();
+    let Some(url) = database() else { return };
     testing::psql(&url, "CREATE TABLE invoices (id int); INSERT INTO invoices VALUES (7)").unwrap();
     let e = PgStore::open(PgOptions::new(&url, "h")).await.err().expect("refused");
     assert!(matches!(e, StoreError::Schema { .. }), "{e:?}");
@@ -51,16 +52,17 @@ async fn a_foreign_database_is_refused_and_left_alone() {
 
 #[tokio::test]
 async fn a_newer_schema_is_refused() {
-    let url = database();
+    let Some(url) = database() else { return };
     open(&url, "h").await.close().await;
     testing::psql(&url, "UPDATE corral_schema SET version = 99").unwrap();
     let e = PgStore::open(PgOptions::new(&url, "h")).await.err().expect("refused");
-    assert!(e.to_string().contains("the corral schema is version 99, newer than this corral understands (1)"), "{e}");
+    let expected = format!("the corral schema is version 99, newer than this corral understands ({})", super::schema::VERSION);
+    assert!(e.to_string().contains(&expected), "{e}");
 }
 
 #[tokio::test]
 async fn a_wrong_password_is_a_connect_error_naming_the_store() {
-    let url = database();
+    let Some(url) = database() else { return };
     let server = testing::server().unwrap();
     if !server.is_own() {
         eprintln!("{}", testing::skip_notice("the external server's authentication is unknown"));
@@ -76,7 +78,7 @@ async fn a_wrong_password_is_a_connect_error_naming_the_store() {
 
 #[tokio::test]
 async fn replicas_starting_together_migrate_once() {
-    let url = database();
+    let Some(url) = database() else { return };
     let opens = (0..4).map(|i| {
         let url = url.clone();
         tokio::spawn(async move { PgStore::open(PgOptions::new(&url, &format!("h{i}"))).await })
@@ -84,12 +86,12 @@ async fn replicas_starting_together_migrate_once() {
     for store in futures_util::future::join_all(opens).await {
         store.unwrap().expect("every replica starts").close().await;
     }
-    assert_eq!(testing::psql(&url, "SELECT version FROM corral_schema").unwrap(), "1");
+    assert_eq!(testing::psql(&url, "SELECT version FROM corral_schema").unwrap(), super::schema::VERSION.to_string());
 }
 
 #[tokio::test]
 async fn a_dead_replicas_tasks_are_claimed_once_and_the_late_replica_writes_nothing() {
-    let url = database();
+    let Some(url) = database() else { return };
     let (b, c) = (open(&url, "b").await, open(&url, "c").await);
     // Replica `a` stopped beating an hour ago (it is paused, partitioned or gone); `live` beats.
     testing::psql(&url, "INSERT INTO corral_hosts (id, heartbeat_at) VALUES ('a', now() - interval '1 hour'), ('live', now() + interval '1 hour')").unwrap();
@@ -129,7 +131,7 @@ async fn a_dead_replicas_tasks_are_claimed_once_and_the_late_replica_writes_noth
 
 #[tokio::test]
 async fn a_replica_beats_while_open_and_leaves_when_closed() {
-    let url = database();
+    let Some(url) = database() else { return };
     let store = open(&url, "beating").await;
     let first = testing::psql(&url, "SELECT heartbeat_at FROM corral_hosts WHERE id = 'beating'").unwrap();
     tokio::time::sleep(Duration::from_millis(400)).await;
@@ -146,7 +148,7 @@ async fn a_replica_beats_while_open_and_leaves_when_closed() {
 
 #[tokio::test]
 async fn the_caps_are_counted_across_replicas() {
-    let url = database();
+    let Some(url) = database() else { return };
     let capped = |host: &str| PgOptions { max_queued: Some(3), max_per_owner: Some(2), ..PgOptions::new(&url, host) };
     let (a, b) = (PgStore::open(capped("a")).await.unwrap(), PgStore::open(capped("b")).await.unwrap());
     a.insert(task("a1", "alice", "a")).await.unwrap();

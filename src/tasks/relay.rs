@@ -1,0 +1,66 @@
+//! Status changes of tasks that moved to another replica, relayed to the session that created
+//! them.
+//!
+//! A task admitted here may run elsewhere: an idle replica took it while every worker here was
+//! busy (load spreading), or another claimed it while this one was taken for dead. The session
+//! that asked is still here, so this host keeps the task's [`TaskEvents`] and, whenever the store
+//! says the task changed (the running replica's notification, or a resync), reads it and tells the
+//! session what moved, until the task ends.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use super::engine::Inner;
+use super::model::{Task, TaskStatus};
+use super::runner::TaskEvents;
+
+/// The tasks this host relays, by id.
+#[derive(Default)]
+pub(super) struct Relays(Mutex<HashMap<String, Relay>>);
+
+struct Relay {
+    owner: String,
+    events: Arc<dyn TaskEvents>,
+    /// The status the session was told last.
+    told: TaskStatus,
+}
+
+impl Relays {
+    /// Relays `task`'s changes to `events` from now on; `task` is what the session knows.
+    pub(super) fn watch(&self, task: &Task, events: Arc<dyn TaskEvents>) {
+        self.0.lock().unwrap().insert(task.id.clone(), Relay { owner: task.owner.clone(), events, told: task.status });
+    }
+
+    pub(super) fn is_watched(&self, id: &str) -> bool {
+        self.0.lock().unwrap().contains_key(id)
+    }
+
+    pub(super) fn ids(&self) -> Vec<String> {
+        self.0.lock().unwrap().keys().cloned().collect()
+    }
+}
+
+impl Inner {
+    /// Reads relayed task `id` and tells its session if its status moved; an ended (or purged)
+    /// task is relayed no further.
+    pub(super) async fn relay(&self, id: &str) {
+        let Some(owner) = self.relays.0.lock().unwrap().get(id).map(|r| r.owner.clone()) else { return };
+        let task = match self.store.get(&owner, id).await {
+            Ok(task) => task,
+            Err(e) => return tracing::warn!(task = %id, "reading a task that runs on another replica failed: {e}"),
+        };
+        let mut relays = self.relays.0.lock().unwrap();
+        let Some(task) = task else {
+            relays.remove(id);
+            return;
+        };
+        let Some(relay) = relays.get_mut(id) else { return };
+        if task.status != relay.told {
+            relay.told = task.status;
+            relay.events.status_changed(&task);
+        }
+        if task.status.is_terminal() {
+            relays.remove(id);
+        }
+    }
+}
