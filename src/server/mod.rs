@@ -7,7 +7,7 @@ mod ask;
 mod inline;
 mod metrics;
 mod modern;
-pub use modern::StateSecret;
+pub use modern::{StateSecret, TaskInputs};
 mod notify;
 mod paging;
 mod peer;
@@ -85,12 +85,14 @@ pub struct Host {
     pub metrics: Arc<Metrics>,
     /// The live sessions, for what concerns all of them (`list_changed`, resource updates).
     pub sessions: Sessions,
+    /// Questions of this replica's 2026-07-28 tasks, waiting for `tasks/update`.
+    pub task_inputs: Arc<TaskInputs>,
 }
 
 impl Host {
     /// A host with no session open yet.
     pub fn new(registry: Arc<Registry>, runtime: Arc<Runtime>, engine: Engine, options: ServerOptions, metrics: Arc<Metrics>) -> Host {
-        Host { registry, runtime, engine, options, metrics, sessions: Default::default() }
+        Host { registry, runtime, engine, options, metrics, sessions: Default::default(), task_inputs: Default::default() }
     }
 }
 

@@ -187,8 +187,9 @@ impl Round {
 }
 
 /// One question as it goes to the client, and how to read its answer.
-struct Question {
-    request: Value,
+pub(in crate::server) struct Question {
+    /// `{method, params}`, as `inputRequests` carries it.
+    pub(in crate::server) request: Value,
     read: Reader,
 }
 
@@ -199,7 +200,9 @@ enum Reader {
 }
 
 impl Question {
-    fn of(request: InputRequest) -> Result<Question, RequestError> {
+    /// The question of `request`; an unusable one (a schema that is not an object schema, a
+    /// sampling request without messages, ...) is the guest's `invalid`.
+    pub(in crate::server) fn of(request: InputRequest) -> Result<Question, RequestError> {
         Ok(match request {
             InputRequest::Elicit { message, requested_schema } => {
                 let (mut params, validator) = ask::elicit_params(message, &requested_schema)?;
@@ -214,7 +217,8 @@ impl Question {
         })
     }
 
-    fn read(&self, answer: &Value) -> Result<InputResponse, String> {
+    /// The client's `answer`, checked against the question; the text says what is wrong.
+    pub(in crate::server) fn read(&self, answer: &Value) -> Result<InputResponse, String> {
         match &self.read {
             Reader::Elicit(validator) => ask::elicit_answer(answer, validator).map(InputResponse::Elicit).map_err(|e| match e {
                 RequestError::Refused(why) | RequestError::Invalid(why) | RequestError::Unsupported(why) | RequestError::Unavailable(why) => why,

@@ -12,6 +12,7 @@ mod input;
 mod listen;
 mod observer;
 mod state;
+mod task_input;
 mod tasks;
 
 use std::sync::Arc;
@@ -32,6 +33,7 @@ use crate::runtime::{CallContext, TaskSupport};
 
 pub(super) use discover::discover;
 pub use state::StateSecret;
+pub use task_input::TaskInputs;
 pub(super) use tasks::Adopted;
 
 /// How long a list may be cached when plugins are not watched (the list cannot change).
@@ -139,7 +141,8 @@ fn call(session: &Session, id: RequestId, envelope: Envelope, params: Map<String
                 return session.reply(reply, &id, Ok(wire::result(serde_json::to_value(result).expect("results serialize"), COMPLETE, None)));
             }
             let owner = tasks::owner(session.owner());
-            return session.answer_later(id, reply, async move { tasks::create(&host, &owner, &call, None).await });
+            let capabilities = envelope.capabilities;
+            return session.answer_later(id, reply, async move { tasks::create(&host, &owner, &call, None, capabilities).await });
         }
         TaskSupport::Optional if as_task => return adaptive(session, id, envelope, call, reply, round),
         _ => {}
@@ -174,7 +177,7 @@ fn adaptive(session: &Session, id: RequestId, envelope: Envelope, call: tools::A
                 Some(finish(&observer, Ok(serde_json::to_value(result).expect("results serialize"))))
             }
             _ = tokio::time::sleep(task_after) => {
-                let created = tasks::create(&host, &owner, &call, Some(Adopted::new(running, cancel.clone()))).await;
+                let created = tasks::create(&host, &owner, &call, Some(Adopted::new(running, cancel.clone())), envelope.capabilities).await;
                 if created.is_err() {
                     // Refused (overloaded, shutting down): the call it would have adopted stops.
                     cancel.cancel();

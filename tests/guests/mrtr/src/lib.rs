@@ -12,6 +12,11 @@
 //! - `side_effect_after_ask`: logs "before ask" before asking, then answers; the tests count how
 //!   often the log line is seen (a retried 2026-07-28 call runs the whole call again).
 //! - resource template `mrtr://ask/{topic}`: a read that asks the user first.
+//!
+//! For the tasks extension scenarios (`tasks-mrtr-input`, `tasks-mrtr-composition`): `multi_input`
+//! (always a task; two questions in one `ask`, so both are pending at once) and
+//! `test_tool_with_task` (optional: asks the user's name, then works for 1.5 s, past the host's
+//! default `--task-after`, so the answered retry becomes a task whose result names the user).
 
 wit_bindgen::generate!({ path: "../../../wit/v0.3", world: "full" });
 
@@ -160,6 +165,12 @@ impl Guest for Fixture {
             tool("ask_bad_keys", "An ask with a key used twice."),
             tool("keep_checkpoint", "Checkpoints outside a task: kept, never resumed, capped."),
             tool("side_effect_after_ask", "Logs before asking the user; answers with the name."),
+            Tool { task_support: TaskSupport::Required, ..tool("multi_input", "Asks the user two questions at once; always a task.") },
+            Tool { task_support: TaskSupport::Required, ..tool("confirm_twice", "Asks to confirm, twice, under the same key; always a task.") },
+            Tool {
+                task_support: TaskSupport::Optional,
+                ..tool("test_tool_with_task", "Asks the user's name, then works for 1.5 s (a task past --task-after).")
+            },
         ]
     }
 
@@ -215,6 +226,32 @@ impl Guest for Fixture {
                 host::log(LogLevel::Info, "before ask");
                 ask_or_fail(vec![form("who", "Who are you?", "name", "string")], |a| ok(&format!("Hello, {}!", field(a, "who", "name"))))
             }
+            "multi_input" => {
+                let schema = r#"{"type":"object","properties":{"name":{"type":"string"},"confirm":{"type":"boolean"}}}"#;
+                let question = |key: &str, message: &str| {
+                    (key.to_owned(), InputRequest::Elicit(ElicitRequest { message: message.into(), requested_schema: schema.into() }))
+                };
+                ask_or_fail(vec![question("first", "First question"), question("second", "Second question")], |a| {
+                    ok(&format!("Answers: {} and {}", field(a, "first", "name"), field(a, "second", "name")))
+                })
+            }
+            "confirm_twice" => {
+                let first = match input::ask(&[form("confirm", "Sure?", "ok", "boolean")]) {
+                    Ok(a) => field(&a, "confirm", "ok"),
+                    Err(e) => return failed(&error_json(&e).to_string()),
+                };
+                ask_or_fail(vec![form("confirm", "Really sure?", "ok", "boolean")], |a| ok(&format!("confirmed {first} then {}", field(a, "confirm", "ok"))))
+            }
+            "test_tool_with_task" => ask_or_fail(vec![form("user_name", "What is your name?", "name", "string")], |a| {
+                let name = field(a, "user_name", "name");
+                for _ in 0..30 {
+                    if host::cancelled() {
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                ok(&format!("Hello, {name}! Your task is done."))
+            }),
             other => failed(&format!("unknown tool {other}")),
         }
     }
