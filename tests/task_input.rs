@@ -113,6 +113,20 @@ fn keys_stay_unique_over_a_tasks_life_and_unknown_tasks_are_invalid_params() {
     assert_eq!(missing["error"]["code"], -32602, "{missing}");
 }
 
+#[test]
+fn an_optional_call_that_became_a_task_asks_through_the_task() {
+    let dir = plugins();
+    let mut mcp = McpProcess::spawn(&["serve", "--plugins", dir.path().to_str().unwrap(), "--db", ":memory:", "--task-after", "200ms"]);
+    let created = mcp.result("tools/call", modern(json!({ "name": "work_then_ask", "arguments": {} })));
+    assert_eq!(created["resultType"], "task", "past --task-after: {created}");
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    let waiting = poll(|| mcp_get(&mut mcp, &id), "asking", |t| !keys(t).is_empty());
+    assert_eq!((waiting["status"].as_str(), keys(&waiting)), (Some("input_required"), vec!["confirm".to_owned()]), "{waiting}");
+    mcp.result("tasks/update", modern(json!({ "taskId": id, "inputResponses": { "confirm": accept(json!({ "ok": true })) } })));
+    let done = poll(|| mcp_get(&mut mcp, &id), "completed", |t| t["status"] == "completed");
+    assert_eq!(done["result"]["content"][0]["text"], "kept: true", "{done}");
+}
+
 fn mcp_get(mcp: &mut McpProcess, id: &str) -> Value {
     mcp.result("tasks/get", modern(json!({ "taskId": id })))
 }

@@ -29,8 +29,10 @@ use crate::mcp::modern::{missing_capability, Envelope, ModernMethod, TASKS_EXTEN
 use crate::mcp::types::LogLevel;
 use crate::mcp::{Method, Params, RequestId, RpcError};
 use crate::registry::Plugin;
-use crate::runtime::{CallContext, TaskSupport};
+use crate::runtime::{CallContext, CallObserver, TaskSupport};
 
+use self::task_input::TaskInput;
+use self::tasks::AdoptedAsks;
 pub(super) use discover::discover;
 pub use state::StateSecret;
 pub use task_input::TaskInputs;
@@ -162,7 +164,13 @@ fn adaptive(session: &Session, id: RequestId, envelope: Envelope, call: tools::A
     let owner = tasks::owner(session.owner());
     // The plugin's manifest (`[limits] task-after`) wins over the host's `--task-after`.
     let task_after = call.entry.plugin.limits.task_after.unwrap_or(host.options.task_after);
-    let observer = observer(&envelope, &call.entry.plugin, call.progress_token.clone(), reply, round);
+    let asks = Arc::new(AdoptedAsks::default());
+    let observer = {
+        let levels = LevelFilter::new(envelope.log_level.unwrap_or(LogLevel::Emergency));
+        let notifier = CallNotifier::new(reply.clone(), levels, &call.entry.plugin.name, call.progress_token.clone());
+        ModernObserver::adoptable(notifier, envelope.log_level.is_some(), envelope.capabilities, round, asks.clone())
+    };
+    let input: Arc<dyn CallObserver> = Arc::new(TaskInput::new(host.task_inputs.clone(), envelope.capabilities));
     let ctx = context(&call.entry.plugin, &observer);
     let call = Arc::new(call);
     session.spawn_request(id, reply, move |cancel| async move {
@@ -177,7 +185,7 @@ fn adaptive(session: &Session, id: RequestId, envelope: Envelope, call: tools::A
                 Some(finish(&observer, Ok(serde_json::to_value(result).expect("results serialize"))))
             }
             _ = tokio::time::sleep(task_after) => {
-                let created = tasks::create(&host, &owner, &call, Some(Adopted::new(running, cancel.clone())), envelope.capabilities).await;
+                let created = tasks::create(&host, &owner, &call, Some(Adopted::new(running, cancel.clone(), asks, input)), envelope.capabilities).await;
                 if created.is_err() {
                     // Refused (overloaded, shutting down): the call it would have adopted stops.
                     cancel.cancel();

@@ -11,6 +11,7 @@
 use std::sync::{Arc, Mutex};
 
 use super::input::Round;
+use super::tasks::AdoptedAsks;
 use crate::mcp::modern::ClientCapabilities;
 use crate::runtime::{
     CallObserver, ClientAnswer, ElicitResponse, InputRequest, InputResponse, Keyed, LogLevel, RequestError, SamplingRequest, SamplingResponse,
@@ -27,11 +28,29 @@ pub(in crate::server) struct ModernObserver {
     missing: Mutex<Option<&'static str>>,
     /// What the request brought for its input, and what the guest asked.
     round: Round,
+    /// Set for a call that may become a task: once it has, its questions go to the task.
+    adopted: Option<Arc<AdoptedAsks>>,
 }
 
 impl ModernObserver {
     pub(in crate::server) fn new(notifier: CallNotifier, logs: bool, capabilities: ClientCapabilities, round: Round) -> Arc<ModernObserver> {
-        Arc::new(ModernObserver { notifier, logs, capabilities, missing: Mutex::new(None), round })
+        Arc::new(ModernObserver { notifier, logs, capabilities, missing: Mutex::new(None), round, adopted: None })
+    }
+
+    /// The same observer for a call that may become a task (`asks` tells when it has).
+    pub(in crate::server) fn adoptable(
+        notifier: CallNotifier,
+        logs: bool,
+        capabilities: ClientCapabilities,
+        round: Round,
+        asks: Arc<AdoptedAsks>,
+    ) -> Arc<ModernObserver> {
+        Arc::new(ModernObserver { notifier, logs, capabilities, missing: Mutex::new(None), round, adopted: Some(asks) })
+    }
+
+    /// The task's observer, once the call has become a task.
+    fn task(&self) -> Option<Arc<dyn CallObserver>> {
+        self.adopted.as_ref().and_then(|a| a.task())
     }
 
     /// The call's input round: its outcome when the guest stopped for input.
@@ -85,16 +104,25 @@ impl CallObserver for ModernObserver {
         self.notifier.progress(progress, total, message);
     }
 
-    fn elicit(&self, _task: Option<&str>, message: String, requested_schema: String) -> ClientAnswer<ElicitResponse> {
+    fn elicit(&self, task: Option<&str>, message: String, requested_schema: String) -> ClientAnswer<ElicitResponse> {
+        if let Some(adopted) = self.task() {
+            return adopted.elicit(task, message, requested_schema);
+        }
         let request = InputRequest::Elicit { message, requested_schema };
         self.single("elicitation", self.capabilities.elicitation, request, |a| if let InputResponse::Elicit(e) = a { Some(e) } else { None })
     }
 
-    fn sample(&self, _task: Option<&str>, request: SamplingRequest) -> ClientAnswer<SamplingResponse> {
+    fn sample(&self, task: Option<&str>, request: SamplingRequest) -> ClientAnswer<SamplingResponse> {
+        if let Some(adopted) = self.task() {
+            return adopted.sample(task, request);
+        }
         self.single("sampling", self.capabilities.sampling, InputRequest::Sample(request), |a| if let InputResponse::Sample(s) = a { Some(s) } else { None })
     }
 
-    fn ask(&self, _task: Option<&str>, requests: Keyed<InputRequest>) -> ClientAnswer<Keyed<InputResponse>> {
+    fn ask(&self, task: Option<&str>, requests: Keyed<InputRequest>) -> ClientAnswer<Keyed<InputResponse>> {
+        if let Some(adopted) = self.task() {
+            return adopted.ask(task, requests);
+        }
         let answer = match self.round.answer(requests) {
             Ok(Some(answers)) => Ok(answers),
             Ok(None) => Err(RequestError::Unavailable("waiting for the client's input".into())),
@@ -104,6 +132,7 @@ impl CallObserver for ModernObserver {
     }
 
     fn stops_for_input(&self) -> bool {
+        // A task waits for its answers instead (what the round asked before still stops it).
         self.round.stops()
     }
 }

@@ -24,10 +24,11 @@ use crate::mcp::modern::ClientCapabilities;
 use crate::mcp::types::CallToolResult;
 use crate::mcp::{Params, RpcError};
 use crate::runtime::CallObserver;
+use crate::server::task_observer::TaskObserver;
 use crate::server::tasks::{engine_error, iso8601};
 use crate::server::tools::{AdmittedCall, Cancelled};
 use crate::server::Host;
-use crate::tasks::{Admission, EngineError, Outcome, Task, TaskStatus};
+use crate::tasks::{Admission, EngineError, Outcome, Task, TaskControl, TaskStatus};
 
 /// `resultType` of a `CreateTaskResult`.
 const TASK: &str = "task";
@@ -38,21 +39,47 @@ pub(in crate::server) fn owner(requestor: &str) -> String {
 }
 
 /// A call that was already running when it became a task: the engine's runner awaits it instead
-/// of starting the tool again, and cancelling the task cancels it.
+/// of starting the tool again, and cancelling the task cancels it. From then on the call's
+/// questions go to the task (they wait for `tasks/update`) instead of ending the request.
 pub(in crate::server) struct Adopted {
     running: Mutex<Option<JoinHandle<Result<CallToolResult, Cancelled>>>>,
     cancel: CancelHandle,
+    asks: Arc<AdoptedAsks>,
+    input: Mutex<Option<Arc<dyn CallObserver>>>,
+}
+
+/// Where an adopted call's questions go once the engine runs it: shared by the call's
+/// `ModernObserver` and its [`Adopted`].
+#[derive(Default)]
+pub(in crate::server) struct AdoptedAsks(Mutex<Option<Arc<dyn CallObserver>>>);
+
+impl AdoptedAsks {
+    /// The task's observer, once the call is a task.
+    pub(in crate::server) fn task(&self) -> Option<Arc<dyn CallObserver>> {
+        self.0.lock().unwrap().clone()
+    }
 }
 
 impl Adopted {
-    /// The running call and the cancel handle its guest watches.
-    pub(in crate::server) fn new(running: JoinHandle<Result<CallToolResult, Cancelled>>, cancel: CancelHandle) -> Adopted {
-        Adopted { running: Mutex::new(Some(running)), cancel }
+    /// The running call, the cancel handle its guest watches, where its observer looks for the
+    /// task, and what answers the task's questions (`input`).
+    pub(in crate::server) fn new(
+        running: JoinHandle<Result<CallToolResult, Cancelled>>,
+        cancel: CancelHandle,
+        asks: Arc<AdoptedAsks>,
+        input: Arc<dyn CallObserver>,
+    ) -> Adopted {
+        Adopted { running: Mutex::new(Some(running)), cancel, asks, input: Mutex::new(Some(input)) }
     }
 
-    /// The call, once (a second runner of the same task finds nothing to adopt).
-    pub(in crate::server) fn take(&self) -> Option<(JoinHandle<Result<CallToolResult, Cancelled>>, CancelHandle)> {
-        self.running.lock().unwrap().take().map(|running| (running, self.cancel.clone()))
+    /// The call, once (a second runner of the same task finds nothing to adopt); its questions
+    /// go to the task of `control` from now on.
+    pub(in crate::server) fn take(&self, control: &TaskControl) -> Option<(JoinHandle<Result<CallToolResult, Cancelled>>, CancelHandle)> {
+        let taken = self.running.lock().unwrap().take().map(|running| (running, self.cancel.clone()))?;
+        let input = self.input.lock().unwrap().take();
+        let observer: Arc<dyn CallObserver> = Arc::new(TaskObserver::new(control.clone(), input));
+        *self.asks.0.lock().unwrap() = Some(observer);
+        Some(taken)
     }
 }
 

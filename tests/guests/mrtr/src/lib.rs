@@ -166,6 +166,7 @@ impl Guest for Fixture {
             tool("keep_checkpoint", "Checkpoints outside a task: kept, never resumed, capped."),
             tool("side_effect_after_ask", "Logs before asking the user; answers with the name."),
             Tool { task_support: TaskSupport::Required, ..tool("multi_input", "Asks the user two questions at once; always a task.") },
+            Tool { task_support: TaskSupport::Optional, ..tool("work_then_ask", "Works for 1 s, then asks to confirm (optional: a task by then).") },
             Tool { task_support: TaskSupport::Required, ..tool("confirm_twice", "Asks to confirm, twice, under the same key; always a task.") },
             Tool {
                 task_support: TaskSupport::Optional,
@@ -234,6 +235,15 @@ impl Guest for Fixture {
                 ask_or_fail(vec![question("first", "First question"), question("second", "Second question")], |a| {
                     ok(&format!("Answers: {} and {}", field(a, "first", "name"), field(a, "second", "name")))
                 })
+            }
+            "work_then_ask" => {
+                for _ in 0..20 {
+                    if host::cancelled() {
+                        return failed("cancelled");
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                ask_or_fail(vec![form("confirm", "Done working. Keep the result?", "ok", "boolean")], |a| ok(&format!("kept: {}", field(a, "confirm", "ok"))))
             }
             "confirm_twice" => {
                 let first = match input::ask(&[form("confirm", "Sure?", "ok", "boolean")]) {
