@@ -79,7 +79,7 @@ fn host() -> &'static (tokio::runtime::Runtime, Arc<Host>) {
             let engine = Engine::start(store, runners, TaskSettings::default(), runner, runtime.waker(), tokio_util::sync::CancellationToken::new())
                 .await
                 .expect("the task engine");
-            Arc::new(Host { registry, runtime, engine, options: ServerOptions::default(), metrics, sessions: Default::default() })
+            Arc::new(Host::new(registry, runtime, engine, ServerOptions::default(), metrics))
         });
         (rt, host)
     })

@@ -13,7 +13,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::config::{self, defaults, Limits};
 use crate::runtime::EngineSettings;
-use crate::server::ServerOptions;
+use crate::server::{ServerOptions, StateSecret};
 use crate::tasks::{Durability, TaskSettings};
 use crate::transport::http::ConnectionSettings;
 
@@ -234,6 +234,16 @@ pub struct ServeArgs {
     /// timeout). A plugin's manifest may set its own (`[limits] task-after`).
     #[arg(long, env = "CORRAL_TASK_AFTER", default_value = "1s", value_parser = config::parse_duration)]
     pub task_after: Duration,
+    /// A file holding the key that signs the `requestState` of 2026-07-28 input-required results:
+    /// at least 32 bytes, as hex (e.g. `openssl rand -hex 32`). Replicas behind one address need
+    /// the same key; without one each process picks a random key, and a client's retry that
+    /// reaches another process is refused.
+    #[arg(long, env = "CORRAL_STATE_SECRET_FILE", value_parser = parse_state_secret_file)]
+    pub state_secret_file: Option<StateSecret>,
+    /// The same key given directly, as hex (prefer the variable or the file: arguments are visible
+    /// to every user of the machine).
+    #[arg(long, env = "CORRAL_STATE_SECRET", hide_env_values = true, value_parser = parse_state_secret, conflicts_with = "state_secret_file")]
+    pub state_secret: Option<StateSecret>,
     /// On SIGTERM or the end of stdin: how long calls in flight get to finish and answer before
     /// the rest are answered with a shutdown error and cancelled. Running tasks are left for
     /// recovery at the next start.
@@ -274,6 +284,17 @@ pub struct CallArgs {
     /// Arguments as a JSON object.
     #[arg(default_value = "{}")]
     pub arguments: String,
+}
+
+/// `--state-secret`: hex, at least 32 bytes.
+fn parse_state_secret(text: &str) -> Result<StateSecret, String> {
+    StateSecret::from_hex(text)
+}
+
+/// `--state-secret-file`: a file whose text is the hex key.
+fn parse_state_secret_file(path: &str) -> Result<StateSecret, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the state secret file {path}: {e}"))?;
+    StateSecret::from_hex(&text).map_err(|e| format!("{path}: {e}"))
 }
 
 #[cfg(test)]

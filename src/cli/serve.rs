@@ -13,7 +13,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     raise_open_files();
     let durability = args.tasks.db_sync.into();
     let db = args.tasks.db_path()?;
-    let options = ServerOptions { page_size: args.page_size, list_changed: args.watch, task_after: args.task_after };
+    let state_secret = args.state_secret.clone().or_else(|| args.state_secret_file.clone()).unwrap_or_else(|| {
+        tracing::debug!("2026-07-28 requestStates are signed with a random key of this process (--state-secret-file shares one across replicas)");
+        server::StateSecret::random()
+    });
+    let options = ServerOptions { page_size: args.page_size, list_changed: args.watch, task_after: args.task_after, state_secret };
     let (host, load) = build_host(&args.host, options, &db, durability, args.tasks.settings()).await?;
     tracing::info!("tasks are kept in {}", crate::tasks::redacted(&db.display().to_string()));
     server::announce_changes(&host);

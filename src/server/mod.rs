@@ -7,6 +7,7 @@ mod ask;
 mod inline;
 mod metrics;
 mod modern;
+pub use modern::{StateSecret, TaskInputs};
 mod notify;
 mod paging;
 mod peer;
@@ -59,11 +60,14 @@ pub struct ServerOptions {
     /// How long an `optional` tool called with the 2026-07-28 tasks extension runs inline before
     /// it becomes a task (`--task-after`).
     pub task_after: std::time::Duration,
+    /// The key 2026-07-28 `requestState`s are signed with (`--state-secret-file`,
+    /// `CORRAL_STATE_SECRET`); random per process unless given, so replicas must share one.
+    pub state_secret: modern::StateSecret,
 }
 
 impl Default for ServerOptions {
     fn default() -> ServerOptions {
-        ServerOptions { page_size: 100, list_changed: false, task_after: std::time::Duration::from_secs(1) }
+        ServerOptions { page_size: 100, list_changed: false, task_after: std::time::Duration::from_secs(1), state_secret: modern::StateSecret::random() }
     }
 }
 
@@ -81,12 +85,14 @@ pub struct Host {
     pub metrics: Arc<Metrics>,
     /// The live sessions, for what concerns all of them (`list_changed`, resource updates).
     pub sessions: Sessions,
+    /// Questions of this replica's 2026-07-28 tasks, waiting for `tasks/update`.
+    pub task_inputs: Arc<TaskInputs>,
 }
 
 impl Host {
     /// A host with no session open yet.
     pub fn new(registry: Arc<Registry>, runtime: Arc<Runtime>, engine: Engine, options: ServerOptions, metrics: Arc<Metrics>) -> Host {
-        Host { registry, runtime, engine, options, metrics, sessions: Default::default() }
+        Host { registry, runtime, engine, options, metrics, sessions: Default::default(), task_inputs: Default::default() }
     }
 }
 

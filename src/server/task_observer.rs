@@ -8,7 +8,9 @@
 
 use std::sync::Arc;
 
-use crate::runtime::{CallObserver, ClientAnswer, ElicitResponse, LogLevel, RequestError, SamplingRequest, SamplingResponse};
+use crate::runtime::{
+    CallObserver, ClientAnswer, ElicitResponse, InputRequest, InputResponse, Keyed, LogLevel, RequestError, Root, SamplingRequest, SamplingResponse,
+};
 use crate::tasks::TaskControl;
 
 /// Forwards a task's logs and progress to its requestor, records progress messages as its
@@ -25,8 +27,10 @@ impl TaskObserver {
         TaskObserver { control, forward }
     }
 
-    /// Runs a request to the requestor with the task `input_required` meanwhile.
-    fn ask<T, F>(&self, waiting_for: String, ask: F) -> ClientAnswer<T>
+    /// Runs a request to the requestor with the task `input_required` meanwhile. The request is
+    /// made at once (a 2026-07-28 requestor parks its questions then, so that a `tasks/get`
+    /// that sees `input_required` finds them); a 2025-11-25 one sends it only when awaited.
+    fn bracket<T, F>(&self, waiting_for: String, ask: F) -> ClientAnswer<T>
     where
         T: Send + 'static,
         F: FnOnce(&dyn CallObserver, &str) -> ClientAnswer<T> + Send + 'static,
@@ -39,11 +43,12 @@ impl TaskObserver {
             return Box::pin(std::future::ready(Err(RequestError::Unavailable("the task was cancelled".into()))));
         }
         let control = self.control.clone();
+        let answer = ask(forward.as_ref(), control.id());
         Box::pin(async move {
             // Stored before the client is asked, so a client that sees the request and polls
             // finds the task waiting for it.
             control.set_input_required(waiting_for).await;
-            let answer = ask(forward.as_ref(), control.id()).await;
+            let answer = answer.await;
             // Cancelled or out of time, the task ends from `input_required`: this write is refused.
             control.set_working().await;
             answer
@@ -72,10 +77,18 @@ impl CallObserver for TaskObserver {
 
     fn elicit(&self, _task: Option<&str>, message: String, requested_schema: String) -> ClientAnswer<ElicitResponse> {
         let waiting = format!("waiting for the user: {message}");
-        self.ask(waiting, move |forward, id| forward.elicit(Some(id), message, requested_schema))
+        self.bracket(waiting, move |forward, id| forward.elicit(Some(id), message, requested_schema))
     }
 
     fn sample(&self, _task: Option<&str>, request: SamplingRequest) -> ClientAnswer<SamplingResponse> {
-        self.ask("waiting for the client's model to answer".into(), move |forward, id| forward.sample(Some(id), request))
+        self.bracket("waiting for the client's model to answer".into(), move |forward, id| forward.sample(Some(id), request))
+    }
+
+    fn roots(&self, _task: Option<&str>) -> ClientAnswer<Vec<Root>> {
+        self.bracket("waiting for the client's roots".into(), move |forward, id| forward.roots(Some(id)))
+    }
+
+    fn ask(&self, _task: Option<&str>, requests: Keyed<InputRequest>) -> ClientAnswer<Keyed<InputResponse>> {
+        self.bracket("waiting for the client's input".into(), move |forward, id| forward.ask(Some(id), requests))
     }
 }

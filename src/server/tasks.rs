@@ -228,7 +228,7 @@ pub struct ToolRunner {
 impl TaskRunner for ToolRunner {
     fn run(&self, task: &Task, control: TaskControl) -> BoxFuture<'static, Finished> {
         // A 2026-07-28 call that outgrew `task_after` is already running: await it, not a new run.
-        if let Some((running, call_cancel)) = control.requestor().and_then(|r| r.downcast_ref::<Adopted>()).and_then(Adopted::take) {
+        if let Some((running, call_cancel)) = control.requestor().and_then(|r| r.downcast_ref::<Adopted>()).and_then(|a| a.take(&control)) {
             let tool = task.tool.clone();
             return Box::pin(async move {
                 let mut running = running;

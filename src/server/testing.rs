@@ -46,7 +46,7 @@ pub async fn host(plugins: &[(&str, Vec<u8>)], options: ServerOptions) -> Arc<Ho
     let engine = Engine::start(store, runners, TaskSettings::default(), runner, runtime.waker(), tokio_util::sync::CancellationToken::new())
         .await
         .expect("the task engine");
-    Arc::new(Host { registry, runtime, engine, options, metrics, sessions: Default::default() })
+    Arc::new(Host { registry, runtime, engine, options, metrics, sessions: Default::default(), task_inputs: Default::default() })
 }
 
 /// An outlet that keeps every message, for a test to read.

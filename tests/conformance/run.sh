@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the official MCP conformance suite (@modelcontextprotocol/conformance, server mode, all scenarios)
-# against `corral serve --http` with the fixture plugin tests/guests/conformance.
+# against `corral serve --http` with the fixture plugins tests/guests/conformance (0.2.0) and
+# tests/guests/mrtr (0.3.0: the input-required-result tools and prompt, with plugin-chosen keys).
 #
 #   tests/conformance/run.sh [extra suite options, e.g. --scenario tools-call-image --verbose]
 #   CONFORMANCE_REQUIREMENTS=2026-07-28 tests/conformance/run.sh   # 0.2.0-alpha.12, the frozen 2026-07-28 set
@@ -47,16 +48,17 @@ export PATH="$node_bin:$PATH"
 node_major="$(node -p 'process.versions.node.split(".")[0]')"
 (( node_major >= 22 )) || die "node $(node --version) on PATH; the suite needs >= 22"
 
-# 2. The fixture plugin.
-log "building the fixture plugin"
+# 2. The fixture plugins.
+log "building the fixture plugins"
 cargo build --locked --release --target wasm32-wasip2 \
-    --manifest-path "$root/tests/guests/Cargo.toml" --target-dir "$root/tests/guests/target" -p conformance
-wasm="$root/tests/guests/target/wasm32-wasip2/release/conformance.wasm"
-[[ -f "$wasm" ]] || die "no $wasm after the build"
-
+    --manifest-path "$root/tests/guests/Cargo.toml" --target-dir "$root/tests/guests/target" -p conformance -p mrtr
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/corral-conformance.XXXXXX")"
 mkdir "$tmp/plugins"
-cp "$wasm" "$tmp/plugins/"
+for fixture in conformance mrtr; do
+    wasm="$root/tests/guests/target/wasm32-wasip2/release/$fixture.wasm"
+    [[ -f "$wasm" ]] || die "no $wasm after the build"
+    cp "$wasm" "$tmp/plugins/"
+done
 results="${CONFORMANCE_RESULTS:-$tmp/results}"
 
 server_pid=""

@@ -8,14 +8,18 @@
 //! this era (an unknown resource is -32602 with `data.uri`).
 
 mod discover;
+mod input;
 mod listen;
 mod observer;
+mod state;
+mod task_input;
 mod tasks;
 
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use self::input::Round;
 use self::observer::ModernObserver;
 use super::notify::{CallNotifier, LevelFilter};
 use super::{prompts, resources, tools, Outlet, Session};
@@ -25,9 +29,13 @@ use crate::mcp::modern::{missing_capability, Envelope, ModernMethod, TASKS_EXTEN
 use crate::mcp::types::LogLevel;
 use crate::mcp::{Method, Params, RequestId, RpcError};
 use crate::registry::Plugin;
-use crate::runtime::{CallContext, TaskSupport, TimeLimit};
+use crate::runtime::{CallContext, CallObserver, TaskSupport, TimeLimit};
 
+use self::task_input::TaskInput;
+use self::tasks::AdoptedAsks;
 pub(super) use discover::discover;
+pub use state::StateSecret;
+pub use task_input::TaskInputs;
 pub(super) use tasks::Adopted;
 
 /// How long a list may be cached when plugins are not watched (the list cannot change).
@@ -81,11 +89,18 @@ fn era_error(mut error: RpcError) -> RpcError {
 }
 
 /// A stateless call's observer for `plugin`: reports go to `reply`, logs only at the level the
-/// envelope names.
-fn observer(envelope: &Envelope, plugin: &Plugin, progress_token: Option<Value>, reply: &Arc<dyn Outlet>) -> Arc<ModernObserver> {
+/// envelope names, questions to `round`.
+fn observer(envelope: &Envelope, plugin: &Plugin, progress_token: Option<Value>, reply: &Arc<dyn Outlet>, round: Round) -> Arc<ModernObserver> {
     let levels = LevelFilter::new(envelope.log_level.unwrap_or(LogLevel::Emergency));
     let notifier = CallNotifier::new(reply.clone(), levels, &plugin.name, progress_token);
-    ModernObserver::new(notifier, envelope.log_level.is_some(), envelope.capabilities)
+    ModernObserver::new(notifier, envelope.log_level.is_some(), envelope.capabilities, round)
+}
+
+/// The input round of `method` (`tools/call`, `prompts/get`, `resources/read`): what its
+/// `requestState` recorded and its `inputResponses` add; -32602 when either is bad.
+fn round(session: &Session, method: &str, envelope: &Envelope, params: &Map<String, Value>) -> Result<Round, RpcError> {
+    let host = session.host();
+    Round::open(&host.options.state_secret, &tasks::owner(session.owner()), method, params, envelope.capabilities)
 }
 
 /// The context of one call of `plugin` under `observer`, once it has its cancel handle.
@@ -94,9 +109,13 @@ fn context(plugin: &Plugin, observer: &Arc<ModernObserver>) -> impl FnOnce(Cance
     move |cancel| CallContext { limits, cancel, observer, denials: Arc::default(), time_limit: TimeLimit::default() }
 }
 
-/// What a finished call answers: -32021 when the guest needed a capability the request lacked,
+/// What a finished call answers: an input-required result (or -32602 for a malformed answer)
+/// when the guest stopped for input, -32021 when it needed a capability the request lacked,
 /// else the result in this era's shape.
 fn finish(observer: &ModernObserver, answer: Result<Value, RpcError>) -> Result<Value, RpcError> {
+    if let Some(outcome) = observer.round().outcome() {
+        return outcome;
+    }
     if let Some(capability) = observer.missing() {
         return Err(missing_capability(capability));
     }
@@ -107,6 +126,10 @@ fn call(session: &Session, id: RequestId, envelope: Envelope, params: Map<String
     let host = session.host().clone();
     let call = match tools::admit_local(&host, Params::new(&params)) {
         Ok(call) => call,
+        Err(e) => return session.reply(reply, &id, Err(e)),
+    };
+    let round = match round(session, "tools/call", &envelope, &params) {
+        Ok(round) => round,
         Err(e) => return session.reply(reply, &id, Err(e)),
     };
     let as_task = envelope.capabilities.tasks;
@@ -120,12 +143,13 @@ fn call(session: &Session, id: RequestId, envelope: Envelope, params: Map<String
                 return session.reply(reply, &id, Ok(wire::result(serde_json::to_value(result).expect("results serialize"), COMPLETE, None)));
             }
             let owner = tasks::owner(session.owner());
-            return session.answer_later(id, reply, async move { tasks::create(&host, &owner, &call, None).await });
+            let capabilities = envelope.capabilities;
+            return session.answer_later(id, reply, async move { tasks::create(&host, &owner, &call, None, capabilities).await });
         }
-        TaskSupport::Optional if as_task => return adaptive(session, id, envelope, call, reply),
+        TaskSupport::Optional if as_task => return adaptive(session, id, envelope, call, reply, round),
         _ => {}
     }
-    let observer = observer(&envelope, &call.entry.plugin, call.progress_token.clone(), reply);
+    let observer = observer(&envelope, &call.entry.plugin, call.progress_token.clone(), reply, round);
     let ctx = context(&call.entry.plugin, &observer);
     session.spawn_request(id, reply, move |cancel| async move {
         let result = tools::run(&host.runtime, &host.metrics, &call, ctx(cancel)).await.ok()?;
@@ -135,12 +159,18 @@ fn call(session: &Session, id: RequestId, envelope: Envelope, params: Map<String
 
 /// An `optional` tool for a request that declared the tasks extension: the call starts at once
 /// and answers inline if it ends within `task_after`; past that, the running call becomes a task.
-fn adaptive(session: &Session, id: RequestId, envelope: Envelope, call: tools::AdmittedCall, reply: &Arc<dyn Outlet>) {
+fn adaptive(session: &Session, id: RequestId, envelope: Envelope, call: tools::AdmittedCall, reply: &Arc<dyn Outlet>, round: Round) {
     let host = session.host().clone();
     let owner = tasks::owner(session.owner());
     // The plugin's manifest (`[limits] task-after`) wins over the host's `--task-after`.
     let task_after = call.entry.plugin.limits.task_after.unwrap_or(host.options.task_after);
-    let observer = observer(&envelope, &call.entry.plugin, call.progress_token.clone(), reply);
+    let asks = Arc::new(AdoptedAsks::default());
+    let observer = {
+        let levels = LevelFilter::new(envelope.log_level.unwrap_or(LogLevel::Emergency));
+        let notifier = CallNotifier::new(reply.clone(), levels, &call.entry.plugin.name, call.progress_token.clone());
+        ModernObserver::adoptable(notifier, envelope.log_level.is_some(), envelope.capabilities, round, asks.clone())
+    };
+    let input: Arc<dyn CallObserver> = Arc::new(TaskInput::new(host.task_inputs.clone(), envelope.capabilities));
     // Runs under the plain call's `timeout` until adopted, then under the task's.
     let (time_limit, task_timeout) = (TimeLimit::default(), call.entry.plugin.limits.task_timeout);
     let ctx = {
@@ -161,7 +191,7 @@ fn adaptive(session: &Session, id: RequestId, envelope: Envelope, call: tools::A
             }
             _ = tokio::time::sleep(task_after) => {
                 time_limit.switch_to(task_timeout);
-                let created = tasks::create(&host, &owner, &call, Some(Adopted::new(running, cancel.clone()))).await;
+                let created = tasks::create(&host, &owner, &call, Some(Adopted::new(running, cancel.clone(), asks, input)), envelope.capabilities).await;
                 if created.is_err() {
                     // Refused (overloaded, shutting down): the call it would have adopted stops.
                     cancel.cancel();
@@ -179,11 +209,18 @@ fn read(session: &Session, id: RequestId, envelope: Envelope, params: Map<String
         Ok(found) => found,
         Err(e) => return session.reply(reply, &id, Err(era_error(e))),
     };
-    let observer = observer(&envelope, &plugin, Params::new(&params).progress_token(), reply);
+    let round = match round(session, "resources/read", &envelope, &params) {
+        Ok(round) => round,
+        Err(e) => return session.reply(reply, &id, Err(e)),
+    };
+    let observer = observer(&envelope, &plugin, Params::new(&params).progress_token(), reply, round);
     let ctx = context(&plugin, &observer);
     let caching = Caching { ttl_ms: 0, scope: CacheScope::Private };
     session.spawn_request(id, reply, move |cancel| async move {
         let answer = resources::read(&host, &plugin, &uri, ctx(cancel)).await.ok()?;
+        if let Some(outcome) = observer.round().outcome() {
+            return Some(outcome);
+        }
         Some(finish(&observer, answer).map(|v| wire::result(v, COMPLETE, Some(caching))))
     });
 }
@@ -194,7 +231,11 @@ fn prompt(session: &Session, id: RequestId, envelope: Envelope, params: Map<Stri
         Ok(admitted) => admitted,
         Err(e) => return session.reply(reply, &id, Err(e)),
     };
-    let observer = observer(&envelope, &admitted.entry.plugin, Params::new(&params).progress_token(), reply);
+    let round = match round(session, "prompts/get", &envelope, &params) {
+        Ok(round) => round,
+        Err(e) => return session.reply(reply, &id, Err(e)),
+    };
+    let observer = observer(&envelope, &admitted.entry.plugin, Params::new(&params).progress_token(), reply, round);
     let ctx = context(&admitted.entry.plugin, &observer);
     session.spawn_request(id, reply, move |cancel| async move {
         let answer = prompts::get(&host, &admitted, ctx(cancel)).await.ok()?;
@@ -208,7 +249,7 @@ fn completion(session: &Session, id: RequestId, envelope: Envelope, params: Map<
         Ok(admitted) => admitted,
         Err(e) => return session.reply(reply, &id, Err(e)),
     };
-    let observer = observer(&envelope, &admitted.plugin, Params::new(&params).progress_token(), reply);
+    let observer = observer(&envelope, &admitted.plugin, Params::new(&params).progress_token(), reply, Round::closed(envelope.capabilities));
     let ctx = context(&admitted.plugin, &observer);
     session.spawn_request(id, reply, move |cancel| async move {
         let answer = prompts::complete(&host, &admitted, ctx(cancel)).await.ok()?;

@@ -17,14 +17,18 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Map, Value};
 use tokio::task::JoinHandle;
 
+use super::task_input::TaskInput;
 use crate::cancel::CancelHandle;
 use crate::mcp::modern::wire::{self, COMPLETE};
+use crate::mcp::modern::ClientCapabilities;
 use crate::mcp::types::CallToolResult;
 use crate::mcp::{Params, RpcError};
+use crate::runtime::CallObserver;
+use crate::server::task_observer::TaskObserver;
 use crate::server::tasks::{engine_error, iso8601};
 use crate::server::tools::{AdmittedCall, Cancelled};
 use crate::server::Host;
-use crate::tasks::{Admission, EngineError, Outcome, Task};
+use crate::tasks::{Admission, EngineError, Outcome, Task, TaskControl, TaskStatus};
 
 /// `resultType` of a `CreateTaskResult`.
 const TASK: &str = "task";
@@ -35,21 +39,47 @@ pub(in crate::server) fn owner(requestor: &str) -> String {
 }
 
 /// A call that was already running when it became a task: the engine's runner awaits it instead
-/// of starting the tool again, and cancelling the task cancels it.
+/// of starting the tool again, and cancelling the task cancels it. From then on the call's
+/// questions go to the task (they wait for `tasks/update`) instead of ending the request.
 pub(in crate::server) struct Adopted {
     running: Mutex<Option<JoinHandle<Result<CallToolResult, Cancelled>>>>,
     cancel: CancelHandle,
+    asks: Arc<AdoptedAsks>,
+    input: Mutex<Option<Arc<dyn CallObserver>>>,
+}
+
+/// Where an adopted call's questions go once the engine runs it: shared by the call's
+/// `ModernObserver` and its [`Adopted`].
+#[derive(Default)]
+pub(in crate::server) struct AdoptedAsks(Mutex<Option<Arc<dyn CallObserver>>>);
+
+impl AdoptedAsks {
+    /// The task's observer, once the call is a task.
+    pub(in crate::server) fn task(&self) -> Option<Arc<dyn CallObserver>> {
+        self.0.lock().unwrap().clone()
+    }
 }
 
 impl Adopted {
-    /// The running call and the cancel handle its guest watches.
-    pub(in crate::server) fn new(running: JoinHandle<Result<CallToolResult, Cancelled>>, cancel: CancelHandle) -> Adopted {
-        Adopted { running: Mutex::new(Some(running)), cancel }
+    /// The running call, the cancel handle its guest watches, where its observer looks for the
+    /// task, and what answers the task's questions (`input`).
+    pub(in crate::server) fn new(
+        running: JoinHandle<Result<CallToolResult, Cancelled>>,
+        cancel: CancelHandle,
+        asks: Arc<AdoptedAsks>,
+        input: Arc<dyn CallObserver>,
+    ) -> Adopted {
+        Adopted { running: Mutex::new(Some(running)), cancel, asks, input: Mutex::new(Some(input)) }
     }
 
-    /// The call, once (a second runner of the same task finds nothing to adopt).
-    pub(in crate::server) fn take(&self) -> Option<(JoinHandle<Result<CallToolResult, Cancelled>>, CancelHandle)> {
-        self.running.lock().unwrap().take().map(|running| (running, self.cancel.clone()))
+    /// The call, once (a second runner of the same task finds nothing to adopt); its questions
+    /// go to the task of `control` from now on.
+    pub(in crate::server) fn take(&self, control: &TaskControl) -> Option<(JoinHandle<Result<CallToolResult, Cancelled>>, CancelHandle)> {
+        let taken = self.running.lock().unwrap().take().map(|running| (running, self.cancel.clone()))?;
+        let input = self.input.lock().unwrap().take();
+        let observer: Arc<dyn CallObserver> = Arc::new(TaskObserver::new(control.clone(), input));
+        *self.asks.0.lock().unwrap() = Some(observer);
+        Some(taken)
     }
 }
 
@@ -69,8 +99,23 @@ fn task_fields(task: &Task, status: &str) -> Map<String, Value> {
 }
 
 /// Admits `call` as a task (its arguments were validated by the shared admission) and answers
-/// the flat `CreateTaskResult`. `adopted` is the call already running, when there is one.
-pub(in crate::server) async fn create(host: &Host, owner: &str, call: &AdmittedCall, adopted: Option<Adopted>) -> Result<Value, RpcError> {
+/// the flat `CreateTaskResult`. `adopted` is the call already running, when there is one; else
+/// the task's guest asks through [`TaskInput`] (questions wait for `tasks/update`), for the
+/// `capabilities` the creating request declared.
+pub(in crate::server) async fn create(
+    host: &Host,
+    owner: &str,
+    call: &AdmittedCall,
+    adopted: Option<Adopted>,
+    capabilities: ClientCapabilities,
+) -> Result<Value, RpcError> {
+    let requestor: Arc<dyn std::any::Any + Send + Sync> = match adopted {
+        Some(adopted) => Arc::new(adopted),
+        None => {
+            let input: Arc<dyn CallObserver> = Arc::new(TaskInput::new(host.task_inputs.clone(), capabilities));
+            Arc::new(input)
+        }
+    };
     let admission = Admission {
         owner: owner.to_owned(),
         tool: call.entry.name.clone(),
@@ -78,7 +123,7 @@ pub(in crate::server) async fn create(host: &Host, owner: &str, call: &AdmittedC
         requested_ttl_ms: None,
         progress_token: None,
         idempotency_key: None,
-        requestor: adopted.map(|a| Arc::new(a) as Arc<dyn std::any::Any + Send + Sync>),
+        requestor: Some(requestor),
         events: None,
     };
     let task = host.engine.admit(admission).await.map_err(engine_error)?;
@@ -120,7 +165,14 @@ pub(in crate::server) async fn get(host: &Host, owner: &str, params: &Map<String
     let id = task_id(params)?;
     let task = host.engine.get(owner, id).await.map_err(not_found)?;
     if !task.status.is_terminal() {
-        return Ok(wire::result(Value::Object(task_fields(&task, task.status.as_str())), COMPLETE, None));
+        let mut fields = task_fields(&task, task.status.as_str());
+        if task.status == TaskStatus::InputRequired {
+            // What the guest waits for, when it runs on this replica.
+            if let Some(requests) = host.task_inputs.outstanding(&task.id) {
+                fields.insert("inputRequests".into(), Value::Object(requests));
+            }
+        }
+        return Ok(wire::result(Value::Object(fields), COMPLETE, None));
     }
     let (task, outcome) = host.engine.result(owner, id).await.map_err(not_found)?;
     let failed = |code: i64, message: String, kind: &str| json!({ "code": code, "message": message, "data": { "kind": kind } });
@@ -154,11 +206,14 @@ pub(in crate::server) async fn cancel(host: &Host, owner: &str, params: &Map<Str
     }
 }
 
-/// `tasks/update`: acknowledges input responses for a task of this owner.
-// FIXME(mrtr): the responses are not yet delivered to a guest waiting in `elicit`/`sample`.
+/// `tasks/update`: delivers input responses to a task of this owner whose guest waits on this
+/// replica, and acknowledges (empty). Keys that are not outstanding are ignored; an answer that
+/// does not fit its question is -32602 and nothing is delivered.
 pub(in crate::server) async fn update(host: &Host, owner: &str, params: &Map<String, Value>) -> Result<Value, RpcError> {
     let id = task_id(params)?;
-    Params::new(params).object_or("inputResponses", "missing `inputResponses`: an object of answers keyed like the task's inputRequests")?;
+    let responses = Params::new(params).object_or("inputResponses", "missing `inputResponses`: an object of answers keyed like the task's inputRequests")?;
+    let responses = responses.map().clone();
     host.engine.get(owner, id).await.map_err(not_found)?;
+    host.task_inputs.deliver(id, &responses)?;
     Ok(wire::result(json!({}), COMPLETE, None))
 }

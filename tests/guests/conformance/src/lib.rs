@@ -303,8 +303,6 @@ impl Guest for Conformance {
             required_task_tool("failing_job", "Fails with a tool error (isError) after about a second; always a task.", NO_ARGS),
             required_task_tool("protocol_error_job", "Traps, which the host reports as a failure; always a task.", NO_ARGS),
             required_task_tool("confirm_delete", "Asks the user to confirm deleting `filename`; always a task.", CONFIRM_ARGS),
-            required_task_tool("multi_input", "Asks the user two questions; always a task.", NO_ARGS),
-            required_task_tool("test_tool_with_task", "Asks the user's name, then runs as a task.", NO_ARGS),
         ];
         tools.into_iter().map(|t| Tool { name: format!("{prefix}{}", t.name), ..t }).collect()
     }
@@ -375,7 +373,7 @@ impl Guest for Conformance {
                 tool_error("failing_job always fails".into())
             }
             "protocol_error_job" => panic!("protocol_error_job fails on purpose"),
-            "confirm_delete" | "multi_input" | "test_tool_with_task" => {
+            "confirm_delete" => {
                 let schema = r#"{"type":"object","properties":{"confirm":{"type":"boolean"}}}"#;
                 match host::elicit("Please confirm", schema) {
                     Ok(answer) => ok(vec![text(&format!("User response: action={}", action_name(answer.action)))]),

@@ -1,0 +1,196 @@
+//! Input for tasks of the 2026-07-28 tasks extension, against the real binary: a task whose
+//! guest asks turns `input_required` with its outstanding `inputRequests` in `tasks/get`,
+//! `tasks/update` delivers answers (partial ones acknowledged, the task staying `input_required`
+//! until all are in, answered keys leaving the next `tasks/get`), keys stay unique over the
+//! task's life, and an unknown or another owner's task, or an answer that does not fit, is
+//! -32602. Over stdio (one owner), and over HTTP with bearer tokens (two owners).
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::client::{McpProcess, TIMEOUT};
+use serde_json::{json, Value};
+use tempfile::TempDir;
+
+const VERSION: &str = "2026-07-28";
+
+fn plugins() -> TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(common::test_guests().join("mrtr.wasm"), dir.path().join("mrtr.wasm")).unwrap();
+    std::fs::copy(common::test_guests().join("conformance.wasm"), dir.path().join("fixture.wasm")).unwrap();
+    dir
+}
+
+fn envelope() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": VERSION,
+        "io.modelcontextprotocol/clientCapabilities": { "elicitation": {}, "extensions": { "io.modelcontextprotocol/tasks": {} } },
+    })
+}
+
+fn modern(mut params: Value) -> Value {
+    params["_meta"] = envelope();
+    params
+}
+
+fn accept(content: Value) -> Value {
+    json!({ "action": "accept", "content": content })
+}
+
+/// Polls `tasks/get` until `done` holds.
+fn poll(mut get: impl FnMut() -> Value, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let task = get();
+        if done(&task) {
+            return task;
+        }
+        assert!(Instant::now() < deadline, "never {what}: {task}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn keys(task: &Value) -> Vec<String> {
+    let mut keys: Vec<String> = task["inputRequests"].as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
+    keys.sort();
+    keys
+}
+
+#[test]
+fn a_task_asks_through_tasks_get_and_resumes_on_tasks_update_partial_answers_included() {
+    let dir = plugins();
+    let mut mcp = McpProcess::spawn(&["serve", "--plugins", dir.path().to_str().unwrap(), "--db", ":memory:"]);
+    let created = mcp.result("tools/call", modern(json!({ "name": "multi_input", "arguments": {} })));
+    assert_eq!(created["resultType"], "task", "{created}");
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    let waiting = poll(|| mcp_get(&mut mcp, &id), "two questions", |t| keys(t).len() == 2);
+    assert_eq!(waiting["status"], "input_required", "{waiting}");
+    assert_eq!(keys(&waiting), ["first", "second"]);
+    assert_eq!(waiting["inputRequests"]["first"]["method"], "elicitation/create", "{waiting}");
+    assert_eq!(waiting["inputRequests"]["first"]["params"]["message"], "First question", "{waiting}");
+
+    // An answer that does not fit its form delivers nothing.
+    let bad = mcp.request("tasks/update", modern(json!({ "taskId": id, "inputResponses": { "first": accept(json!({ "name": 5 })) } })));
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    assert!(bad["error"]["message"].as_str().unwrap().starts_with("inputResponses.first does not answer its request"), "{bad}");
+
+    // One of two (and a key nobody asked for): acknowledged, still waiting for the other.
+    let ack = mcp.result("tasks/update", modern(json!({ "taskId": id, "inputResponses": { "first": accept(json!({ "name": "Ada" })), "extra": {} } })));
+    assert_eq!(ack.as_object().unwrap().keys().filter(|k| *k != "_meta").collect::<Vec<_>>(), ["resultType"], "an empty ack: {ack}");
+    let still = mcp_get(&mut mcp, &id);
+    assert_eq!((still["status"].as_str(), keys(&still)), (Some("input_required"), vec!["second".to_owned()]), "{still}");
+
+    mcp.result("tasks/update", modern(json!({ "taskId": id, "inputResponses": { "second": accept(json!({ "name": "Bo" })) } })));
+    let done = poll(|| mcp_get(&mut mcp, &id), "completed", |t| t["status"] == "completed");
+    assert_eq!(done["result"]["content"][0]["text"], "Answers: Ada and Bo", "{done}");
+    assert!(done.get("inputRequests").is_none(), "{done}");
+}
+
+#[test]
+fn keys_stay_unique_over_a_tasks_life_and_unknown_tasks_are_invalid_params() {
+    let dir = plugins();
+    let mut mcp = McpProcess::spawn(&["serve", "--plugins", dir.path().to_str().unwrap(), "--db", ":memory:"]);
+    let created = mcp.result("tools/call", modern(json!({ "name": "confirm_twice", "arguments": {} })));
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    assert_eq!(keys(&poll(|| mcp_get(&mut mcp, &id), "asking", |t| !keys(t).is_empty())), ["confirm"]);
+    mcp.result("tasks/update", modern(json!({ "taskId": id, "inputResponses": { "confirm": accept(json!({ "ok": true })) } })));
+    // The second question under the plugin's same key gets a new one on the wire.
+    let second = poll(|| mcp_get(&mut mcp, &id), "asking again", |t| keys(t) == ["confirm-2"]);
+    assert_eq!(second["inputRequests"]["confirm-2"]["params"]["message"], "Really sure?", "{second}");
+    // The old key is answered already: ignored.
+    mcp.result("tasks/update", modern(json!({ "taskId": id, "inputResponses": { "confirm": accept(json!({ "ok": false })) } })));
+    assert_eq!(keys(&mcp_get(&mut mcp, &id)), ["confirm-2"]);
+    mcp.result("tasks/update", modern(json!({ "taskId": id, "inputResponses": { "confirm-2": accept(json!({ "ok": false })) } })));
+    let done = poll(|| mcp_get(&mut mcp, &id), "completed", |t| t["status"] == "completed");
+    assert_eq!(done["result"]["content"][0]["text"], "confirmed true then false", "{done}");
+
+    let unknown = mcp.request("tasks/update", modern(json!({ "taskId": "no-such-task", "inputResponses": {} })));
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    let missing = mcp.request("tasks/update", modern(json!({ "taskId": id })));
+    assert_eq!(missing["error"]["code"], -32602, "{missing}");
+}
+
+#[test]
+fn an_optional_call_that_became_a_task_asks_through_the_task() {
+    let dir = plugins();
+    let mut mcp = McpProcess::spawn(&["serve", "--plugins", dir.path().to_str().unwrap(), "--db", ":memory:", "--task-after", "200ms"]);
+    let created = mcp.result("tools/call", modern(json!({ "name": "work_then_ask", "arguments": {} })));
+    assert_eq!(created["resultType"], "task", "past --task-after: {created}");
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    let waiting = poll(|| mcp_get(&mut mcp, &id), "asking", |t| !keys(t).is_empty());
+    assert_eq!((waiting["status"].as_str(), keys(&waiting)), (Some("input_required"), vec!["confirm".to_owned()]), "{waiting}");
+    mcp.result("tasks/update", modern(json!({ "taskId": id, "inputResponses": { "confirm": accept(json!({ "ok": true })) } })));
+    let done = poll(|| mcp_get(&mut mcp, &id), "completed", |t| t["status"] == "completed");
+    assert_eq!(done["result"]["content"][0]["text"], "kept: true", "{done}");
+}
+
+fn mcp_get(mcp: &mut McpProcess, id: &str) -> Value {
+    mcp.result("tasks/get", modern(json!({ "taskId": id })))
+}
+
+/// A modern HTTP POST with the headers that repeat its body and a bearer token.
+fn post(base: &str, token: &str, id: u64, method: &str, params: Value) -> Value {
+    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(TIMEOUT)).build().new_agent();
+    let name = params.get("name").or_else(|| params.get("taskId")).and_then(Value::as_str).map(str::to_owned);
+    let mut request = ureq::http::Request::builder()
+        .method("POST")
+        .uri(format!("{base}/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("authorization", format!("Bearer {token}"))
+        .header("mcp-protocol-version", VERSION)
+        .header("mcp-method", method);
+    if let Some(name) = &name {
+        request = request.header("mcp-name", name.as_str());
+    }
+    let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": modern(params) }).to_string();
+    let response = agent.run(request.body(body).unwrap()).unwrap();
+    let event_stream = response.headers().get("content-type").is_some_and(|t| t.as_bytes().starts_with(b"text/event-stream"));
+    let text = response.into_body().read_to_string().unwrap();
+    let text = if event_stream { text.lines().filter_map(|l| l.strip_prefix("data:")).next_back().unwrap_or("").trim().to_owned() } else { text };
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+#[test]
+fn another_owners_task_cannot_be_answered_or_read() {
+    let dir = plugins();
+    let mut tokens = tempfile::NamedTempFile::new().unwrap();
+    writeln!(tokens, "alice token-alice-0123456789\nbob token-bob-0123456789").unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_corral"))
+        .args(["serve", "--plugins", dir.path().to_str().unwrap(), "--http", "127.0.0.1:0", "--db", ":memory:"])
+        .args(["--auth-tokens-file", tokens.path().to_str().unwrap()])
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let base = {
+        use std::io::BufRead;
+        let mut lines = std::io::BufReader::new(stderr).lines();
+        let url = loop {
+            let line = lines.next().expect("corral never listened").unwrap();
+            if let Some((_, url)) = line.split_once("serving MCP over HTTP at ") {
+                break url.trim().to_owned();
+            }
+        };
+        std::thread::spawn(move || for _ in lines {});
+        url.strip_suffix("/mcp").unwrap().to_owned()
+    };
+    let (alice, bob) = ("token-alice-0123456789", "token-bob-0123456789");
+    let created = post(&base, alice, 1, "tools/call", json!({ "name": "multi_input", "arguments": {} }));
+    let id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("{created}")).to_owned();
+    poll(|| post(&base, alice, 2, "tasks/get", json!({ "taskId": id }))["result"].clone(), "asking", |t| keys(t).len() == 2);
+
+    let foreign = post(&base, bob, 3, "tasks/update", json!({ "taskId": id, "inputResponses": { "first": accept(json!({ "name": "Eve" })) } }));
+    assert_eq!(foreign["error"]["code"], -32602, "{foreign}");
+    assert_eq!(post(&base, bob, 4, "tasks/get", json!({ "taskId": id }))["error"]["code"], -32602);
+    // Nothing was delivered: Alice still sees both questions.
+    assert_eq!(keys(&post(&base, alice, 5, "tasks/get", json!({ "taskId": id }))["result"]), ["first", "second"]);
+    let _ = child.kill();
+    let _ = child.wait();
+}
