@@ -576,7 +576,18 @@ fn the_open_file_limit_is_raised_to_its_hard_limit_at_start() {
     let plugins = example_plugins(&["text"]);
     let exe = env!("CARGO_BIN_EXE_corral");
     let mut child = Command::new("sh")
-        .args(["-c", r#"ulimit -Sn 1024 && exec "$0" "$@""#, exe, "serve", "--plugins", plugins.path().to_str().unwrap(), "--http", "127.0.0.1:0", "--db", ":memory:"])
+        .args([
+            "-c",
+            r#"ulimit -Sn 1024 && exec "$0" "$@""#,
+            exe,
+            "serve",
+            "--plugins",
+            plugins.path().to_str().unwrap(),
+            "--http",
+            "127.0.0.1:0",
+            "--db",
+            ":memory:",
+        ])
         .env("NO_COLOR", "1")
         .env_remove("RUST_LOG")
         .stdin(Stdio::null())
