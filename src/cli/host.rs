@@ -62,6 +62,7 @@ impl HostArgs {
             memory: self.memory,
             max_concurrency: self.max_concurrency,
             task_after: None,
+            inline_result: self.inline_result_limit,
         };
         if limits.memory > self.memory_ceiling {
             anyhow::bail!("--memory {} is above --memory-ceiling {}", config::display_size(limits.memory), config::display_size(self.memory_ceiling));

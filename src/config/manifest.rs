@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::permissions::{DirGrant, EnvVar, NetPattern, Permissions};
-use super::{check_positive, parse_duration, parse_memory, Limits};
+use super::{check_positive, parse_duration, parse_memory, parse_size, Limits};
 
 /// What a manifest says, applied over the host's defaults.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -41,6 +41,7 @@ struct LimitsFile {
     memory: Option<String>,
     max_concurrency: Option<usize>,
     task_after: Option<String>,
+    inline_result: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -195,6 +196,9 @@ fn limits(file: LimitsFile, defaults: &Limits, memory_ceiling: u64) -> Result<Li
     if let Some(t) = file.task_after {
         limits.task_after = Some(parse_duration(&t).map_err(|e| ("task-after", e))?);
     }
+    if let Some(size) = file.inline_result {
+        limits.inline_result = parse_size(&size).map_err(|e| ("inline-result", e))?;
+    }
     if let Some(f) = file.fuel {
         limits.fuel = check_positive(f).map_err(|e| ("fuel", e))?;
     }
@@ -304,6 +308,14 @@ mod tests {
     }
 
     #[test]
+    fn inline_result_is_per_plugin_and_checked() {
+        assert_eq!(manifest_from("[limits]\ninline-result = \"1MiB\"\n").unwrap().limits.inline_result, 1 << 20);
+        assert_eq!(manifest_from("").unwrap().limits.inline_result, 256 << 10, "absent: the host's --inline-result-limit");
+        let e = manifest_from("[limits]\ninline-result = \"lots\"\n").err().unwrap();
+        assert!(e.contains("inline-result"), "{e}");
+    }
+
+    #[test]
     fn manifest_overrides_defaults() {
         let m = manifest_from("[limits]\ntimeout = \"2s\"\ntask-timeout = \"1h\"\nfuel = 5\nmemory = \"16MiB\"\nmax-concurrency = 2\n").unwrap();
         let expected = Limits {
@@ -313,6 +325,7 @@ mod tests {
             memory: 16 << 20,
             max_concurrency: 2,
             task_after: None,
+            inline_result: 256 << 10,
         };
         assert_eq!(m.limits, expected);
         assert!(m.permissions.is_empty());

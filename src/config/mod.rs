@@ -25,6 +25,9 @@ pub struct Limits {
     /// How long an `optional` tool of this plugin runs inline for a 2026-07-28 client that
     /// declares the tasks extension before it becomes a task; `None`: the host's `--task-after`.
     pub task_after: Option<Duration>,
+    /// Bytes of a tool result sent inline; a larger result is kept and answered by reference
+    /// (`corral://results/…`). `--max-output` still bounds what a guest may return at all.
+    pub inline_result: u64,
 }
 
 impl Default for Limits {
@@ -36,6 +39,7 @@ impl Default for Limits {
             memory: defaults::size(defaults::MEMORY),
             max_concurrency: 16,
             task_after: None,
+            inline_result: defaults::size(defaults::INLINE_RESULT),
         }
     }
 }

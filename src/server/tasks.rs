@@ -15,7 +15,8 @@ use super::modern::Adopted;
 use super::results::{error_result, failure_result, violations_json, violations_summary};
 use super::task_observer::TaskObserver;
 use super::tools::{self, AdmittedCall};
-use super::{paging, Host, Outlet};
+use super::{paging, result_links, Host, Outlet};
+use crate::config::Limits;
 use crate::mcp::jsonrpc::notification;
 use crate::mcp::types::CallToolResult;
 use crate::mcp::{Params, RpcError};
@@ -221,6 +222,7 @@ impl TaskRunner for ToolRunner {
         // A 2026-07-28 call that outgrew `task_after` is already running: await it, not a new run.
         if let Some((running, call_cancel)) = control.requestor().and_then(|r| r.downcast_ref::<Adopted>()).and_then(Adopted::take) {
             let tool = task.tool.clone();
+            let (expires_at, registry) = (task.expires_at(), self.registry.clone());
             return Box::pin(async move {
                 let mut running = running;
                 let outcome = tokio::select! {
@@ -230,13 +232,15 @@ impl TaskRunner for ToolRunner {
                         running.await
                     }
                 };
-                finished(&tool, outcome.unwrap_or(Err(tools::Cancelled)))
+                let limit = registry.snapshot().tool(&tool).map_or(Limits::default().inline_result, |e| e.plugin.limits.inline_result);
+                let outcome = kept(&control, expires_at, &tool, limit, outcome.unwrap_or(Err(tools::Cancelled))).await;
+                finished(&tool, outcome)
             });
         }
         let registry = self.registry.clone();
         let runtime = self.runtime.clone();
         let metrics = self.metrics.clone();
-        let (tool, arguments) = (task.tool.clone(), task.arguments.clone());
+        let (tool, arguments, expires_at) = (task.tool.clone(), task.arguments.clone(), task.expires_at());
         Box::pin(async move {
             // A task recovered at start may run before the plugins finish loading.
             registry.loaded().await;
@@ -248,12 +252,14 @@ impl TaskRunner for ToolRunner {
             // What `create` handed the engine: the requestor's notifier.
             let forward = control.requestor().and_then(|r| r.downcast_ref::<Arc<dyn CallObserver>>()).cloned();
             let cancel = control.cancel().clone();
-            let observer = Arc::new(TaskObserver::new(control, forward));
+            let observer = Arc::new(TaskObserver::new(control.clone(), forward));
             let mut limits = entry.plugin.limits.clone();
             limits.timeout = limits.task_timeout;
+            let inline_limit = limits.inline_result;
             let ctx = CallContext { limits, cancel, observer, denials: Arc::default() };
             let call = AdmittedCall { entry, arguments, progress_token: None };
-            finished(&tool, tools::run_validated(&runtime, &metrics, &call, ctx).await)
+            let outcome = tools::run_validated(&runtime, &metrics, &call, ctx).await;
+            finished(&tool, kept(&control, expires_at, &tool, inline_limit, outcome).await)
         })
     }
 
@@ -266,6 +272,24 @@ impl TaskRunner for ToolRunner {
             registry.loaded().await;
             registry.snapshot().tool(&tool).is_some_and(|t| t.annotations.idempotent == Some(true))
         })
+    }
+}
+
+/// A task's result with its large pieces kept with the task (by reference, see
+/// [`result_links`]) when it is over `limit`; one the store would not keep becomes an error
+/// result saying so.
+async fn kept(
+    control: &TaskControl,
+    expires_at: Option<i64>,
+    tool: &str,
+    limit: u64,
+    outcome: Result<CallToolResult, tools::Cancelled>,
+) -> Result<CallToolResult, tools::Cancelled> {
+    let result = outcome?;
+    let Some((inline, parts)) = result_links::by_reference(&result, control.id(), limit) else { return Ok(result) };
+    match control.keep_result(expires_at, parts).await {
+        Ok(()) => Ok(inline),
+        Err(e) => Ok(result_links::not_kept(tool, result_links::payload_size(&result), limit, &e.to_string())),
     }
 }
 

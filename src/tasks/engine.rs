@@ -108,7 +108,7 @@ pub struct Counts {
 
 /// The task engine; see the module doc.
 pub struct Engine {
-    inner: Arc<Inner>,
+    pub(super) inner: Arc<Inner>,
     /// Stops the workers and the reaper: a child of the caller's shutdown token.
     stop: CancellationToken,
     /// The workers and the reaper, waited for by [`Engine::shutdown`].

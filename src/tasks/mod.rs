@@ -4,6 +4,7 @@
 //! A leaf: it knows nothing of MCP, the runtime or the server. Whoever runs tasks implements
 //! [`TaskRunner`] and gets a [`TaskControl`] for each run; outcomes are opaque values.
 
+mod blobs;
 mod engine;
 mod finish;
 mod model;
@@ -12,6 +13,7 @@ mod runner;
 mod runners;
 mod settings;
 mod sqlite;
+mod sqlite_blobs;
 mod store;
 #[cfg(test)]
 pub(crate) mod store_suite;
@@ -20,6 +22,7 @@ mod work;
 #[cfg(test)]
 mod engine_tests;
 
+pub use blobs::{pages as result_pages, PartKind, ResultPage, ResultPart, RESULT_PAGE_BYTES};
 pub use engine::{Admission, Counts, Engine, EngineError};
 pub use model::{now_ms, Outcome, Task, TaskStatus};
 pub use postgres::{is_postgres_url, redacted, PgOptions, PgStore};

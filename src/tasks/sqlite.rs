@@ -24,6 +24,7 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row, Transactio
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
+use super::blobs::{ResultPage, ResultPart};
 use super::model::{Outcome, Task, TaskStatus};
 use super::store::{StoreError, StoreFuture, StoreResult, TaskStore};
 
@@ -36,7 +37,7 @@ pub enum Durability {
     Power,
 }
 
-const SCHEMA_VERSION: i64 = 3;
+const SCHEMA_VERSION: i64 = 4;
 /// Operations per transaction at most, so one commit's answers are not held back for long.
 const MAX_BATCH: usize = 512;
 /// Operations waiting for a thread at most; a caller beyond it waits (asynchronously) for a
@@ -265,6 +266,8 @@ fn prepare(conn: &Connection, durability: Durability) -> rusqlite::Result<()> {
         conn.execute_batch("ALTER TABLE tasks ADD COLUMN started_at INTEGER; UPDATE tasks SET started_at = updated_at")?;
     }
     conn.execute_batch(SCHEMA)?;
+    // Version 4 keeps large results by reference, in pages (`sqlite_blobs`).
+    conn.execute_batch(super::sqlite_blobs::SCHEMA)?;
     conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
     conn.query_row("SELECT count(*) FROM tasks", [], |_| Ok(()))?;
     Ok(())
@@ -502,8 +505,21 @@ impl TaskStore for SqliteStore {
     }
 
     fn purge_expired(&self, now_ms: i64) -> StoreFuture<usize> {
-        // Outcomes go with their tasks (ON DELETE CASCADE).
-        self.write(move |c| c.execute("DELETE FROM tasks WHERE expires_at IS NOT NULL AND expires_at <= ?1", params![now_ms]))
+        // Outcomes go with their tasks (ON DELETE CASCADE); kept results expire with them.
+        self.write(move |c| {
+            super::sqlite_blobs::purge(c, now_ms)?;
+            c.execute("DELETE FROM tasks WHERE expires_at IS NOT NULL AND expires_at <= ?1", params![now_ms])
+        })
+    }
+
+    fn keep_result(&self, owner: &str, id: &str, expires_at: Option<i64>, parts: Vec<ResultPart>) -> StoreFuture<()> {
+        let (owner, id) = (owner.to_owned(), id.to_owned());
+        self.write(move |c| super::sqlite_blobs::keep(c, &owner, &id, expires_at, &parts))
+    }
+
+    fn result_page(&self, owner: &str, id: &str, part: u32, page: u32, now_ms: i64) -> StoreFuture<Option<ResultPage>> {
+        let (owner, id) = (owner.to_owned(), id.to_owned());
+        self.read(move |c| super::sqlite_blobs::page(c, &owner, &id, part, page, now_ms))
     }
 
     fn count_by_status(&self) -> StoreFuture<Vec<(TaskStatus, u64)>> {

@@ -154,6 +154,36 @@ pub(crate) async fn counts_and_unfinished_follow_the_statuses(store: &dyn TaskSt
     assert_eq!(unfinished.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), ["w1", "w2", "i"]);
 }
 
+pub(crate) async fn results_are_kept_in_pages_for_their_owner_until_they_expire(store: &dyn TaskStore) {
+    use super::blobs::{PartKind, ResultPart, RESULT_PAGE_BYTES};
+    let now = now_ms();
+    let text: String = (0..RESULT_PAGE_BYTES * 2 + 10).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+    let parts = vec![
+        ResultPart { part: 0, kind: PartKind::Text, mime_type: Some("text/plain".into()), data: text.clone() },
+        ResultPart { part: 2, kind: PartKind::Blob, mime_type: Some("image/png".into()), data: "AQID".into() },
+    ];
+    store.keep_result("alice", "r1", Some(now + 60_000), parts).await.unwrap();
+    let mut read = String::new();
+    for n in 0..3 {
+        let page = store.result_page("alice", "r1", 0, n, now).await.unwrap().expect("a page");
+        assert_eq!((page.kind, page.page, page.pages, page.size), (PartKind::Text, n, 3, text.len() as u64));
+        assert_eq!(page.mime_type.as_deref(), Some("text/plain"));
+        read.push_str(&page.data);
+    }
+    assert_eq!(read, text, "the pages join to the whole part");
+    assert_eq!(store.result_page("alice", "r1", 0, 3, now).await.unwrap(), None, "no page past the last");
+    let blob = store.result_page("alice", "r1", 2, 0, now).await.unwrap().expect("the binary part");
+    assert_eq!((blob.kind, blob.data.as_str(), blob.pages), (PartKind::Blob, "AQID", 1));
+    assert_eq!(store.result_page("alice", "r1", 1, 0, now).await.unwrap(), None, "no such part");
+    assert_eq!(store.result_page("bob", "r1", 0, 0, now).await.unwrap(), None, "another owner reads nothing");
+    assert_eq!(store.result_page("alice", "r1", 0, 0, now + 60_000).await.unwrap(), None, "an expired result reads as gone");
+    store.keep_result("alice", "forever", None, vec![ResultPart { part: 0, kind: PartKind::Text, mime_type: None, data: String::new() }]).await.unwrap();
+    store.purge_expired(now + 60_000).await.unwrap();
+    assert_eq!(store.result_page("alice", "r1", 2, 0, now).await.unwrap(), None, "purged once expired");
+    let empty = store.result_page("alice", "forever", 0, 0, now + 60_000).await.unwrap().expect("kept without expiry");
+    assert_eq!((empty.data.as_str(), empty.pages, empty.size), ("", 1, 0));
+}
+
 /// Expands to one `#[tokio::test]` per rule of the suite, in a module `$name`, each on a fresh
 /// store from `$make()` (a closure returning `(store, keep_alive)`).
 macro_rules! store_suite {
@@ -170,7 +200,8 @@ macro_rules! store_suite {
                 idempotency_keys_are_scoped_by_owner,
                 list_pages_by_seq_per_owner,
                 purge_deletes_expired_tasks_and_their_outcomes,
-                counts_and_unfinished_follow_the_statuses
+                counts_and_unfinished_follow_the_statuses,
+                results_are_kept_in_pages_for_their_owner_until_they_expire
             );
         }
     };

@@ -10,7 +10,8 @@ use crate::tasks::store::{StoreError, StoreResult};
 const MIGRATION_LOCK: i64 = 0x636f_7272_616c;
 
 /// Migration `n` takes the schema from version `n` to `n + 1`.
-const MIGRATIONS: &[&str] = &["
+const MIGRATIONS: &[&str] = &[
+    "
 CREATE TABLE corral_tasks (
     seq BIGSERIAL PRIMARY KEY,
     id TEXT NOT NULL UNIQUE,
@@ -45,7 +46,25 @@ CREATE TABLE corral_hosts (
     started_at TIMESTAMPTZ NOT NULL DEFAULT now(),
     heartbeat_at TIMESTAMPTZ NOT NULL DEFAULT now()
 );
-"];
+",
+    "
+-- Large results kept by reference, one row per page (issue 16).
+CREATE TABLE corral_result_pages (
+    id TEXT NOT NULL,
+    part INTEGER NOT NULL,
+    page INTEGER NOT NULL,
+    owner TEXT NOT NULL,
+    expires_at BIGINT,
+    kind TEXT NOT NULL,
+    mime_type TEXT,
+    size BIGINT NOT NULL,
+    pages INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (id, part, page)
+);
+CREATE INDEX corral_result_pages_by_expiry ON corral_result_pages (expires_at) WHERE expires_at IS NOT NULL;
+",
+];
 
 /// The schema version this corral writes.
 pub(super) const VERSION: i32 = MIGRATIONS.len() as i32;

@@ -18,6 +18,7 @@ use tokio_util::task::TaskTracker;
 
 use super::pool::{get, Target};
 use super::{hosts, listen, schema, PgOptions};
+use crate::tasks::blobs::{ResultPage, ResultPart};
 use crate::tasks::model::{now_ms, Outcome, Task, TaskStatus};
 use crate::tasks::store::{StoreError, StoreEvent, StoreFuture, StoreResult, TaskStore};
 
@@ -334,10 +335,20 @@ impl TaskStore for PgStore {
         Some(self.events.subscribe())
     }
 
+    fn keep_result(&self, owner: &str, id: &str, expires_at: Option<i64>, parts: Vec<ResultPart>) -> StoreFuture<()> {
+        Box::pin(super::blobs::keep(self.pool(), owner.to_owned(), id.to_owned(), expires_at, parts))
+    }
+
+    fn result_page(&self, owner: &str, id: &str, part: u32, page: u32, now_ms: i64) -> StoreFuture<Option<ResultPage>> {
+        Box::pin(super::blobs::page(self.pool(), owner.to_owned(), id.to_owned(), part, page, now_ms))
+    }
+
     fn purge_expired(&self, now_ms: i64) -> StoreFuture<usize> {
         let pool = self.pool();
         Box::pin(async move {
             let client = get(&pool?).await?;
+            // Kept results expire with their tasks (a plain call's after the task TTL).
+            super::blobs::purge(&client, now_ms).await?;
             // Batched so no statement holds many row locks; SKIP LOCKED lets every replica purge
             // at once without waiting for another. Outcomes go with their tasks (ON DELETE CASCADE).
             let statement = client

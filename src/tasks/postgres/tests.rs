@@ -55,7 +55,8 @@ async fn a_newer_schema_is_refused() {
     open(&url, "h").await.close().await;
     testing::psql(&url, "UPDATE corral_schema SET version = 99").unwrap();
     let e = PgStore::open(PgOptions::new(&url, "h")).await.err().expect("refused");
-    assert!(e.to_string().contains("the corral schema is version 99, newer than this corral understands (1)"), "{e}");
+    let understood = format!("the corral schema is version 99, newer than this corral understands ({})", super::schema::VERSION);
+    assert!(e.to_string().contains(&understood), "{e}");
 }
 
 #[tokio::test]
@@ -84,7 +85,7 @@ async fn replicas_starting_together_migrate_once() {
     for store in futures_util::future::join_all(opens).await {
         store.unwrap().expect("every replica starts").close().await;
     }
-    assert_eq!(testing::psql(&url, "SELECT version FROM corral_schema").unwrap(), "1");
+    assert_eq!(testing::psql(&url, "SELECT version FROM corral_schema").unwrap(), super::schema::VERSION.to_string());
 }
 
 #[tokio::test]
