@@ -63,6 +63,7 @@ impl HostArgs {
             max_concurrency: self.max_concurrency,
             task_after: None,
             inline_result: self.inline_result_limit,
+            ..Limits::default()
         };
         if limits.memory > self.memory_ceiling {
             anyhow::bail!("--memory {} is above --memory-ceiling {}", config::display_size(limits.memory), config::display_size(self.memory_ceiling));

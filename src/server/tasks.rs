@@ -22,7 +22,7 @@ use crate::mcp::types::CallToolResult;
 use crate::mcp::{Params, RpcError};
 use crate::registry::{violations, Registry};
 use crate::runtime::{CallContext, CallObserver, Failure, Runtime, TaskSupport};
-use crate::tasks::{Admission, EngineError, Finished, Outcome, Task, TaskControl, TaskEvents, TaskRunner, TaskStatus};
+use crate::tasks::{Admission, EngineError, Finished, Outcome, Recovery, Task, TaskControl, TaskEvents, TaskRunner, TaskStatus};
 
 /// The `_meta` key that ties a message to its task.
 pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
@@ -44,7 +44,24 @@ pub fn task_json(task: &Task) -> Value {
     if let Some(m) = &task.status_message {
         t["statusMessage"] = json!(m);
     }
+    if let Some(resumed) = resumed_meta(task) {
+        t["_meta"] = json!({ "corral/resumed": resumed });
+    }
     t
+}
+
+/// For a task that ran again after an interruption: which attempt this is, and its last
+/// checkpoint (0: it ran again from the start).
+pub(super) fn resumed_meta(task: &Task) -> Option<Value> {
+    (task.attempts > 1).then(|| json!({ "attempt": task.attempts, "checkpoint": task.checkpoint }))
+}
+
+/// The `statusMessage` a task shows when it runs again after an interruption.
+fn resumed_message(task: &Task) -> String {
+    match task.checkpoint {
+        0 => format!("running again from the start after an interruption (attempt {})", task.attempts),
+        n => format!("resumed from checkpoint {n} after an interruption (attempt {})", task.attempts),
+    }
 }
 
 /// A time in milliseconds since the epoch as MCP shows it (RFC 3339, UTC, milliseconds).
@@ -241,6 +258,9 @@ impl TaskRunner for ToolRunner {
         let runtime = self.runtime.clone();
         let metrics = self.metrics.clone();
         let (tool, arguments, expires_at) = (task.tool.clone(), task.arguments.clone(), task.expires_at());
+        if task.attempts > 1 {
+            control.set_message(resumed_message(task));
+        }
         Box::pin(async move {
             // A task recovered at start may run before the plugins finish loading.
             registry.loaded().await;
@@ -260,6 +280,15 @@ impl TaskRunner for ToolRunner {
             let call = AdmittedCall { entry, arguments, progress_token: None };
             let outcome = tools::run_validated(&runtime, &metrics, &call, ctx).await;
             finished(&tool, kept(&control, expires_at, &tool, inline_limit, outcome).await)
+        })
+    }
+
+    fn recovery(&self, tool: &str) -> BoxFuture<'static, Recovery> {
+        let (registry, tool) = (self.registry.clone(), tool.to_owned());
+        Box::pin(async move {
+            registry.loaded().await;
+            let limits = registry.snapshot().tool(&tool).map(|t| t.plugin.limits.clone());
+            limits.map_or_else(Recovery::default, |l| Recovery { resumable: l.resumable, retries: l.retries })
         })
     }
 

@@ -245,6 +245,8 @@ impl Engine {
             idempotency_key: admission.idempotency_key,
             seq: 0,
             runner: inner.runners.id().to_owned(),
+            attempts: 0,
+            checkpoint: 0,
         };
         let (requestor, events) = (admission.requestor, admission.events);
         let inner = inner.clone();

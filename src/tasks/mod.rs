@@ -9,6 +9,7 @@ mod engine;
 mod finish;
 mod model;
 mod postgres;
+mod resume;
 mod runner;
 mod runners;
 mod settings;
@@ -26,6 +27,7 @@ pub use blobs::{pages as result_pages, PartKind, ResultPage, ResultPart, RESULT_
 pub use engine::{Admission, Counts, Engine, EngineError};
 pub use model::{now_ms, Outcome, Task, TaskStatus};
 pub use postgres::{is_postgres_url, redacted, PgOptions, PgStore};
+pub use resume::Recovery;
 pub use runner::{Finished, TaskControl, TaskEvents, TaskRunner};
 pub use runners::Runners;
 pub use settings::{TaskSettings, DEFAULT_HOST_EXPIRY};

@@ -24,6 +24,13 @@ pub trait TaskRunner: Send + Sync + 'static {
     /// answer may have to wait: recovery runs as the host starts, maybe before its tools are
     /// known.
     fn may_rerun(&self, tool: &str) -> BoxFuture<'static, bool>;
+
+    /// What `tool`'s plugin says about running its tasks again (`resumable`, `retries`); by
+    /// default nothing.
+    fn recovery(&self, tool: &str) -> BoxFuture<'static, super::Recovery> {
+        let _ = tool;
+        super::resume::no_recovery()
+    }
 }
 
 /// How a task's run ended.

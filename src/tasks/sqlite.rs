@@ -37,7 +37,7 @@ pub enum Durability {
     Power,
 }
 
-const SCHEMA_VERSION: i64 = 4;
+const SCHEMA_VERSION: i64 = 5;
 /// Operations per transaction at most, so one commit's answers are not held back for long.
 const MAX_BATCH: usize = 512;
 /// Operations waiting for a thread at most; a caller beyond it waits (asynchronously) for a
@@ -65,7 +65,10 @@ CREATE TABLE IF NOT EXISTS tasks (
     progress_token TEXT,
     idempotency_key TEXT,
     runner TEXT NOT NULL,
-    started_at INTEGER
+    started_at INTEGER,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    checkpoint_seq INTEGER NOT NULL DEFAULT 0,
+    checkpoint BLOB
 );
 CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks(owner, seq);
 CREATE UNIQUE INDEX IF NOT EXISTS tasks_by_key ON tasks(owner, idempotency_key) WHERE idempotency_key IS NOT NULL;
@@ -78,8 +81,7 @@ CREATE TABLE IF NOT EXISTS outcomes (
 );
 ";
 
-const COLUMNS: &str =
-    "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner";
+const COLUMNS: &str = "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner, attempts, checkpoint_seq";
 
 /// What a write batch's commit came to, told to every operation of the batch.
 type Commit = Result<(), Arc<rusqlite::Error>>;
@@ -265,6 +267,12 @@ fn prepare(conn: &Connection, durability: Durability) -> rusqlite::Result<()> {
         // after a crash. Tasks of older databases count as started, as they may have been.
         conn.execute_batch("ALTER TABLE tasks ADD COLUMN started_at INTEGER; UPDATE tasks SET started_at = updated_at")?;
     }
+    if (1..5).contains(&version) {
+        // Version 5 counts each task's attempts and keeps its last checkpoint (issue 16).
+        conn.execute_batch(
+            "ALTER TABLE tasks ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0; ALTER TABLE tasks ADD COLUMN checkpoint_seq INTEGER NOT NULL DEFAULT 0; ALTER TABLE tasks ADD COLUMN checkpoint BLOB;",
+        )?;
+    }
     conn.execute_batch(SCHEMA)?;
     // Version 4 keeps large results by reference, in pages (`sqlite_blobs`).
     conn.execute_batch(super::sqlite_blobs::SCHEMA)?;
@@ -359,6 +367,8 @@ fn read_task(row: &Row) -> rusqlite::Result<Task> {
         progress_token: json(row.get(11)?),
         idempotency_key: row.get(12)?,
         runner: row.get(13)?,
+        attempts: row.get(14)?,
+        checkpoint: row.get::<_, i64>(15)? as u64,
     })
 }
 
@@ -473,7 +483,7 @@ impl TaskStore for SqliteStore {
         let (owner, id, runner) = (owner.to_owned(), id.to_owned(), runner.to_owned());
         self.write(move |c| {
             c.prepare_cached(&format!(
-                "UPDATE tasks SET started_at = coalesce(started_at, ?4) WHERE id = ?1 AND owner = ?2 AND runner = ?3 AND status IN ('working', 'input_required') RETURNING {COLUMNS}"
+                "UPDATE tasks SET started_at = coalesce(started_at, ?4), attempts = attempts + 1 WHERE id = ?1 AND owner = ?2 AND runner = ?3 AND status IN ('working', 'input_required') RETURNING {COLUMNS}"
             ))?
             .query_row(params![id, owner, runner, now()], read_task)
             .optional()
@@ -509,6 +519,28 @@ impl TaskStore for SqliteStore {
         self.write(move |c| {
             super::sqlite_blobs::purge(c, now_ms)?;
             c.execute("DELETE FROM tasks WHERE expires_at IS NOT NULL AND expires_at <= ?1", params![now_ms])
+        })
+    }
+
+    fn checkpoint(&self, id: &str, runner: &str, state: Vec<u8>, message: Option<&str>) -> StoreFuture<Option<u64>> {
+        let (id, runner, message) = (id.to_owned(), runner.to_owned(), message.map(str::to_owned));
+        self.write(move |c| {
+            c.prepare_cached(
+                "UPDATE tasks SET checkpoint = ?3, checkpoint_seq = checkpoint_seq + 1, status_message = coalesce(?4, status_message), updated_at = ?5
+                 WHERE id = ?1 AND runner = ?2 AND status IN ('working', 'input_required') RETURNING checkpoint_seq",
+            )?
+            .query_row(params![id, runner, state, message, now()], |r| r.get::<_, i64>(0))
+            .optional()
+            .map(|seq| seq.map(|s| s as u64))
+        })
+    }
+
+    fn checkpoint_state(&self, id: &str) -> StoreFuture<Option<(u64, Vec<u8>)>> {
+        let id = id.to_owned();
+        self.read(move |c| {
+            let row: Option<(i64, Option<Vec<u8>>)> =
+                c.query_row("SELECT checkpoint_seq, checkpoint FROM tasks WHERE id = ?1", params![id], |r| Ok((r.get(0)?, r.get(1)?))).optional()?;
+            Ok(row.and_then(|(seq, state)| Some((seq as u64, state?))))
         })
     }
 

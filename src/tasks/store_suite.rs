@@ -26,6 +26,8 @@ pub(crate) fn task(id: &str, owner: &str, runner: &str) -> Task {
         idempotency_key: None,
         seq: 0,
         runner: runner.to_owned(),
+        attempts: 0,
+        checkpoint: 0,
     }
 }
 
@@ -184,6 +186,23 @@ pub(crate) async fn results_are_kept_in_pages_for_their_owner_until_they_expire(
     assert_eq!((empty.data.as_str(), empty.pages, empty.size), ("", 1, 0));
 }
 
+pub(crate) async fn checkpoints_replace_each_other_are_fenced_and_attempts_are_counted(store: &dyn TaskStore) {
+    store.insert(task("t", "o", "h")).await.unwrap();
+    assert_eq!(store.checkpoint_state("t").await.unwrap(), None, "no checkpoint yet");
+    let first = store.start("o", "t", "h").await.unwrap().expect("started");
+    assert_eq!((first.attempts, first.checkpoint), (1, 0), "the first start is attempt 1");
+    assert_eq!(store.checkpoint("t", "other", b"x".to_vec(), None).await.unwrap(), None, "another host writes nothing");
+    assert_eq!(store.checkpoint("t", "h", b"one".to_vec(), Some("10 of 100")).await.unwrap(), Some(1));
+    assert_eq!(store.checkpoint("t", "h", vec![0, 255, 7], Some("20 of 100")).await.unwrap(), Some(2));
+    assert_eq!(store.checkpoint_state("t").await.unwrap(), Some((2, vec![0, 255, 7])), "the last replaces the one before");
+    let row = store.get("o", "t").await.unwrap().unwrap();
+    assert_eq!((row.checkpoint, row.status_message.as_deref()), (2, Some("20 of 100")), "progress is stored with the checkpoint");
+    let again = store.start("o", "t", "h").await.unwrap().expect("started again");
+    assert_eq!((again.attempts, again.checkpoint), (2, 2), "a second start is attempt 2, from checkpoint 2");
+    store.finish("t", TaskStatus::Completed, None, &Outcome::Result(json!({}))).await.unwrap().unwrap();
+    assert_eq!(store.checkpoint("t", "h", b"late".to_vec(), None).await.unwrap(), None, "an ended task takes no checkpoint");
+}
+
 /// Expands to one `#[tokio::test]` per rule of the suite, in a module `$name`, each on a fresh
 /// store from `$make()` (a closure returning `(store, keep_alive)`).
 macro_rules! store_suite {
@@ -201,7 +220,8 @@ macro_rules! store_suite {
                 list_pages_by_seq_per_owner,
                 purge_deletes_expired_tasks_and_their_outcomes,
                 counts_and_unfinished_follow_the_statuses,
-                results_are_kept_in_pages_for_their_owner_until_they_expire
+                results_are_kept_in_pages_for_their_owner_until_they_expire,
+                checkpoints_replace_each_other_are_fenced_and_attempts_are_counted
             );
         }
     };

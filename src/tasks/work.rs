@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::engine::{EngineError, Inner, Queued, Reservation};
 use super::model::{now_ms, Outcome, TaskStatus};
+use super::resume::{verdict, Verdict};
 use super::runner::TaskControl;
 use super::store::StoreEvent;
 
@@ -95,14 +96,14 @@ impl Inner {
         }
         claimed.extend(self.store.claim_orphans(me).await?);
         for task in claimed {
-            if self.runner.may_rerun(&task.tool).await || !self.store.started(&task.id).await? {
-                tracing::info!(task = %task.id, tool = %task.tool, "running a task its host left unfinished");
+            let started = self.store.started(&task.id).await?;
+            if let Verdict::Interrupt(message) = verdict(&*self.runner, &task, started).await {
+                tracing::warn!(task = %task.id, tool = %task.tool, "failing a task its host left unfinished: {message}");
+                self.store.finish_as(&task.id, me, TaskStatus::Failed, Some(&message), &Outcome::Interrupted).await?;
+            } else {
+                tracing::info!(task = %task.id, tool = %task.tool, checkpoint = task.checkpoint, "running a task its host left unfinished");
                 Reservation::force(self, &task.owner).keep();
                 self.enqueue(&task, None, None);
-            } else {
-                tracing::warn!(task = %task.id, tool = %task.tool, "failing a task its host left unfinished");
-                let message = Some("interrupted by a host restart before it finished");
-                self.store.finish_as(&task.id, me, TaskStatus::Failed, message, &Outcome::Interrupted).await?;
             }
         }
         Ok(())

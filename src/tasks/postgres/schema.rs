@@ -64,6 +64,13 @@ CREATE TABLE corral_result_pages (
 );
 CREATE INDEX corral_result_pages_by_expiry ON corral_result_pages (expires_at) WHERE expires_at IS NOT NULL;
 ",
+    "
+-- Each task's attempts and its last checkpoint (issue 16).
+ALTER TABLE corral_tasks
+    ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0,
+    ADD COLUMN checkpoint_seq BIGINT NOT NULL DEFAULT 0,
+    ADD COLUMN checkpoint BYTEA;
+",
 ];
 
 /// The schema version this corral writes.
