@@ -10,6 +10,8 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings::{self, ElicitResponse, LogLevel, RequestError, SamplingRequest, SamplingResponse};
+use super::failure::Stopped;
+use super::input::{self, InputRequest, InputResponse, Keyed, Root};
 use super::network::{HttpGuard, NetGuard};
 use crate::cancel::CancelHandle;
 use crate::config::Limits;
@@ -39,6 +41,54 @@ pub trait CallObserver: Send + Sync {
     fn sample(&self, task: Option<&str>, request: SamplingRequest) -> Answer<SamplingResponse> {
         let _ = (task, request);
         nobody_to_ask()
+    }
+
+    /// Asks the client for its roots (`roots/list`). By default there is nobody to ask.
+    fn roots(&self, task: Option<&str>) -> Answer<Vec<Root>> {
+        let _ = task;
+        nobody_to_ask()
+    }
+
+    /// Asks for several inputs under the plugin's keys (0.3.0 `input.ask`; the keys are already
+    /// checked). By default each goes to [`CallObserver::elicit`], [`CallObserver::sample`] or
+    /// [`CallObserver::roots`] in turn, the first failure failing the whole `ask`: that is how a
+    /// client that takes one request at a time (2025-11-25) answers it.
+    fn ask(&self, task: Option<&str>, requests: Keyed<InputRequest>) -> Answer<Keyed<InputResponse>> {
+        // The answers are futures that do nothing until polled: created here, awaited in order.
+        let asked: Vec<(String, Answer<InputResponse>)> = requests
+            .into_iter()
+            .map(|(key, request)| {
+                let answer: Answer<InputResponse> = match request {
+                    InputRequest::Elicit { message, requested_schema } => {
+                        let answer = self.elicit(task, message, requested_schema);
+                        Box::pin(async move { answer.await.map(InputResponse::Elicit) })
+                    }
+                    InputRequest::Sample(request) => {
+                        let answer = self.sample(task, request);
+                        Box::pin(async move { answer.await.map(InputResponse::Sample) })
+                    }
+                    InputRequest::ListRoots => {
+                        let answer = self.roots(task);
+                        Box::pin(async move { answer.await.map(InputResponse::Roots) })
+                    }
+                };
+                (key, answer)
+            })
+            .collect();
+        Box::pin(async move {
+            let mut answers = Vec::with_capacity(asked.len());
+            for (key, answer) in asked {
+                answers.push((key, answer.await?));
+            }
+            Ok(answers)
+        })
+    }
+
+    /// Whether the call must stop now because it asked for input its request cannot answer yet
+    /// (a 2026-07-28 plain call): checked after every request to the client, and the guest is
+    /// stopped when it is true. The observer keeps what was asked.
+    fn stops_for_input(&self) -> bool {
+        false
     }
 }
 
@@ -122,7 +172,12 @@ pub(crate) struct CallState {
     pub deadline: Instant,
     pub memory_cap: u64,
     pub memory_cap_hit: bool,
+    /// The call's last `checkpoint` (0.3.0) outside a task: kept for the call only.
+    pub checkpoint: Option<Vec<u8>>,
 }
+
+/// The largest checkpoint a plugin may keep (0.3.0 `checkpoints.checkpoint`).
+pub(crate) const MAX_CHECKPOINT: usize = 1 << 20;
 
 /// The error a denied memory growth traps with; `memory_cap_hit` records it for classification.
 #[derive(Debug, thiserror::Error)]
@@ -194,14 +249,18 @@ impl bindings::v2::corral::plugin::host::Host for CallState {
         self.is_stopping()
     }
 
-    fn elicit(&mut self, message: String, requested_schema: String) -> impl std::future::Future<Output = Result<ElicitResponse, RequestError>> + Send {
+    fn elicit(
+        &mut self,
+        message: String,
+        requested_schema: String,
+    ) -> impl std::future::Future<Output = wasmtime::Result<Result<ElicitResponse, RequestError>>> + Send {
         tracing::debug!(plugin = %self.plugin, "asks the client to elicit: {message}");
-        self.observer.elicit(None, message, requested_schema)
+        self.until_input(self.observer.elicit(None, message, requested_schema))
     }
 
-    fn sample(&mut self, request: SamplingRequest) -> impl std::future::Future<Output = Result<SamplingResponse, RequestError>> + Send {
+    fn sample(&mut self, request: SamplingRequest) -> impl std::future::Future<Output = wasmtime::Result<Result<SamplingResponse, RequestError>>> + Send {
         tracing::debug!(plugin = %self.plugin, "asks the client to sample");
-        self.observer.sample(None, request)
+        self.until_input(self.observer.sample(None, request))
     }
 
     fn resource_updated(&mut self, uri: String) {
@@ -210,7 +269,111 @@ impl bindings::v2::corral::plugin::host::Host for CallState {
     }
 }
 
+mod v3 {
+    pub use crate::runtime::bindings::v3::corral::plugin::{checkpoints, host, input};
+}
+
+impl v3::host::Host for CallState {
+    fn log(&mut self, level: v3::host::LogLevel, message: String) {
+        self.log_line(level.into(), message);
+    }
+
+    fn progress(&mut self, progress: f64, total: Option<f64>, message: Option<String>) {
+        self.observer.progress(progress, total, message);
+    }
+
+    fn cancelled(&mut self) -> bool {
+        self.is_stopping()
+    }
+
+    fn elicit(
+        &mut self,
+        message: String,
+        requested_schema: String,
+    ) -> impl std::future::Future<Output = wasmtime::Result<Result<v3::host::ElicitResponse, v3::host::RequestError>>> + Send {
+        tracing::debug!(plugin = %self.plugin, "asks the client to elicit: {message}");
+        let answer = self.until_input(self.observer.elicit(None, message, requested_schema));
+        async move { answer.await.map(|r| r.map(Into::into).map_err(Into::into)) }
+    }
+
+    fn sample(
+        &mut self,
+        request: v3::host::SamplingRequest,
+    ) -> impl std::future::Future<Output = wasmtime::Result<Result<v3::host::SamplingResponse, v3::host::RequestError>>> + Send {
+        tracing::debug!(plugin = %self.plugin, "asks the client to sample");
+        let answer = self.until_input(self.observer.sample(None, request.into()));
+        async move { answer.await.map(|r| r.map(Into::into).map_err(Into::into)) }
+    }
+
+    fn resource_updated(&mut self, uri: String) {
+        let _ = self.updates.send(ResourceUpdate { plugin: self.plugin.clone(), uri });
+    }
+}
+
+impl v3::input::Host for CallState {
+    fn ask(
+        &mut self,
+        requests: Vec<(String, v3::input::InputRequest)>,
+    ) -> impl std::future::Future<Output = wasmtime::Result<Result<Vec<(String, v3::input::InputResponse)>, v3::host::RequestError>>> + Send {
+        let requests: Keyed<InputRequest> = requests.into_iter().map(|(k, r)| (k, super::v3_values::input_request(r))).collect();
+        tracing::debug!(plugin = %self.plugin, "asks the client for {} input(s)", requests.len());
+        let answer = match input::check_keys(&requests) {
+            Ok(()) => Ok(self.until_input(self.observer.ask(None, requests))),
+            Err(refused) => Err(refused),
+        };
+        async move {
+            let answered = match answer {
+                Ok(answer) => answer.await?,
+                Err(refused) => Err(refused),
+            };
+            Ok(answered.map(|answers| answers.into_iter().map(|(k, r)| (k, super::v3_values::input_response(r))).collect()).map_err(Into::into))
+        }
+    }
+
+    fn roots(&mut self) -> impl std::future::Future<Output = wasmtime::Result<Result<Vec<Root>, v3::host::RequestError>>> + Send {
+        tracing::debug!(plugin = %self.plugin, "asks the client for its roots");
+        let answer = self.until_input(self.observer.ask(None, vec![("roots".to_owned(), InputRequest::ListRoots)]));
+        async move {
+            Ok(answer.await?.map_err(Into::into).and_then(|answers| match answers.into_iter().next() {
+                Some((_, InputResponse::Roots(roots))) => Ok(roots),
+                _ => Err(v3::host::RequestError::Refused("the answer to `roots/list` is not a list of roots".into())),
+            }))
+        }
+    }
+}
+
+impl v3::checkpoints::Host for CallState {
+    fn checkpoint(&mut self, state: Vec<u8>) -> Result<(), String> {
+        if state.len() > MAX_CHECKPOINT {
+            return Err(format!("a checkpoint holds at most {} bytes; this one has {}", MAX_CHECKPOINT, state.len()));
+        }
+        self.checkpoint = Some(state);
+        Ok(())
+    }
+
+    fn resume(&mut self) -> Option<Vec<u8>> {
+        // Outside a task nothing ran before this call: there is nothing to resume from.
+        None
+    }
+}
+
 impl CallState {
+    /// Waits for an answer to the client request `answer`, then stops the guest (a trap) when
+    /// the observer says the call must stop for input it cannot have yet.
+    fn until_input<T: Send + 'static>(
+        &self,
+        answer: Answer<T>,
+    ) -> impl std::future::Future<Output = wasmtime::Result<Result<T, RequestError>>> + Send + 'static {
+        let observer = self.observer.clone();
+        async move {
+            let answer = answer.await;
+            if observer.stops_for_input() {
+                return Err(Stopped::ForInput.into());
+            }
+            Ok(answer)
+        }
+    }
+
     fn is_stopping(&self) -> bool {
         self.cancel.is_cancelled() || Instant::now() >= self.deadline
     }

@@ -2,12 +2,15 @@
 //! once when it is compiled; and calling one export in a fresh instance.
 //!
 //! A 0.1.0 plugin exports `corral:plugin/tools@0.1.0`; a 0.2.0 plugin exports
-//! `corral:plugin/tools@0.2.0` and any of `resources`, `prompts`, `completions` of 0.2.0.
+//! `corral:plugin/tools@0.2.0` and any of `resources`, `prompts`, `completions` of 0.2.0; a 0.3.0
+//! plugin the same interfaces of 0.3.0 (whose answers are converted to 0.2.0's types).
 
 use wasmtime::component::InstancePre;
 use wasmtime::Store;
 
-use super::bindings::{v1, v2, CallResult, Completion, Contents, Prompt, PromptError, PromptResult, ReadError, Reference, Resource, ResourceTemplate, Tool};
+use super::bindings::{
+    v1, v2, v3, CallResult, Completion, Contents, Prompt, PromptError, PromptResult, ReadError, Reference, Resource, ResourceTemplate, Tool,
+};
 use super::call::CallState;
 
 /// The contract version a plugin was built against.
@@ -17,14 +20,17 @@ pub enum Contract {
     V0_1,
     /// `corral:plugin@0.2.0`: tools, resources, prompts, completions, requests to the client.
     V0_2,
+    /// `corral:plugin@0.3.0`: 0.2.0 plus input under plugin-chosen keys (with roots) and checkpoints.
+    V0_3,
 }
 
 impl Contract {
-    /// `0.1.0` or `0.2.0`.
+    /// `0.1.0`, `0.2.0` or `0.3.0`.
     pub fn as_str(self) -> &'static str {
         match self {
             Contract::V0_1 => "0.1.0",
             Contract::V0_2 => "0.2.0",
+            Contract::V0_3 => "0.3.0",
         }
     }
 }
@@ -32,30 +38,49 @@ impl Contract {
 enum Tools {
     V1(v1::exports::corral::plugin::tools::GuestIndices),
     V2(v2::exports::corral::plugin::tools::GuestIndices),
+    V3(v3::exports::corral::plugin::tools::GuestIndices),
 }
+
+/// One optional interface of 0.2.0 or of 0.3.0.
+enum Optional<A, B> {
+    V2(A),
+    V3(B),
+}
+
+type Resources = Optional<v2::exports::corral::plugin::resources::GuestIndices, v3::exports::corral::plugin::resources::GuestIndices>;
+type Prompts = Optional<v2::exports::corral::plugin::prompts::GuestIndices, v3::exports::corral::plugin::prompts::GuestIndices>;
+type Completions = Optional<v2::exports::corral::plugin::completions::GuestIndices, v3::exports::corral::plugin::completions::GuestIndices>;
 
 /// Where a component's exports are, looked up by name once.
 pub(crate) struct Exports {
     tools: Tools,
-    resources: Option<v2::exports::corral::plugin::resources::GuestIndices>,
-    prompts: Option<v2::exports::corral::plugin::prompts::GuestIndices>,
-    completions: Option<v2::exports::corral::plugin::completions::GuestIndices>,
+    resources: Option<Resources>,
+    prompts: Option<Prompts>,
+    completions: Option<Completions>,
 }
 
 impl Exports {
     /// Finds the exports of a linked component; an error names what is missing.
     pub fn find(pre: &InstancePre<CallState>) -> Result<Exports, String> {
+        if let Ok(tools) = v3::exports::corral::plugin::tools::GuestIndices::new(pre) {
+            return Ok(Exports {
+                tools: Tools::V3(tools),
+                resources: v3::exports::corral::plugin::resources::GuestIndices::new(pre).ok().map(Optional::V3),
+                prompts: v3::exports::corral::plugin::prompts::GuestIndices::new(pre).ok().map(Optional::V3),
+                completions: v3::exports::corral::plugin::completions::GuestIndices::new(pre).ok().map(Optional::V3),
+            });
+        }
         if let Ok(tools) = v2::exports::corral::plugin::tools::GuestIndices::new(pre) {
             return Ok(Exports {
                 tools: Tools::V2(tools),
-                resources: v2::exports::corral::plugin::resources::GuestIndices::new(pre).ok(),
-                prompts: v2::exports::corral::plugin::prompts::GuestIndices::new(pre).ok(),
-                completions: v2::exports::corral::plugin::completions::GuestIndices::new(pre).ok(),
+                resources: v2::exports::corral::plugin::resources::GuestIndices::new(pre).ok().map(Optional::V2),
+                prompts: v2::exports::corral::plugin::prompts::GuestIndices::new(pre).ok().map(Optional::V2),
+                completions: v2::exports::corral::plugin::completions::GuestIndices::new(pre).ok().map(Optional::V2),
             });
         }
         match v1::exports::corral::plugin::tools::GuestIndices::new(pre) {
             Ok(tools) => Ok(Exports { tools: Tools::V1(tools), resources: None, prompts: None, completions: None }),
-            Err(e) => Err(format!("{e:#} (a plugin exports corral:plugin/tools@0.1.0 or corral:plugin/tools@0.2.0)")),
+            Err(e) => Err(format!("{e:#} (a plugin exports corral:plugin/tools@0.1.0, corral:plugin/tools@0.2.0 or corral:plugin/tools@0.3.0)")),
         }
     }
 
@@ -63,6 +88,7 @@ impl Exports {
         match self.tools {
             Tools::V1(_) => Contract::V0_1,
             Tools::V2(_) => Contract::V0_2,
+            Tools::V3(_) => Contract::V0_3,
         }
     }
 
@@ -91,6 +117,7 @@ impl Exports {
         match &self.tools {
             Tools::V1(indices) => indices.load(&mut *store, &instance)?.call_list_tools(store).await,
             Tools::V2(indices) => indices.load(&mut *store, &instance)?.call_list_tools(store).await,
+            Tools::V3(indices) => indices.load(&mut *store, &instance)?.call_list_tools(store).await,
         }
     }
 
@@ -100,6 +127,7 @@ impl Exports {
         match &self.tools {
             Tools::V1(indices) => indices.load(&mut *store, &instance)?.call_call_tool(store, name, arguments).await,
             Tools::V2(indices) => indices.load(&mut *store, &instance)?.call_call_tool(store, name, arguments).await,
+            Tools::V3(indices) => indices.load(&mut *store, &instance)?.call_call_tool(store, name, arguments).await,
         }
     }
 
@@ -107,14 +135,22 @@ impl Exports {
     pub async fn list_resources(&self, store: &mut Store<CallState>, pre: &InstancePre<CallState>) -> wasmtime::Result<Vec<Resource>> {
         let Some(indices) = &self.resources else { return Ok(Vec::new()) };
         let instance = pre.instantiate_async(&mut *store).await?;
-        indices.load(&mut *store, &instance)?.call_list_resources(store).await
+        match indices {
+            Optional::V2(indices) => indices.load(&mut *store, &instance)?.call_list_resources(store).await,
+            Optional::V3(indices) => indices.load(&mut *store, &instance)?.call_list_resources(store).await.map(|v| v.into_iter().map(Into::into).collect()),
+        }
     }
 
     /// `list-resource-templates` (none without `resources`).
     pub async fn list_resource_templates(&self, store: &mut Store<CallState>, pre: &InstancePre<CallState>) -> wasmtime::Result<Vec<ResourceTemplate>> {
         let Some(indices) = &self.resources else { return Ok(Vec::new()) };
         let instance = pre.instantiate_async(&mut *store).await?;
-        indices.load(&mut *store, &instance)?.call_list_resource_templates(store).await
+        match indices {
+            Optional::V2(indices) => indices.load(&mut *store, &instance)?.call_list_resource_templates(store).await,
+            Optional::V3(indices) => {
+                indices.load(&mut *store, &instance)?.call_list_resource_templates(store).await.map(|v| v.into_iter().map(Into::into).collect())
+            }
+        }
     }
 
     /// `read-resource` (not found without `resources`).
@@ -126,14 +162,24 @@ impl Exports {
     ) -> wasmtime::Result<Result<Vec<Contents>, ReadError>> {
         let Some(indices) = &self.resources else { return Ok(Err(ReadError::NotFound)) };
         let instance = pre.instantiate_async(&mut *store).await?;
-        indices.load(&mut *store, &instance)?.call_read_resource(store, uri).await
+        match indices {
+            Optional::V2(indices) => indices.load(&mut *store, &instance)?.call_read_resource(store, uri).await,
+            Optional::V3(indices) => indices
+                .load(&mut *store, &instance)?
+                .call_read_resource(store, uri)
+                .await
+                .map(|r| r.map(|v| v.into_iter().map(Into::into).collect()).map_err(Into::into)),
+        }
     }
 
     /// `list-prompts` (none without `prompts`).
     pub async fn list_prompts(&self, store: &mut Store<CallState>, pre: &InstancePre<CallState>) -> wasmtime::Result<Vec<Prompt>> {
         let Some(indices) = &self.prompts else { return Ok(Vec::new()) };
         let instance = pre.instantiate_async(&mut *store).await?;
-        indices.load(&mut *store, &instance)?.call_list_prompts(store).await
+        match indices {
+            Optional::V2(indices) => indices.load(&mut *store, &instance)?.call_list_prompts(store).await,
+            Optional::V3(indices) => indices.load(&mut *store, &instance)?.call_list_prompts(store).await.map(|v| v.into_iter().map(Into::into).collect()),
+        }
     }
 
     /// `get-prompt` (a failure without `prompts`).
@@ -146,7 +192,12 @@ impl Exports {
     ) -> wasmtime::Result<Result<PromptResult, PromptError>> {
         let Some(indices) = &self.prompts else { return Ok(Err(PromptError::Failed("the plugin offers no prompts".into()))) };
         let instance = pre.instantiate_async(&mut *store).await?;
-        indices.load(&mut *store, &instance)?.call_get_prompt(store, name, arguments).await
+        match indices {
+            Optional::V2(indices) => indices.load(&mut *store, &instance)?.call_get_prompt(store, name, arguments).await,
+            Optional::V3(indices) => {
+                indices.load(&mut *store, &instance)?.call_get_prompt(store, name, arguments).await.map(|r| r.map(Into::into).map_err(Into::into))
+            }
+        }
     }
 
     /// `complete` (no values without `completions`).
@@ -161,6 +212,12 @@ impl Exports {
     ) -> wasmtime::Result<Completion> {
         let Some(indices) = &self.completions else { return Ok(Completion { values: Vec::new(), total: None, has_more: false }) };
         let instance = pre.instantiate_async(&mut *store).await?;
-        indices.load(&mut *store, &instance)?.call_complete(store, reference, argument, value, context).await
+        match indices {
+            Optional::V2(indices) => indices.load(&mut *store, &instance)?.call_complete(store, reference, argument, value, context).await,
+            Optional::V3(indices) => {
+                let reference = super::v3_values::reference(reference);
+                indices.load(&mut *store, &instance)?.call_complete(store, &reference, argument, value, context).await.map(Into::into)
+            }
+        }
     }
 }

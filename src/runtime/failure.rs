@@ -53,6 +53,10 @@ pub(crate) enum Stopped {
     Cancelled,
     #[error("the call passed its deadline")]
     DeadlinePassed,
+    /// A host import: the call asked for input its request cannot answer yet (a 2026-07-28
+    /// plain call); the server answers with an input-required result instead of this failure.
+    #[error("the call stopped to wait for input from the client")]
+    ForInput,
 }
 
 impl Failure {
@@ -98,6 +102,7 @@ impl Failure {
         match err.downcast_ref::<Stopped>() {
             Some(Stopped::Cancelled) => return Failure::Cancelled,
             Some(Stopped::DeadlinePassed) => return Failure::Timeout { limit: limits.timeout },
+            Some(stop @ Stopped::ForInput) => return Failure::Trap { message: stop.to_string() },
             None => {}
         }
         match err.downcast_ref::<Trap>() {

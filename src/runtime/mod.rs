@@ -10,11 +10,13 @@ mod engine;
 mod exports;
 mod failure;
 mod files;
+mod input;
 mod inspect;
 mod network;
 mod output;
 mod ticker;
 mod tool_list;
+mod v3_values;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -31,6 +33,7 @@ pub use engine::EngineSettings;
 pub use exports::Contract;
 pub use failure::Failure;
 use failure::Stopped;
+pub use input::{check_keys as check_input_keys, InputRequest, InputResponse, Keyed, MAX_KEY_LEN};
 pub use inspect::Interfaces;
 
 use crate::cancel::{CancelHandle, Wake};
@@ -145,11 +148,15 @@ impl Runtime {
         wasmtime_wasi::p2::bindings::sockets::ip_name_lookup::add_to_linker::<CallState, GuardedLookup>(&mut linker, network::lookup_view)?;
         files::guard_writes(&mut linker)?;
         linker.allow_shadowing(false);
-        // Both contract versions: a component imports one or the other.
+        // Every contract version: a component imports one of them.
         bindings::v1::Plugin::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)?;
         bindings::v2::Full::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)?;
-        // 0.2.0's `types` is bound to 0.1.0's Rust types; its instance (types only) still needs a name.
+        bindings::v3::Full::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)?;
+        // 0.2.0's and 0.3.0's `types` (and 0.3.0's `messages`) are bound to earlier Rust types;
+        // their instances (types only) still need a name.
         linker.instance("corral:plugin/types@0.2.0")?;
+        linker.instance("corral:plugin/types@0.3.0")?;
+        linker.instance("corral:plugin/messages@0.3.0")?;
         let cache = match &settings.cache_dir {
             Some(dir) => Some(
                 CompileCache::open(dir, &engine).map_err(|e| anyhow::anyhow!("compile cache {}: {e} (pass --no-cache to run without one)", dir.display()))?,
@@ -410,6 +417,7 @@ impl Runtime {
             deadline,
             memory_cap: ctx.limits.memory,
             memory_cap_hit: false,
+            checkpoint: None,
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| state);

@@ -1,6 +1,7 @@
 //! What plugins ask of the client through the host (contract 0.2.0): `elicit` becomes
-//! `elicitation/create` (form mode) and `sample` becomes `sampling/createMessage`. The request
-//! is checked before it is sent and the answer before the plugin sees it.
+//! `elicitation/create` (form mode) and `sample` becomes `sampling/createMessage`; 0.3.0's
+//! `input.roots` (or a `list-roots` in `input.ask`) becomes `roots/list`. The request is checked
+//! before it is sent and the answer before the plugin sees it.
 
 use std::sync::Arc;
 
@@ -12,7 +13,7 @@ use super::peer::{Peer, PeerError};
 use super::results::content_block;
 use super::Outlet;
 use crate::mcp::types::ContentBlock;
-use crate::runtime::{Blob, Content, ElicitAction, ElicitResponse, RequestError, Role, SamplingRequest, SamplingResponse};
+use crate::runtime::{Blob, Content, ElicitAction, ElicitResponse, RequestError, Role, Root, SamplingRequest, SamplingResponse};
 
 fn failed(e: PeerError) -> RequestError {
     match e {
@@ -35,7 +36,15 @@ pub async fn elicit(
     if !peer.capabilities().elicitation {
         return Err(RequestError::Unsupported("the client did not declare the `elicitation` capability (form mode), so it was not asked".into()));
     }
-    let schema: Value = serde_json::from_str(&requested_schema).map_err(|e| RequestError::Invalid(format!("the requested schema is not JSON: {e}")))?;
+    let (params, validator) = elicit_params(message, &requested_schema)?;
+    let answer = peer.request("elicitation/create", params, task, via).await.map_err(failed)?;
+    elicit_answer(&answer, &validator)
+}
+
+/// The `elicitation/create` params of a form (`message`, `requestedSchema`), and the validator
+/// its answer must pass; an unusable schema is the plugin's `invalid`.
+pub(crate) fn elicit_params(message: String, requested_schema: &str) -> Result<(Map<String, Value>, jsonschema::Validator), RequestError> {
+    let schema: Value = serde_json::from_str(requested_schema).map_err(|e| RequestError::Invalid(format!("the requested schema is not JSON: {e}")))?;
     if schema.get("type") != Some(&json!("object")) {
         return Err(RequestError::Invalid("the requested schema must be an object schema (`\"type\": \"object\"` at its root)".into()));
     }
@@ -43,7 +52,11 @@ pub async fn elicit(
     let mut params = Map::new();
     params.insert("message".into(), json!(message));
     params.insert("requestedSchema".into(), schema);
-    let answer = peer.request("elicitation/create", params, task, via).await.map_err(failed)?;
+    Ok((params, validator))
+}
+
+/// The client's answer to a form, checked against its schema; a bad one is `refused`.
+pub(crate) fn elicit_answer(answer: &Value, validator: &jsonschema::Validator) -> Result<ElicitResponse, RequestError> {
     let action = match answer.get("action").and_then(Value::as_str) {
         Some("accept") => ElicitAction::Accept,
         Some("decline") => ElicitAction::Decline,
@@ -52,7 +65,7 @@ pub async fn elicit(
     };
     let content = match (action, answer.get("content")) {
         (ElicitAction::Accept, Some(content @ Value::Object(_))) => {
-            let problems = crate::registry::violations(&validator, content);
+            let problems = crate::registry::violations(validator, content);
             if !problems.is_empty() {
                 return Err(RequestError::Refused(format!(
                     "the client's answer does not match the requested schema: {}",
@@ -81,6 +94,35 @@ pub async fn sample(peer: &Arc<Peer>, via: &Arc<dyn Outlet>, task: Option<&str>,
     sampling_response(&answer).map_err(|why| RequestError::Refused(format!("the client's answer is not a sampling result: {why}")))
 }
 
+/// `roots`: asks the client for its roots (`roots/list`).
+pub async fn roots(peer: &Arc<Peer>, via: &Arc<dyn Outlet>, task: Option<&str>) -> Result<Vec<Root>, RequestError> {
+    if peer.is_closed() {
+        return Err(RequestError::Unavailable("the client's session has ended".into()));
+    }
+    if !peer.capabilities().roots {
+        return Err(RequestError::Unsupported("the client did not declare the `roots` capability, so it was not asked".into()));
+    }
+    let answer = peer.request("roots/list", Map::new(), task, via).await.map_err(failed)?;
+    roots_result(&answer).map_err(|why| RequestError::Refused(format!("the client's answer is not a roots/list result: {why}")))
+}
+
+/// A `ListRootsResult`'s roots: each a `uri` with an optional `name`.
+pub(crate) fn roots_result(answer: &Value) -> Result<Vec<Root>, String> {
+    let Some(Value::Array(roots)) = answer.get("roots") else { return Err(format!("`roots` must be a list: {answer}")) };
+    roots
+        .iter()
+        .map(|root| {
+            let uri = root.get("uri").and_then(Value::as_str).ok_or_else(|| format!("a root lacks its `uri`: {root}"))?;
+            let name = match root.get("name") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(name)) => Some(name.clone()),
+                Some(other) => return Err(format!("a root's `name` must be text: {other}")),
+            };
+            Ok(Root { uri: uri.to_owned(), name })
+        })
+        .collect()
+}
+
 fn role_name(role: Role) -> &'static str {
     match role {
         Role::User => "user",
@@ -89,7 +131,7 @@ fn role_name(role: Role) -> &'static str {
 }
 
 /// `sampling/createMessage` params, after the checks MCP asks for.
-fn sampling_params(request: SamplingRequest) -> Result<Map<String, Value>, RequestError> {
+pub(crate) fn sampling_params(request: SamplingRequest) -> Result<Map<String, Value>, RequestError> {
     if request.messages.is_empty() {
         return Err(RequestError::Invalid("a sampling request needs at least one message".into()));
     }
@@ -134,7 +176,7 @@ fn sampling_params(request: SamplingRequest) -> Result<Map<String, Value>, Reque
     Ok(params)
 }
 
-fn sampling_response(answer: &Value) -> Result<SamplingResponse, String> {
+pub(crate) fn sampling_response(answer: &Value) -> Result<SamplingResponse, String> {
     let role = match answer.get("role").and_then(Value::as_str) {
         Some("assistant") => Role::Assistant,
         Some("user") => Role::User,
@@ -195,6 +237,14 @@ mod tests {
         bad.model_preferences =
             Some(ModelPreferences { hints: vec!["claude".into()], cost_priority: Some(2.0), speed_priority: None, intelligence_priority: None });
         assert!(matches!(sampling_params(bad), Err(RequestError::Invalid(_))));
+    }
+
+    #[test]
+    fn roots_answers_need_uris_and_may_name_them() {
+        let roots = roots_result(&json!({"roots":[{"uri":"file:///a","name":"A"},{"uri":"file:///b"}]})).unwrap();
+        assert_eq!(roots, vec![Root { uri: "file:///a".into(), name: Some("A".into()) }, Root { uri: "file:///b".into(), name: None }]);
+        assert_eq!(roots_result(&json!({"roots":[{"name":"A"}]})).unwrap_err(), r#"a root lacks its `uri`: {"name":"A"}"#);
+        assert!(roots_result(&json!({})).unwrap_err().starts_with("`roots` must be a list"));
     }
 
     #[test]

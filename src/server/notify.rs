@@ -10,7 +10,7 @@ use super::peer::Peer;
 use super::Outlet;
 use crate::mcp::jsonrpc::notification;
 use crate::mcp::types::LogLevel;
-use crate::runtime::{self, CallObserver, ClientAnswer, ElicitResponse, SamplingRequest, SamplingResponse};
+use crate::runtime::{self, CallObserver, ClientAnswer, ElicitResponse, Root, SamplingRequest, SamplingResponse};
 
 /// Progress reports closer together than this are dropped, unless they are the last one.
 const MIN_PROGRESS_INTERVAL: Duration = Duration::from_millis(20);
@@ -88,6 +88,11 @@ impl CallObserver for CallNotifier {
     fn sample(&self, task: Option<&str>, request: SamplingRequest) -> ClientAnswer<SamplingResponse> {
         let task = task.map(str::to_owned);
         self.ask(move |peer, via| async move { super::ask::sample(&peer, &via, task.as_deref(), request).await })
+    }
+
+    fn roots(&self, task: Option<&str>) -> ClientAnswer<Vec<Root>> {
+        let task = task.map(str::to_owned);
+        self.ask(move |peer, via| async move { super::ask::roots(&peer, &via, task.as_deref()).await })
     }
 }
 

@@ -34,6 +34,8 @@ pub struct ClientCaps {
     pub elicitation: bool,
     /// `sampling`.
     pub sampling: bool,
+    /// `roots` (contract 0.3.0's `input.roots` sends `roots/list` only then).
+    pub roots: bool,
 }
 
 impl ClientCaps {
@@ -45,7 +47,8 @@ impl ClientCaps {
             _ => false,
         };
         let sampling = capabilities.and_then(|c| c.get("sampling")).is_some_and(Value::is_object);
-        ClientCaps { elicitation, sampling }
+        let roots = capabilities.and_then(|c| c.get("roots")).is_some_and(Value::is_object);
+        ClientCaps { elicitation, sampling, roots }
     }
 }
 
@@ -254,7 +257,10 @@ mod tests {
     #[test]
     fn capabilities_follow_the_spec() {
         assert_eq!(ClientCaps::from_initialize(Some(&json!({}))), ClientCaps::default());
-        assert_eq!(ClientCaps::from_initialize(Some(&json!({"elicitation": {}, "sampling": {}}))), ClientCaps { elicitation: true, sampling: true });
+        assert_eq!(
+            ClientCaps::from_initialize(Some(&json!({"elicitation": {}, "sampling": {}}))),
+            ClientCaps { elicitation: true, sampling: true, roots: false }
+        );
         assert!(ClientCaps::from_initialize(Some(&json!({"elicitation": {"form": {}}}))).elicitation);
         assert!(!ClientCaps::from_initialize(Some(&json!({"elicitation": {"url": {}}}))).elicitation, "URL mode only");
     }

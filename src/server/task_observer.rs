@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use crate::runtime::{CallObserver, ClientAnswer, ElicitResponse, LogLevel, RequestError, SamplingRequest, SamplingResponse};
+use crate::runtime::{CallObserver, ClientAnswer, ElicitResponse, LogLevel, RequestError, Root, SamplingRequest, SamplingResponse};
 use crate::tasks::TaskControl;
 
 /// Forwards a task's logs and progress to its requestor, records progress messages as its
@@ -77,5 +77,9 @@ impl CallObserver for TaskObserver {
 
     fn sample(&self, _task: Option<&str>, request: SamplingRequest) -> ClientAnswer<SamplingResponse> {
         self.ask("waiting for the client's model to answer".into(), move |forward, id| forward.sample(Some(id), request))
+    }
+
+    fn roots(&self, _task: Option<&str>) -> ClientAnswer<Vec<Root>> {
+        self.ask("waiting for the client's roots".into(), move |forward, id| forward.roots(Some(id)))
     }
 }
