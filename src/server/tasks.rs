@@ -258,6 +258,7 @@ impl TaskRunner for ToolRunner {
         let runtime = self.runtime.clone();
         let metrics = self.metrics.clone();
         let (tool, arguments, expires_at) = (task.tool.clone(), task.arguments.clone(), task.expires_at());
+        let resumed_from = if task.attempts > 1 { task.checkpoint } else { 0 };
         if task.attempts > 1 {
             control.set_message(resumed_message(task));
         }
@@ -272,7 +273,15 @@ impl TaskRunner for ToolRunner {
             // What `create` handed the engine: the requestor's notifier.
             let forward = control.requestor().and_then(|r| r.downcast_ref::<Arc<dyn CallObserver>>()).cloned();
             let cancel = control.cancel().clone();
-            let observer = Arc::new(TaskObserver::new(control.clone(), forward));
+            // A run after an interruption starts from the task's last checkpoint, if it has one.
+            let resume = match resumed_from {
+                0 => None,
+                _ => control.last_checkpoint().await.unwrap_or_else(|e| {
+                    tracing::error!(task = %control.id(), "reading the task's checkpoint failed, it starts over: {e}");
+                    None
+                }),
+            };
+            let observer = Arc::new(TaskObserver::new(control.clone(), forward).resuming(resume.map(|(_, state)| state)));
             let mut limits = entry.plugin.limits.clone();
             limits.timeout = limits.task_timeout;
             let inline_limit = limits.inline_result;
