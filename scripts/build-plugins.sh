@@ -73,6 +73,10 @@ for lang in $langs; do
             for name in text ticker hash; do
                 collect "$name" "$target_dir/wasm32-wasip2/release/$name.wasm"
             done
+            # On contract 0.3.0: a workspace of its own (plugins/Cargo.toml says why).
+            cargo build --locked --release --target wasm32-wasip2 \
+                --manifest-path "$plugins/indexer/Cargo.toml" --target-dir "$target_dir"
+            collect indexer "$target_dir/wasm32-wasip2/release/indexer.wasm"
             ;;
         c)
             ensure_c_toolchain

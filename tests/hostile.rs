@@ -714,7 +714,8 @@ fn output_within_max_output_is_returned_whole() {
     write_good_plugin(dir.path());
     let size = 512 * 1024;
     write_hostile_plugin(dir.path(), "flood", Fixture::new().tool(ToolDef::new("flood").returns_text(Payload::Zeroed(size))));
-    let mut mcp = serve(dir.path(), &["--max-output", "1MiB"]);
+    // Inline, not by reference (tests/results.rs): the result is within the inline limit too.
+    let mut mcp = serve(dir.path(), &["--max-output", "1MiB", "--inline-result-limit", "1MiB"]);
     let result = mcp.call_tool("flood", json!({}));
     let text = assert_call_ok_text(&mut mcp, &result);
     assert_eq!(text.len(), size as usize);

@@ -150,3 +150,39 @@ fn the_task_after_of_a_manifest_is_shown_and_its_absence_names_the_host_flag() {
     assert_eq!((code, report["limits"]["taskAfterMs"].as_u64()), (0, Some(250)), "{report:#}");
     assert!(String::from_utf8_lossy(&inspect(&file, false).stdout).contains("task after 250ms"));
 }
+
+#[test]
+fn inspect_reads_through_the_compile_cache_so_a_second_inspect_maps_instead_of_compiling() {
+    let dir = example_plugins(&["hash"]);
+    let cache = tempfile::tempdir().unwrap();
+    let run = || {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_corral"))
+            .args(["--log-level", "error", "inspect", "--json", "--cache-dir"])
+            .arg(cache.path())
+            .arg(dir.path().join("hash.wasm"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let entries = |p: &Path| walk(p).len();
+    let first = run();
+    let cached = entries(cache.path());
+    assert!(cached > 0, "the first inspect compiled the plugin into the cache");
+    let second = run();
+    assert_eq!(entries(cache.path()), cached, "the second found it there and stored nothing new");
+    assert_eq!((first["tools"].clone(), first["contract"].clone()), (second["tools"].clone(), second["contract"].clone()));
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}

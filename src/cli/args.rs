@@ -97,6 +97,10 @@ pub struct HostArgs {
     /// Largest tool result passed to a client, e.g. 16MiB.
     #[arg(long, env = "CORRAL_MAX_OUTPUT", default_value = defaults::MAX_OUTPUT, value_parser = config::parse_size)]
     pub max_output: u64,
+    /// Largest tool result sent inline, e.g. 256KiB; a larger one (up to --max-output) is kept
+    /// and answered with its beginning and a corral://results/… link to read in pages.
+    #[arg(long, env = "CORRAL_INLINE_RESULT_LIMIT", default_value = defaults::INLINE_RESULT, value_parser = config::parse_size)]
+    pub inline_result_limit: u64,
     /// Where precompiled plugins are kept, keyed by content and engine configuration.
     /// No plugin may be granted write access to it.
     /// [default: a per-user cache directory, e.g. ~/.cache/corral]
@@ -331,7 +335,7 @@ mod tests {
             let err = serve(&[flag, "0s"]).err().unwrap_or_else(|| panic!("{flag} 0s was accepted"));
             assert!(err.to_string().contains("must be greater than zero"), "{flag}: {err}");
         }
-        for flag in ["--memory", "--memory-ceiling", "--max-output", "--max-body"] {
+        for flag in ["--memory", "--memory-ceiling", "--max-output", "--max-body", "--inline-result-limit"] {
             assert!(serve(&[flag, "0B"]).is_err(), "{flag} 0B was accepted");
         }
     }

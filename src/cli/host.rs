@@ -20,26 +20,7 @@ impl HostArgs {
     /// The compile cache directory: `None` with `--no-cache`, or when the default one cannot be
     /// made (a warning says so).
     pub fn cache_dir(&self) -> anyhow::Result<Option<PathBuf>> {
-        if self.no_cache {
-            return Ok(None);
-        }
-        match &self.cache_dir {
-            Some(dir) => Ok(Some(dir.clone())),
-            // The default is a convenience: where it cannot be made, corral compiles every time.
-            None => match dirs::cache_dir().map(|base| base.join("corral")) {
-                Some(dir) => match std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700).create(&dir) {
-                    Ok(()) => Ok(Some(dir)),
-                    Err(e) => {
-                        tracing::warn!("no compile cache: cannot create {}: {e} (pass --cache-dir DIR)", dir.display());
-                        Ok(None)
-                    }
-                },
-                None => {
-                    tracing::warn!("no compile cache: no per-user cache directory is known here (pass --cache-dir DIR)");
-                    Ok(None)
-                }
-            },
-        }
+        Ok(compile_cache_dir(self.cache_dir.as_ref(), self.no_cache))
     }
 
     /// The runtime's settings, with the compile cache in `cache_dir`.
@@ -62,6 +43,8 @@ impl HostArgs {
             memory: self.memory,
             max_concurrency: self.max_concurrency,
             task_after: None,
+            inline_result: self.inline_result_limit,
+            ..Limits::default()
         };
         if limits.memory > self.memory_ceiling {
             anyhow::bail!("--memory {} is above --memory-ceiling {}", config::display_size(limits.memory), config::display_size(self.memory_ceiling));
@@ -189,4 +172,29 @@ pub async fn build_host(
     // Stopped by `Engine::shutdown` once the transport has returned (or when the host is dropped).
     let engine = Engine::start(store, runners, tasks, runner, runtime.waker(), tokio_util::sync::CancellationToken::new()).await?;
     Ok((Arc::new(Host::new(registry, runtime, engine, options, metrics)), load))
+}
+
+/// The compile cache of `--cache-dir DIR` / `--no-cache`: the directory given, none, or the
+/// per-user default (created owner-only; none, with a warning, where it cannot be made).
+pub fn compile_cache_dir(dir: Option<&PathBuf>, no_cache: bool) -> Option<PathBuf> {
+    if no_cache {
+        return None;
+    }
+    match dir {
+        Some(dir) => Some(dir.clone()),
+        // The default is a convenience: where it cannot be made, corral compiles every time.
+        None => match dirs::cache_dir().map(|base| base.join("corral")) {
+            Some(dir) => match std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700).create(&dir) {
+                Ok(()) => Some(dir),
+                Err(e) => {
+                    tracing::warn!("no compile cache: cannot create {}: {e} (pass --cache-dir DIR)", dir.display());
+                    None
+                }
+            },
+            None => {
+                tracing::warn!("no compile cache: no per-user cache directory is known here (pass --cache-dir DIR)");
+                None
+            }
+        },
+    }
 }

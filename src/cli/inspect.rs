@@ -30,6 +30,13 @@ pub struct InspectArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// The compile cache `serve` uses, so a second inspect maps the plugin instead of compiling
+    /// it. [default: the per-user cache directory, e.g. ~/.cache/corral]
+    #[arg(long, env = "CORRAL_CACHE_DIR", value_name = "DIR")]
+    pub cache_dir: Option<std::path::PathBuf>,
+    /// Compile the plugin afresh, without the compile cache.
+    #[arg(long, env = "CORRAL_NO_CACHE", conflicts_with = "cache_dir")]
+    pub no_cache: bool,
 }
 
 /// Everything `inspect` found out about one component.
@@ -103,7 +110,8 @@ pub struct LimitsReport {
 
 /// Runs the command: prints the report, exits 1 when the host would refuse the plugin.
 pub async fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
-    let report = inspect(&args.file).await?;
+    let cache_dir = super::host::compile_cache_dir(args.cache_dir.as_ref(), args.no_cache);
+    let report = inspect(&args.file, cache_dir).await?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -112,11 +120,14 @@ pub async fn run(args: InspectArgs) -> anyhow::Result<ExitCode> {
     Ok(if report.refusal.is_some() { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
-/// Loads `file` as `corral serve` would (with the host's default limits) and reports on it.
-pub async fn inspect(file: &std::path::Path) -> anyhow::Result<Report> {
+/// Loads `file` as `corral serve` would (with the host's default limits, through the compile
+/// cache in `cache_dir` when there is one) and reports on it.
+pub async fn inspect(file: &std::path::Path, cache_dir: Option<std::path::PathBuf>) -> anyhow::Result<Report> {
     let bytes = std::fs::read(file).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
-    let runtime = Runtime::new(RuntimeSettings::default())?;
-    let settings = LoadSettings { defaults: Limits::default(), memory_ceiling: EngineSettings::default().memory_ceiling, protected: Vec::new() };
+    let runtime = Runtime::new(RuntimeSettings { cache_dir: cache_dir.clone(), ..RuntimeSettings::default() })?;
+    // As for `serve`: no manifest may grant write access to the cache (it exists now).
+    let protected = cache_dir.iter().filter_map(|d| d.canonicalize().ok()).collect();
+    let settings = LoadSettings { defaults: Limits::default(), memory_ceiling: EngineSettings::default().memory_ceiling, protected };
     let started = Instant::now();
     let loaded = load_plugin(file, &runtime, &settings, &Catalog::default()).await;
     let load_ms = started.elapsed().as_secs_f64() * 1000.0;

@@ -32,6 +32,7 @@ pub const RUST: &[File] = &[
     // The SDK, vendored: it is not on crates.io.
     file!("corral-plugin/Cargo.toml", "sdk/rust/Cargo.toml"),
     file!("corral-plugin/src/lib.rs", "sdk/rust/src/lib.rs"),
+    file!("corral-plugin/src/checkpoint.rs", "sdk/rust/src/checkpoint.rs"),
     file!("corral-plugin/src/host.rs", "sdk/rust/src/host.rs"),
     file!("corral-plugin/src/output.rs", "sdk/rust/src/output.rs"),
     file!("corral-plugin/src/schema.rs", "sdk/rust/src/schema.rs"),
@@ -39,6 +40,8 @@ pub const RUST: &[File] = &[
     file!("corral-plugin/src/tool.rs", "sdk/rust/src/tool.rs"),
     file!("corral-plugin/src/wasm.rs", "sdk/rust/src/wasm.rs"),
     file!("corral-plugin/wit/plugin.wit", "wit/plugin.wit"),
+    // For the SDK's `v0_3` feature (checkpoints).
+    file!("corral-plugin/wit/v0.3/plugin.wit", "wit/v0.3/plugin.wit"),
 ];
 
 pub const JS: &[File] = &[

@@ -22,6 +22,10 @@ pub const MEMORY_CEILING: &str = "1GiB";
 pub const EPOCH_TICK: &str = "1ms";
 /// `--max-output`, `runtime::RuntimeSettings::max_output`.
 pub const MAX_OUTPUT: &str = "16MiB";
+/// `--inline-result-limit`, [`Limits::inline_result`](super::Limits::inline_result).
+pub const INLINE_RESULT: &str = "256KiB";
+/// [`Limits::checkpoint`](super::Limits::checkpoint): the largest checkpoint a plugin may store.
+pub const CHECKPOINT: &str = "1MiB";
 /// `--task-ttl`, `tasks::TaskSettings::default_ttl`.
 pub const TASK_TTL: &str = "1h";
 /// `--task-max-ttl`, `tasks::TaskSettings::max_ttl`.
@@ -53,6 +57,8 @@ mod tests {
         assert_eq!(size(MEMORY_CEILING), 1 << 30);
         assert_eq!(duration(EPOCH_TICK), Duration::from_millis(1));
         assert_eq!(size(MAX_OUTPUT), 16 << 20);
+        assert_eq!(size(INLINE_RESULT), 256 << 10);
+        assert_eq!(size(CHECKPOINT), 1 << 20);
         assert_eq!(duration(TASK_TTL), Duration::from_secs(3600));
         assert_eq!(duration(TASK_MAX_TTL), Duration::from_secs(24 * 3600));
         assert_eq!(duration(TASK_POLL_INTERVAL), Duration::from_millis(1000));

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::permissions::{DirGrant, EnvVar, NetPattern, Permissions};
-use super::{check_positive, parse_duration, parse_memory, Limits};
+use super::{check_positive, parse_duration, parse_memory, parse_size, Limits};
 
 /// What a manifest says, applied over the host's defaults.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -26,6 +26,10 @@ pub struct Manifest {
 #[serde(deny_unknown_fields)]
 struct ManifestFile {
     namespace: Option<String>,
+    /// A task that checkpointed may run again from its checkpoint after a crash.
+    resumable: Option<bool>,
+    /// How often a task may run again after an interruption.
+    retries: Option<u32>,
     #[serde(default)]
     limits: LimitsFile,
     #[serde(default)]
@@ -41,6 +45,8 @@ struct LimitsFile {
     memory: Option<String>,
     max_concurrency: Option<usize>,
     task_after: Option<String>,
+    inline_result: Option<String>,
+    checkpoint: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -165,7 +171,9 @@ pub fn plugin_manifest(wasm: &Path, defaults: &Limits, memory_ceiling: u64, prot
         check_namespace(ns).map_err(|message| error(Some(ManifestKey { table: "", name: "namespace" }), None, message))?;
     }
     let keyed = |table| move |(name, message): KeyError| error(Some(ManifestKey { table, name }), None, message);
-    let limits = limits(file.limits, defaults, memory_ceiling).map_err(keyed("limits"))?;
+    let mut limits = limits(file.limits, defaults, memory_ceiling).map_err(keyed("limits"))?;
+    limits.resumable = file.resumable.unwrap_or(limits.resumable);
+    limits.retries = file.retries.or(limits.retries);
     let base = path.parent().unwrap_or(Path::new("."));
     let permissions = permissions(file.permissions, base, protected).map_err(keyed("permissions"))?;
     Ok(Manifest { namespace: file.namespace, limits, permissions })
@@ -194,6 +202,12 @@ fn limits(file: LimitsFile, defaults: &Limits, memory_ceiling: u64) -> Result<Li
     }
     if let Some(t) = file.task_after {
         limits.task_after = Some(parse_duration(&t).map_err(|e| ("task-after", e))?);
+    }
+    if let Some(size) = file.inline_result {
+        limits.inline_result = parse_size(&size).map_err(|e| ("inline-result", e))?;
+    }
+    if let Some(size) = file.checkpoint {
+        limits.checkpoint = parse_size(&size).map_err(|e| ("checkpoint", e))?;
     }
     if let Some(f) = file.fuel {
         limits.fuel = check_positive(f).map_err(|e| ("fuel", e))?;
@@ -304,6 +318,24 @@ mod tests {
     }
 
     #[test]
+    fn inline_result_is_per_plugin_and_checked() {
+        assert_eq!(manifest_from("[limits]\ninline-result = \"1MiB\"\n").unwrap().limits.inline_result, 1 << 20);
+        assert_eq!(manifest_from("").unwrap().limits.inline_result, 256 << 10, "absent: the host's --inline-result-limit");
+        let e = manifest_from("[limits]\ninline-result = \"lots\"\n").err().unwrap();
+        assert!(e.contains("inline-result"), "{e}");
+    }
+
+    #[test]
+    fn resumable_retries_and_the_checkpoint_cap_are_read() {
+        let m = manifest_from("resumable = true\nretries = 3\n[limits]\ncheckpoint = \"64KiB\"\n").unwrap();
+        assert_eq!((m.limits.resumable, m.limits.retries, m.limits.checkpoint), (true, Some(3), 64 << 10));
+        let absent = manifest_from("").unwrap();
+        assert_eq!((absent.limits.resumable, absent.limits.retries, absent.limits.checkpoint), (false, None, 1 << 20));
+        assert!(manifest_from("retries = -1\n").is_err());
+        assert!(manifest_from("[limits]\ncheckpoint = \"big\"\n").err().unwrap().contains("checkpoint"));
+    }
+
+    #[test]
     fn manifest_overrides_defaults() {
         let m = manifest_from("[limits]\ntimeout = \"2s\"\ntask-timeout = \"1h\"\nfuel = 5\nmemory = \"16MiB\"\nmax-concurrency = 2\n").unwrap();
         let expected = Limits {
@@ -313,6 +345,10 @@ mod tests {
             memory: 16 << 20,
             max_concurrency: 2,
             task_after: None,
+            inline_result: 256 << 10,
+            checkpoint: 1 << 20,
+            resumable: false,
+            retries: None,
         };
         assert_eq!(m.limits, expected);
         assert!(m.permissions.is_empty());

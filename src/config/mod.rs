@@ -25,6 +25,18 @@ pub struct Limits {
     /// How long an `optional` tool of this plugin runs inline for a 2026-07-28 client that
     /// declares the tasks extension before it becomes a task; `None`: the host's `--task-after`.
     pub task_after: Option<Duration>,
+    /// Bytes of a tool result sent inline; a larger result is kept and answered by reference
+    /// (`corral://results/…`). `--max-output` still bounds what a guest may return at all.
+    pub inline_result: u64,
+    /// Bytes of one checkpoint (`[limits] checkpoint`): a larger one is refused with an error
+    /// the plugin sees, and the previous checkpoint stays.
+    pub checkpoint: u64,
+    /// The manifest's `resumable = true`: a task of this plugin that has checkpointed runs again
+    /// from its last checkpoint after a crash, even if its tool is not idempotent.
+    pub resumable: bool,
+    /// The manifest's `retries = N`: a task runs again after an interruption at most N times
+    /// (attempts are counted in the store); `None`: no bound.
+    pub retries: Option<u32>,
 }
 
 impl Default for Limits {
@@ -36,6 +48,10 @@ impl Default for Limits {
             memory: defaults::size(defaults::MEMORY),
             max_concurrency: 16,
             task_after: None,
+            inline_result: defaults::size(defaults::INLINE_RESULT),
+            checkpoint: defaults::size(defaults::CHECKPOINT),
+            resumable: false,
+            retries: None,
         }
     }
 }

@@ -53,6 +53,8 @@ pub mod v3 {
             "corral:plugin/host.sample": async | trappable,
             "corral:plugin/input.ask": async | trappable,
             "corral:plugin/input.roots": async | trappable,
+            // Durable in a task: the guest goes on once the store has it.
+            "corral:plugin/checkpoints.checkpoint": async,
         },
         exports: { default: async },
         additional_derives: [PartialEq],

@@ -91,6 +91,20 @@ pub trait CallObserver: Send + Sync {
     fn stops_for_input(&self) -> bool {
         false
     }
+
+    /// Stores a checkpoint (0.3.0 `checkpoints.checkpoint`, already within the plugin's cap)
+    /// durably with the call's task; the guest goes on once the future is done. `None`: the call
+    /// is no task, and the runtime keeps the checkpoint for the call only.
+    fn checkpoint(&self, state: &[u8]) -> Option<BoxFuture<'static, Result<(), String>>> {
+        let _ = state;
+        None
+    }
+
+    /// The checkpoint the call's task resumes from (0.3.0 `checkpoints.resume`): its last one
+    /// when it runs again after an interruption; `None` otherwise.
+    fn resume(&self) -> Option<Vec<u8>> {
+        None
+    }
 }
 
 fn nobody_to_ask<T: Send + 'static>() -> Answer<T> {
@@ -180,10 +194,9 @@ pub(crate) struct CallState {
     pub memory_cap_hit: bool,
     /// The call's last `checkpoint` (0.3.0) outside a task: kept for the call only.
     pub checkpoint: Option<Vec<u8>>,
+    /// The largest checkpoint the plugin may store (`[limits] checkpoint`).
+    pub checkpoint_cap: u64,
 }
-
-/// The largest checkpoint a plugin may keep (0.3.0 `checkpoints.checkpoint`).
-pub(crate) const MAX_CHECKPOINT: usize = 1 << 20;
 
 /// The error a denied memory growth traps with; `memory_cap_hit` records it for classification.
 #[derive(Debug, thiserror::Error)]
@@ -349,17 +362,26 @@ impl v3::input::Host for CallState {
 }
 
 impl v3::checkpoints::Host for CallState {
-    fn checkpoint(&mut self, state: Vec<u8>) -> Result<(), String> {
-        if state.len() > MAX_CHECKPOINT {
-            return Err(format!("a checkpoint holds at most {} bytes; this one has {}", MAX_CHECKPOINT, state.len()));
+    fn checkpoint(&mut self, state: Vec<u8>) -> impl std::future::Future<Output = Result<(), String>> + Send {
+        let stored = if state.len() as u64 > self.checkpoint_cap {
+            // Refused whole: the previous checkpoint stays.
+            Err(format!("a checkpoint holds at most {} bytes; this one has {}", self.checkpoint_cap, state.len()))
+        } else {
+            let durable = self.observer.checkpoint(&state);
+            self.checkpoint = Some(state);
+            Ok(durable)
+        };
+        async move {
+            match stored? {
+                Some(durable) => durable.await,
+                None => Ok(()),
+            }
         }
-        self.checkpoint = Some(state);
-        Ok(())
     }
 
     fn resume(&mut self) -> Option<Vec<u8>> {
-        // Outside a task nothing ran before this call: there is nothing to resume from.
-        None
+        // Outside a task (or in a task's first run) nothing ran before: there is nothing to resume.
+        self.observer.resume()
     }
 }
 

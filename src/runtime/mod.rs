@@ -426,6 +426,7 @@ impl Runtime {
             memory_cap: ctx.limits.memory,
             memory_cap_hit: false,
             checkpoint: None,
+            checkpoint_cap: ctx.limits.checkpoint,
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| state);

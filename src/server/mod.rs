@@ -13,6 +13,7 @@ mod paging;
 mod peer;
 mod prompts;
 mod resources;
+mod result_links;
 mod results;
 mod session;
 mod sessions;

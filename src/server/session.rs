@@ -11,7 +11,7 @@ use super::inline::run_inline_then_spawn;
 use super::notify::{CallNotifier, LevelFilter};
 use super::peer::{ClientCaps, Peer};
 use super::sessions::Listener;
-use super::{prompts, resources, tasks, tools, Host, Outlet};
+use super::{prompts, resources, result_links, tasks, tools, Host, Outlet};
 use crate::cancel::CancelHandle;
 use crate::mcp::jsonrpc::{error_message, result_message};
 use crate::mcp::modern::{self, Envelope, Era, ModernMethod};
@@ -355,10 +355,12 @@ impl Session {
         }
         let notifier = Arc::new(shared.notifier(reply, &call.entry.plugin, call.progress_token.clone()));
         let limits = call.entry.plugin.limits.clone();
-        let host = shared.host.clone();
+        let (host, owner) = (shared.host.clone(), shared.owner.clone());
         self.spawn_request(id, reply, move |cancel| async move {
+            let inline_limit = limits.inline_result;
             let ctx = CallContext { limits, cancel, observer: notifier, denials: Arc::default(), time_limit: Default::default() };
             let result = tools::run(&host.runtime, &host.metrics, &call, ctx).await.ok()?;
+            let result = result_links::keep_plain(&host, &owner, &call.entry.name, inline_limit, result).await;
             Some(Ok(serde_json::to_value(result).expect("results serialize")))
         });
     }
@@ -399,6 +401,10 @@ impl Session {
     fn start_read(&self, id: RequestId, params: Map<String, Value>, reply: &Arc<dyn Outlet>) {
         let host = self.shared.host.clone();
         let p = Params::new(&params);
+        if resources::uri_param(p).is_ok_and(result_links::is_result_uri) {
+            let owner = self.shared.owner.clone();
+            return self.answer_later(id, reply, async move { result_links::read(&host, &owner, Params::new(&params)).await });
+        }
         let owner = resources::uri_param(p).and_then(|uri| Ok((uri.to_owned(), resources::owner(&host, uri)?)));
         let (uri, plugin) = match owner {
             Ok(found) => found,

@@ -8,6 +8,8 @@
 
 use std::sync::Arc;
 
+use futures_util::future::BoxFuture;
+
 use crate::runtime::{
     CallObserver, ClientAnswer, ElicitResponse, InputRequest, InputResponse, Keyed, LogLevel, RequestError, Root, SamplingRequest, SamplingResponse,
 };
@@ -20,11 +22,18 @@ pub(super) struct TaskObserver {
     /// The session's notifier; `None` once the requestor is gone (a task recovered after a
     /// restart).
     forward: Option<Arc<dyn CallObserver>>,
+    /// The last checkpoint, when the task runs again after an interruption.
+    resume: Option<Vec<u8>>,
 }
 
 impl TaskObserver {
     pub(super) fn new(control: TaskControl, forward: Option<Arc<dyn CallObserver>>) -> TaskObserver {
-        TaskObserver { control, forward }
+        TaskObserver { control, forward, resume: None }
+    }
+
+    /// The observer of a run that resumes from `state`, the task's last checkpoint.
+    pub(super) fn resuming(self, state: Option<Vec<u8>>) -> TaskObserver {
+        TaskObserver { resume: state, ..self }
     }
 
     /// Runs a request to the requestor with the task `input_required` meanwhile. The request is
@@ -57,6 +66,21 @@ impl TaskObserver {
 }
 
 impl CallObserver for TaskObserver {
+    fn checkpoint(&self, state: &[u8]) -> Option<BoxFuture<'static, Result<(), String>>> {
+        let (control, state) = (self.control.clone(), state.to_vec());
+        Some(Box::pin(async move {
+            match control.checkpoint(state).await {
+                Ok(Some(_)) => Ok(()),
+                Ok(None) => Err("the task has ended (or another host took it over): the checkpoint was not stored".into()),
+                Err(e) => Err(format!("the checkpoint could not be stored: {e}")),
+            }
+        }))
+    }
+
+    fn resume(&self) -> Option<Vec<u8>> {
+        self.resume.clone()
+    }
+
     fn log(&self, level: LogLevel, message: &str) {
         if let (Some(forward), false) = (&self.forward, self.control.cancel().is_cancelled()) {
             forward.log(level, message);

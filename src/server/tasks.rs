@@ -15,13 +15,14 @@ use super::modern::Adopted;
 use super::results::{error_result, failure_result, violations_json, violations_summary};
 use super::task_observer::TaskObserver;
 use super::tools::{self, AdmittedCall};
-use super::{paging, Host, Outlet};
+use super::{paging, result_links, Host, Outlet};
+use crate::config::Limits;
 use crate::mcp::jsonrpc::notification;
 use crate::mcp::types::CallToolResult;
 use crate::mcp::{Params, RpcError};
 use crate::registry::{violations, Registry};
 use crate::runtime::{CallContext, CallObserver, Failure, Runtime, TaskSupport};
-use crate::tasks::{Admission, EngineError, Finished, Outcome, Task, TaskControl, TaskEvents, TaskRunner, TaskStatus};
+use crate::tasks::{Admission, EngineError, Finished, Outcome, Recovery, Task, TaskControl, TaskEvents, TaskRunner, TaskStatus};
 
 /// The `_meta` key that ties a message to its task.
 pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
@@ -43,7 +44,24 @@ pub fn task_json(task: &Task) -> Value {
     if let Some(m) = &task.status_message {
         t["statusMessage"] = json!(m);
     }
+    if let Some(resumed) = resumed_meta(task) {
+        t["_meta"] = json!({ "corral/resumed": resumed });
+    }
     t
+}
+
+/// For a task that ran again after an interruption: which attempt this is, and its last
+/// checkpoint (0: it ran again from the start).
+pub(super) fn resumed_meta(task: &Task) -> Option<Value> {
+    (task.attempts > 1).then(|| json!({ "attempt": task.attempts, "checkpoint": task.checkpoint }))
+}
+
+/// The `statusMessage` a task shows when it runs again after an interruption.
+fn resumed_message(task: &Task) -> String {
+    match task.checkpoint {
+        0 => format!("running again from the start after an interruption (attempt {})", task.attempts),
+        n => format!("resumed from checkpoint {n} after an interruption (attempt {})", task.attempts),
+    }
 }
 
 /// A time in milliseconds since the epoch as MCP shows it (RFC 3339, UTC, milliseconds).
@@ -230,6 +248,7 @@ impl TaskRunner for ToolRunner {
         // A 2026-07-28 call that outgrew `task_after` is already running: await it, not a new run.
         if let Some((running, call_cancel)) = control.requestor().and_then(|r| r.downcast_ref::<Adopted>()).and_then(|a| a.take(&control)) {
             let tool = task.tool.clone();
+            let (expires_at, registry) = (task.expires_at(), self.registry.clone());
             return Box::pin(async move {
                 let mut running = running;
                 let outcome = tokio::select! {
@@ -239,13 +258,19 @@ impl TaskRunner for ToolRunner {
                         running.await
                     }
                 };
-                finished(&tool, outcome.unwrap_or(Err(tools::Cancelled)))
+                let limit = registry.snapshot().tool(&tool).map_or(Limits::default().inline_result, |e| e.plugin.limits.inline_result);
+                let outcome = kept(&control, expires_at, &tool, limit, outcome.unwrap_or(Err(tools::Cancelled))).await;
+                finished(&tool, outcome)
             });
         }
         let registry = self.registry.clone();
         let runtime = self.runtime.clone();
         let metrics = self.metrics.clone();
-        let (tool, arguments) = (task.tool.clone(), task.arguments.clone());
+        let (tool, arguments, expires_at) = (task.tool.clone(), task.arguments.clone(), task.expires_at());
+        let resumed_from = if task.attempts > 1 { task.checkpoint } else { 0 };
+        if task.attempts > 1 {
+            control.set_message(resumed_message(task));
+        }
         Box::pin(async move {
             // A task recovered at start may run before the plugins finish loading.
             registry.loaded().await;
@@ -257,12 +282,31 @@ impl TaskRunner for ToolRunner {
             // What `create` handed the engine: the requestor's notifier.
             let forward = control.requestor().and_then(|r| r.downcast_ref::<Arc<dyn CallObserver>>()).cloned();
             let cancel = control.cancel().clone();
-            let observer = Arc::new(TaskObserver::new(control, forward));
+            // A run after an interruption starts from the task's last checkpoint, if it has one.
+            let resume = match resumed_from {
+                0 => None,
+                _ => control.last_checkpoint().await.unwrap_or_else(|e| {
+                    tracing::error!(task = %control.id(), "reading the task's checkpoint failed, it starts over: {e}");
+                    None
+                }),
+            };
+            let observer = Arc::new(TaskObserver::new(control.clone(), forward).resuming(resume.map(|(_, state)| state)));
             let mut limits = entry.plugin.limits.clone();
             limits.timeout = limits.task_timeout;
+            let inline_limit = limits.inline_result;
             let ctx = CallContext { limits, cancel, observer, denials: Arc::default(), time_limit: Default::default() };
             let call = AdmittedCall { entry, arguments, progress_token: None };
-            finished(&tool, tools::run_validated(&runtime, &metrics, &call, ctx).await)
+            let outcome = tools::run_validated(&runtime, &metrics, &call, ctx).await;
+            finished(&tool, kept(&control, expires_at, &tool, inline_limit, outcome).await)
+        })
+    }
+
+    fn recovery(&self, tool: &str) -> BoxFuture<'static, Recovery> {
+        let (registry, tool) = (self.registry.clone(), tool.to_owned());
+        Box::pin(async move {
+            registry.loaded().await;
+            let limits = registry.snapshot().tool(&tool).map(|t| t.plugin.limits.clone());
+            limits.map_or_else(Recovery::default, |l| Recovery { resumable: l.resumable, retries: l.retries })
         })
     }
 
@@ -281,6 +325,24 @@ impl TaskRunner for ToolRunner {
         // A session's tasks were reachable only through it; the local user (stdio), a token's
         // holder and the 2026-07-28 clients (who hold the task id) come back.
         !owner.starts_with(SESSION_OWNER)
+    }
+}
+
+/// A task's result with its large pieces kept with the task (by reference, see
+/// [`result_links`]) when it is over `limit`; one the store would not keep becomes an error
+/// result saying so.
+async fn kept(
+    control: &TaskControl,
+    expires_at: Option<i64>,
+    tool: &str,
+    limit: u64,
+    outcome: Result<CallToolResult, tools::Cancelled>,
+) -> Result<CallToolResult, tools::Cancelled> {
+    let result = outcome?;
+    let Some((inline, parts)) = result_links::by_reference(&result, control.id(), limit) else { return Ok(result) };
+    match control.keep_result(expires_at, parts).await {
+        Ok(()) => Ok(inline),
+        Err(e) => Ok(result_links::not_kept(tool, result_links::payload_size(&result), limit, &e.to_string())),
     }
 }
 

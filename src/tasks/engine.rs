@@ -109,7 +109,7 @@ pub struct Counts {
 
 /// The task engine; see the module doc.
 pub struct Engine {
-    inner: Arc<Inner>,
+    pub(super) inner: Arc<Inner>,
     /// Stops the workers and the reaper: a child of the caller's shutdown token.
     stop: CancellationToken,
     /// The workers and the reaper, waited for by [`Engine::shutdown`].
@@ -250,6 +250,8 @@ impl Engine {
             idempotency_key: admission.idempotency_key,
             seq: 0,
             runner: inner.runners.id().to_owned(),
+            attempts: 0,
+            checkpoint: 0,
         };
         let (requestor, events) = (admission.requestor, admission.events);
         let inner = inner.clone();

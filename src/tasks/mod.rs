@@ -4,15 +4,18 @@
 //! A leaf: it knows nothing of MCP, the runtime or the server. Whoever runs tasks implements
 //! [`TaskRunner`] and gets a [`TaskControl`] for each run; outcomes are opaque values.
 
+mod blobs;
 mod engine;
 mod finish;
 mod model;
 mod postgres;
 mod relay;
+mod resume;
 mod runner;
 mod runners;
 mod settings;
 mod sqlite;
+mod sqlite_blobs;
 mod store;
 #[cfg(test)]
 pub(crate) mod store_suite;
@@ -21,9 +24,11 @@ mod work;
 #[cfg(test)]
 mod engine_tests;
 
+pub use blobs::{pages as result_pages, PartKind, ResultPage, ResultPart, RESULT_PAGE_BYTES};
 pub use engine::{Admission, Counts, Engine, EngineError};
 pub use model::{now_ms, Outcome, Task, TaskStatus};
 pub use postgres::{is_postgres_url, redacted, PgOptions, PgStore};
+pub use resume::Recovery;
 pub use runner::{Finished, TaskControl, TaskEvents, TaskRunner};
 pub use runners::Runners;
 pub use settings::{TaskSettings, DEFAULT_HOST_EXPIRY};

@@ -104,6 +104,11 @@ pub struct Task {
     pub seq: i64,
     /// The host process that runs the task; several hosts may share one database.
     pub runner: String,
+    /// How many times a worker has taken the task, counted in the store when it starts: 1 for
+    /// the first run, more when it ran again after an interruption.
+    pub attempts: u32,
+    /// The number of the task's last checkpoint (1 for the first); 0 when it has none.
+    pub checkpoint: u64,
 }
 
 impl Task {

@@ -29,6 +29,13 @@ pub trait TaskRunner: Send + Sync + 'static {
     /// owner that lived only in that host's memory (an HTTP session without auth) cannot, so
     /// recovery cancels its unfinished tasks instead of running them for nobody.
     fn outlives_host(&self, owner: &str) -> bool;
+
+    /// What `tool`'s plugin says about running its tasks again (`resumable`, `retries`); by
+    /// default nothing.
+    fn recovery(&self, tool: &str) -> BoxFuture<'static, super::Recovery> {
+        let _ = tool;
+        super::resume::no_recovery()
+    }
 }
 
 /// How a task's run ended.

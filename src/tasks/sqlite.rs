@@ -24,6 +24,7 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row, Transactio
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
+use super::blobs::{ResultPage, ResultPart};
 use super::model::{Outcome, Task, TaskStatus};
 use super::store::{StoreError, StoreFuture, StoreResult, TaskStore};
 
@@ -36,7 +37,7 @@ pub enum Durability {
     Power,
 }
 
-const SCHEMA_VERSION: i64 = 3;
+const SCHEMA_VERSION: i64 = 5;
 /// Operations per transaction at most, so one commit's answers are not held back for long.
 const MAX_BATCH: usize = 512;
 /// Operations waiting for a thread at most; a caller beyond it waits (asynchronously) for a
@@ -64,7 +65,10 @@ CREATE TABLE IF NOT EXISTS tasks (
     progress_token TEXT,
     idempotency_key TEXT,
     runner TEXT NOT NULL,
-    started_at INTEGER
+    started_at INTEGER,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    checkpoint_seq INTEGER NOT NULL DEFAULT 0,
+    checkpoint BLOB
 );
 CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks(owner, seq);
 CREATE UNIQUE INDEX IF NOT EXISTS tasks_by_key ON tasks(owner, idempotency_key) WHERE idempotency_key IS NOT NULL;
@@ -77,8 +81,7 @@ CREATE TABLE IF NOT EXISTS outcomes (
 );
 ";
 
-const COLUMNS: &str =
-    "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner";
+const COLUMNS: &str = "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner, attempts, checkpoint_seq";
 
 /// What a write batch's commit came to, told to every operation of the batch.
 type Commit = Result<(), Arc<rusqlite::Error>>;
@@ -264,7 +267,15 @@ fn prepare(conn: &Connection, durability: Durability) -> rusqlite::Result<()> {
         // after a crash. Tasks of older databases count as started, as they may have been.
         conn.execute_batch("ALTER TABLE tasks ADD COLUMN started_at INTEGER; UPDATE tasks SET started_at = updated_at")?;
     }
+    if (1..5).contains(&version) {
+        // Version 5 counts each task's attempts and keeps its last checkpoint (issue 16).
+        conn.execute_batch(
+            "ALTER TABLE tasks ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0; ALTER TABLE tasks ADD COLUMN checkpoint_seq INTEGER NOT NULL DEFAULT 0; ALTER TABLE tasks ADD COLUMN checkpoint BLOB;",
+        )?;
+    }
     conn.execute_batch(SCHEMA)?;
+    // Version 4 keeps large results by reference, in pages (`sqlite_blobs`).
+    conn.execute_batch(super::sqlite_blobs::SCHEMA)?;
     conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
     conn.query_row("SELECT count(*) FROM tasks", [], |_| Ok(()))?;
     Ok(())
@@ -356,6 +367,8 @@ fn read_task(row: &Row) -> rusqlite::Result<Task> {
         progress_token: json(row.get(11)?),
         idempotency_key: row.get(12)?,
         runner: row.get(13)?,
+        attempts: row.get(14)?,
+        checkpoint: row.get::<_, i64>(15)? as u64,
     })
 }
 
@@ -470,7 +483,7 @@ impl TaskStore for SqliteStore {
         let (owner, id, runner) = (owner.to_owned(), id.to_owned(), runner.to_owned());
         self.write(move |c| {
             c.prepare_cached(&format!(
-                "UPDATE tasks SET started_at = coalesce(started_at, ?4) WHERE id = ?1 AND owner = ?2 AND runner = ?3 AND status IN ('working', 'input_required') RETURNING {COLUMNS}"
+                "UPDATE tasks SET started_at = coalesce(started_at, ?4), attempts = attempts + 1 WHERE id = ?1 AND owner = ?2 AND runner = ?3 AND status IN ('working', 'input_required') RETURNING {COLUMNS}"
             ))?
             .query_row(params![id, owner, runner, now()], read_task)
             .optional()
@@ -502,8 +515,43 @@ impl TaskStore for SqliteStore {
     }
 
     fn purge_expired(&self, now_ms: i64) -> StoreFuture<usize> {
-        // Outcomes go with their tasks (ON DELETE CASCADE).
-        self.write(move |c| c.execute("DELETE FROM tasks WHERE expires_at IS NOT NULL AND expires_at <= ?1", params![now_ms]))
+        // Outcomes go with their tasks (ON DELETE CASCADE); kept results expire with them.
+        self.write(move |c| {
+            super::sqlite_blobs::purge(c, now_ms)?;
+            c.execute("DELETE FROM tasks WHERE expires_at IS NOT NULL AND expires_at <= ?1", params![now_ms])
+        })
+    }
+
+    fn checkpoint(&self, id: &str, runner: &str, state: Vec<u8>, message: Option<&str>) -> StoreFuture<Option<u64>> {
+        let (id, runner, message) = (id.to_owned(), runner.to_owned(), message.map(str::to_owned));
+        self.write(move |c| {
+            c.prepare_cached(
+                "UPDATE tasks SET checkpoint = ?3, checkpoint_seq = checkpoint_seq + 1, status_message = coalesce(?4, status_message), updated_at = ?5
+                 WHERE id = ?1 AND runner = ?2 AND status IN ('working', 'input_required') RETURNING checkpoint_seq",
+            )?
+            .query_row(params![id, runner, state, message, now()], |r| r.get::<_, i64>(0))
+            .optional()
+            .map(|seq| seq.map(|s| s as u64))
+        })
+    }
+
+    fn checkpoint_state(&self, id: &str) -> StoreFuture<Option<(u64, Vec<u8>)>> {
+        let id = id.to_owned();
+        self.read(move |c| {
+            let row: Option<(i64, Option<Vec<u8>>)> =
+                c.query_row("SELECT checkpoint_seq, checkpoint FROM tasks WHERE id = ?1", params![id], |r| Ok((r.get(0)?, r.get(1)?))).optional()?;
+            Ok(row.and_then(|(seq, state)| Some((seq as u64, state?))))
+        })
+    }
+
+    fn keep_result(&self, owner: &str, id: &str, expires_at: Option<i64>, parts: Vec<ResultPart>) -> StoreFuture<()> {
+        let (owner, id) = (owner.to_owned(), id.to_owned());
+        self.write(move |c| super::sqlite_blobs::keep(c, &owner, &id, expires_at, &parts))
+    }
+
+    fn result_page(&self, owner: &str, id: &str, part: u32, page: u32, now_ms: i64) -> StoreFuture<Option<ResultPage>> {
+        let (owner, id) = (owner.to_owned(), id.to_owned());
+        self.read(move |c| super::sqlite_blobs::page(c, &owner, &id, part, page, now_ms))
     }
 
     fn count_by_status(&self) -> StoreFuture<Vec<(TaskStatus, u64)>> {

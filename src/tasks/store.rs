@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 
+use super::blobs::{ResultPage, ResultPart};
 use super::model::{Outcome, Task, TaskStatus};
 
 /// What every store call returns.
@@ -217,6 +218,24 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// Deletes tasks (and their outcomes) whose TTL has passed at `now_ms`; returns how many.
     fn purge_expired(&self, now_ms: i64) -> StoreFuture<usize>;
+
+    /// Stores `state` as the task's checkpoint, replacing the previous one, with `message` as
+    /// its `statusMessage` (the progress it stands for) in the same transaction; fenced on
+    /// `runner` like [`TaskStore::set_status_as`]. Returns the checkpoint's number (1 for the
+    /// first), or `None` when the task ended or belongs to another host.
+    fn checkpoint(&self, id: &str, runner: &str, state: Vec<u8>, message: Option<&str>) -> StoreFuture<Option<u64>>;
+
+    /// The task's last checkpoint and its number, if it has one.
+    fn checkpoint_state(&self, id: &str) -> StoreFuture<Option<(u64, Vec<u8>)>>;
+
+    /// Keeps `parts` of the large result `id` for `owner` in pages ([`super::blobs::pages`]),
+    /// all in one transaction, until `expires_at` (ms since the epoch; `None`: until deleted).
+    /// [`TaskStore::purge_expired`] deletes them when they expire.
+    fn keep_result(&self, owner: &str, id: &str, expires_at: Option<i64>, parts: Vec<ResultPart>) -> StoreFuture<()>;
+
+    /// Page `page` of part `part` of the kept result `id`, when `owner` owns it and it has not
+    /// expired at `now_ms`; `None` otherwise (whoever asks learns nothing of others' results).
+    fn result_page(&self, owner: &str, id: &str, part: u32, page: u32, now_ms: i64) -> StoreFuture<Option<ResultPage>>;
 
     /// Tasks per status, for metrics and tests.
     fn count_by_status(&self) -> StoreFuture<Vec<(TaskStatus, u64)>>;

@@ -26,6 +26,8 @@ pub(crate) fn task(id: &str, owner: &str, runner: &str) -> Task {
         idempotency_key: None,
         seq: 0,
         runner: runner.to_owned(),
+        attempts: 0,
+        checkpoint: 0,
     }
 }
 
@@ -154,6 +156,53 @@ pub(crate) async fn counts_and_unfinished_follow_the_statuses(store: &dyn TaskSt
     assert_eq!(unfinished.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), ["w1", "w2", "i"]);
 }
 
+pub(crate) async fn results_are_kept_in_pages_for_their_owner_until_they_expire(store: &dyn TaskStore) {
+    use super::blobs::{PartKind, ResultPart, RESULT_PAGE_BYTES};
+    let now = now_ms();
+    let text: String = (0..RESULT_PAGE_BYTES * 2 + 10).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+    let parts = vec![
+        ResultPart { part: 0, kind: PartKind::Text, mime_type: Some("text/plain".into()), data: text.clone() },
+        ResultPart { part: 2, kind: PartKind::Blob, mime_type: Some("image/png".into()), data: "AQID".into() },
+    ];
+    store.keep_result("alice", "r1", Some(now + 60_000), parts).await.unwrap();
+    let mut read = String::new();
+    for n in 0..3 {
+        let page = store.result_page("alice", "r1", 0, n, now).await.unwrap().expect("a page");
+        assert_eq!((page.kind, page.page, page.pages, page.size), (PartKind::Text, n, 3, text.len() as u64));
+        assert_eq!(page.mime_type.as_deref(), Some("text/plain"));
+        read.push_str(&page.data);
+    }
+    assert_eq!(read, text, "the pages join to the whole part");
+    assert_eq!(store.result_page("alice", "r1", 0, 3, now).await.unwrap(), None, "no page past the last");
+    let blob = store.result_page("alice", "r1", 2, 0, now).await.unwrap().expect("the binary part");
+    assert_eq!((blob.kind, blob.data.as_str(), blob.pages), (PartKind::Blob, "AQID", 1));
+    assert_eq!(store.result_page("alice", "r1", 1, 0, now).await.unwrap(), None, "no such part");
+    assert_eq!(store.result_page("bob", "r1", 0, 0, now).await.unwrap(), None, "another owner reads nothing");
+    assert_eq!(store.result_page("alice", "r1", 0, 0, now + 60_000).await.unwrap(), None, "an expired result reads as gone");
+    store.keep_result("alice", "forever", None, vec![ResultPart { part: 0, kind: PartKind::Text, mime_type: None, data: String::new() }]).await.unwrap();
+    store.purge_expired(now + 60_000).await.unwrap();
+    assert_eq!(store.result_page("alice", "r1", 2, 0, now).await.unwrap(), None, "purged once expired");
+    let empty = store.result_page("alice", "forever", 0, 0, now + 60_000).await.unwrap().expect("kept without expiry");
+    assert_eq!((empty.data.as_str(), empty.pages, empty.size), ("", 1, 0));
+}
+
+pub(crate) async fn checkpoints_replace_each_other_are_fenced_and_attempts_are_counted(store: &dyn TaskStore) {
+    store.insert(task("t", "o", "h")).await.unwrap();
+    assert_eq!(store.checkpoint_state("t").await.unwrap(), None, "no checkpoint yet");
+    let first = store.start("o", "t", "h").await.unwrap().expect("started");
+    assert_eq!((first.attempts, first.checkpoint), (1, 0), "the first start is attempt 1");
+    assert_eq!(store.checkpoint("t", "other", b"x".to_vec(), None).await.unwrap(), None, "another host writes nothing");
+    assert_eq!(store.checkpoint("t", "h", b"one".to_vec(), Some("10 of 100")).await.unwrap(), Some(1));
+    assert_eq!(store.checkpoint("t", "h", vec![0, 255, 7], Some("20 of 100")).await.unwrap(), Some(2));
+    assert_eq!(store.checkpoint_state("t").await.unwrap(), Some((2, vec![0, 255, 7])), "the last replaces the one before");
+    let row = store.get("o", "t").await.unwrap().unwrap();
+    assert_eq!((row.checkpoint, row.status_message.as_deref()), (2, Some("20 of 100")), "progress is stored with the checkpoint");
+    let again = store.start("o", "t", "h").await.unwrap().expect("started again");
+    assert_eq!((again.attempts, again.checkpoint), (2, 2), "a second start is attempt 2, from checkpoint 2");
+    store.finish("t", TaskStatus::Completed, None, &Outcome::Result(json!({}))).await.unwrap().unwrap();
+    assert_eq!(store.checkpoint("t", "h", b"late".to_vec(), None).await.unwrap(), None, "an ended task takes no checkpoint");
+}
+
 /// What a suite's store maker returns: a store and whatever must outlive it, or `None` when no
 /// store can be made on this machine (no PostgreSQL server), so the rule skips (the maker says why).
 pub(crate) trait Made<S, K> {
@@ -188,7 +237,9 @@ macro_rules! store_suite {
                 idempotency_keys_are_scoped_by_owner,
                 list_pages_by_seq_per_owner,
                 purge_deletes_expired_tasks_and_their_outcomes,
-                counts_and_unfinished_follow_the_statuses
+                counts_and_unfinished_follow_the_statuses,
+                results_are_kept_in_pages_for_their_owner_until_they_expire,
+                checkpoints_replace_each_other_are_fenced_and_attempts_are_counted
             );
         }
     };

@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::engine::{EngineError, Inner, Queued, Reservation};
 use super::model::{now_ms, Outcome, TaskStatus};
+use super::resume::{verdict, Verdict};
 use super::runner::TaskControl;
 use super::store::StoreEvent;
 
@@ -111,14 +112,16 @@ impl Inner {
             if !self.runner.outlives_host(&task.owner) {
                 tracing::info!(task = %task.id, tool = %task.tool, "cancelling a task whose session ended with its host");
                 self.store.finish_as(&task.id, me, TaskStatus::Cancelled, Some(SESSION_ENDED), &Outcome::Cancelled).await?;
-            } else if self.runner.may_rerun(&task.tool).await || !self.store.started(&task.id).await? {
-                tracing::info!(task = %task.id, tool = %task.tool, "running a task its host left unfinished");
+                continue;
+            }
+            let started = self.store.started(&task.id).await?;
+            if let Verdict::Interrupt(message) = verdict(&*self.runner, &task, started).await {
+                tracing::warn!(task = %task.id, tool = %task.tool, "failing a task its host left unfinished: {message}");
+                self.store.finish_as(&task.id, me, TaskStatus::Failed, Some(&message), &Outcome::Interrupted).await?;
+            } else {
+                tracing::info!(task = %task.id, tool = %task.tool, checkpoint = task.checkpoint, "running a task its host left unfinished");
                 Reservation::force(self, &task.owner).keep();
                 self.enqueue(&task, None, None);
-            } else {
-                tracing::warn!(task = %task.id, tool = %task.tool, "failing a task its host left unfinished");
-                let message = Some("interrupted by a host restart before it finished");
-                self.store.finish_as(&task.id, me, TaskStatus::Failed, message, &Outcome::Interrupted).await?;
             }
         }
         Ok(())

@@ -453,6 +453,16 @@ impl McpProcess {
         }
     }
 
+    /// Over HTTP: leaves the session (without ending it) and opens a new one, as a second client
+    /// of the same host would; returns the new `initialize` result.
+    pub fn new_session(&mut self) -> Value {
+        if let Some(http) = &mut self.http {
+            http.session_id = None;
+            http.protocol_version = None;
+        }
+        self.initialize()
+    }
+
     /// Sends SIGTERM, as a service manager stopping the host does.
     pub fn terminate(&mut self) {
         let pid = self.child.id().to_string();

@@ -34,6 +34,7 @@
 // The generated bindings name this crate by its path, from inside it as from the plugin.
 extern crate self as corral_plugin;
 
+mod checkpoint;
 mod host;
 mod output;
 mod schema;
@@ -43,6 +44,7 @@ mod tool;
 #[doc(hidden)]
 pub mod wasm;
 
+pub use checkpoint::{checkpoint, checkpoint_bytes, resume, resume_bytes, write_atomically};
 pub use host::{cancelled, log, progress, LogLevel};
 pub use output::{CallResult, Content, Json, Output};
 pub use tool::{Annotations, NoArgs, TaskSupport, Tool, ToolInfo};

@@ -30,7 +30,14 @@ pub(crate) struct Recorder {
     pub progress: Vec<(f64, Option<f64>, Option<String>)>,
     pub cancel_checks: usize,
     pub cancel_after: Option<usize>,
+    pub checkpoints: Vec<Vec<u8>>,
+    pub crash_after: Option<usize>,
+    pub resume: Option<Vec<u8>>,
 }
+
+/// What [`crash_after`] makes the `n`th checkpoint panic with: the host died there.
+#[derive(Debug)]
+pub struct Crashed;
 
 thread_local! {
     pub(crate) static RECORDER: RefCell<Recorder> = RefCell::new(Recorder::default());
@@ -60,6 +67,51 @@ pub fn cancel_after(checks: usize) {
         r.cancel_checks = 0;
         r.cancel_after = Some(checks);
     });
+}
+
+/// Makes the `n`th `checkpoint` on this thread a crash: it is stored, then the call stops there
+/// (it panics with [`Crashed`]), as if the host died right after the checkpoint. Run the call
+/// with [`run_until_crash`], then call again: `resume()` then returns the last checkpoint.
+pub fn crash_after(n: usize) {
+    RECORDER.with_borrow_mut(|r| {
+        r.checkpoints.clear();
+        r.crash_after = Some(n);
+    });
+}
+
+/// Runs `call`; when it crashes (see [`crash_after`]), returns `None` and arranges for the next
+/// call to resume from the last checkpoint, as a task run again after a crash does. A call that
+/// ends returns its result.
+pub fn run_until_crash<R>(call: impl FnOnce() -> R) -> Option<R> {
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|info| {
+        if info.payload().downcast_ref::<Crashed>().is_none() {
+            eprintln!("{info}");
+        }
+    }));
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(call));
+    std::panic::set_hook(hook);
+    match outcome {
+        Ok(result) => Some(result),
+        Err(payload) if payload.is::<Crashed>() => {
+            RECORDER.with_borrow_mut(|r| {
+                r.resume = r.checkpoints.last().cloned();
+                r.crash_after = None;
+            });
+            None
+        }
+        Err(payload) => std::panic::resume_unwind(payload),
+    }
+}
+
+/// The checkpoints recorded on this thread so far, oldest first (and forgets them).
+pub fn checkpoints() -> Vec<Vec<u8>> {
+    RECORDER.with_borrow_mut(|r| std::mem::take(&mut r.checkpoints))
+}
+
+/// Makes `resume()` return `state` on this thread: a run after an interruption.
+pub fn resume_with(state: Option<Vec<u8>>) {
+    RECORDER.with_borrow_mut(|r| r.resume = state);
 }
 
 /// Forgets logs and progress and makes `cancelled()` false again.

@@ -1,6 +1,19 @@
 //! The component glue: wit-bindgen's bindings for `wit/plugin.wit` and the conversions between
 //! them and this crate's types. Used by [`crate::export!`]; not meant to be used directly.
 
+#[cfg(feature = "v0_3")]
+pub mod bindings {
+    wit_bindgen::generate!({
+        path: "wit/v0.3",
+        world: "plugin",
+        pub_export_macro: true,
+        export_macro_name: "__corral_wit_export",
+        default_bindings_module: "corral_plugin::wasm::bindings",
+        runtime_path: "corral_plugin::wasm::rt",
+    });
+}
+
+#[cfg(not(feature = "v0_3"))]
 pub mod bindings {
     wit_bindgen::generate!({
         path: "wit",

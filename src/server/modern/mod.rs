@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 use self::input::Round;
 use self::observer::ModernObserver;
 use super::notify::{CallNotifier, LevelFilter};
-use super::{prompts, resources, tools, Outlet, Session};
+use super::{prompts, resources, result_links, tools, Outlet, Session};
 use crate::cancel::CancelHandle;
 use crate::mcp::modern::wire::{self, CacheScope, Caching, COMPLETE};
 use crate::mcp::modern::{missing_capability, Envelope, ModernMethod, TASKS_EXTENSION};
@@ -151,8 +151,10 @@ fn call(session: &Session, id: RequestId, envelope: Envelope, params: Map<String
     }
     let observer = observer(&envelope, &call.entry.plugin, call.progress_token.clone(), reply, round);
     let ctx = context(&call.entry.plugin, &observer);
+    let owner = tasks::owner(session.owner());
     session.spawn_request(id, reply, move |cancel| async move {
         let result = tools::run(&host.runtime, &host.metrics, &call, ctx(cancel)).await.ok()?;
+        let result = result_links::keep_plain(&host, &owner, &call.entry.name, call.entry.plugin.limits.inline_result, result).await;
         Some(finish(&observer, Ok(serde_json::to_value(result).expect("results serialize"))))
     });
 }
@@ -187,6 +189,7 @@ fn adaptive(session: &Session, id: RequestId, envelope: Envelope, call: tools::A
         tokio::select! {
             done = &mut running => {
                 let result = done.ok()?.ok()?;
+                let result = result_links::keep_plain(&host, &owner, &call.entry.name, call.entry.plugin.limits.inline_result, result).await;
                 Some(finish(&observer, Ok(serde_json::to_value(result).expect("results serialize"))))
             }
             _ = tokio::time::sleep(task_after) => {
@@ -204,6 +207,14 @@ fn adaptive(session: &Session, id: RequestId, envelope: Envelope, call: tools::A
 
 fn read(session: &Session, id: RequestId, envelope: Envelope, params: Map<String, Value>, reply: &Arc<dyn Outlet>) {
     let host = session.host().clone();
+    if resources::uri_param(Params::new(&params)).is_ok_and(result_links::is_result_uri) {
+        // A kept result (`corral://results/…`), read by the owner that made the call.
+        let owner = tasks::owner(session.owner());
+        let caching = Caching { ttl_ms: 0, scope: CacheScope::Private };
+        return session.answer_later(id, reply, async move {
+            result_links::read(&host, &owner, Params::new(&params)).await.map(|v| wire::result(v, COMPLETE, Some(caching)))
+        });
+    }
     let owner = resources::uri_param(Params::new(&params)).and_then(|uri| Ok((uri.to_owned(), resources::owner(&host, uri)?)));
     let (uri, plugin) = match owner {
         Ok(found) => found,

@@ -95,6 +95,9 @@ fn task_fields(task: &Task, status: &str) -> Map<String, Value> {
     if let Some(m) = &task.status_message {
         t.insert("statusMessage".into(), json!(m));
     }
+    if let Some(resumed) = crate::server::tasks::resumed_meta(task) {
+        t.insert("_meta".into(), json!({ "corral/resumed": resumed }));
+    }
     t
 }
 

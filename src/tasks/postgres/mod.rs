@@ -12,6 +12,7 @@
 //! the claim of a dead replica's tasks), [`listen`] (`LISTEN/NOTIFY`, so a replica hears what
 //! the others write) and [`notify`] (which tells them, in batches after each write commits).
 
+mod blobs;
 mod hosts;
 mod listen;
 mod notify;

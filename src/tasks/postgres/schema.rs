@@ -53,6 +53,30 @@ CREATE TABLE corral_hosts (
 CREATE INDEX corral_tasks_waiting ON corral_tasks (seq) WHERE started_at IS NULL AND status IN ('working', 'input_required');
 CREATE INDEX corral_tasks_unfinished_by_owner ON corral_tasks (owner) WHERE status IN ('working', 'input_required');
 ",
+    "
+-- Large results kept by reference, one row per page (issue 16).
+CREATE TABLE corral_result_pages (
+    id TEXT NOT NULL,
+    part INTEGER NOT NULL,
+    page INTEGER NOT NULL,
+    owner TEXT NOT NULL,
+    expires_at BIGINT,
+    kind TEXT NOT NULL,
+    mime_type TEXT,
+    size BIGINT NOT NULL,
+    pages INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (id, part, page)
+);
+CREATE INDEX corral_result_pages_by_expiry ON corral_result_pages (expires_at) WHERE expires_at IS NOT NULL;
+",
+    "
+-- Each task's attempts and its last checkpoint (issue 16).
+ALTER TABLE corral_tasks
+    ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0,
+    ADD COLUMN checkpoint_seq BIGINT NOT NULL DEFAULT 0,
+    ADD COLUMN checkpoint BYTEA;
+",
 ];
 
 /// The schema version this corral writes.

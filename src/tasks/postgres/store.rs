@@ -19,12 +19,12 @@ use tokio_util::task::TaskTracker;
 use super::notify::Notifier;
 use super::pool::{get, Target};
 use super::{hosts, listen, schema, PgOptions};
+use crate::tasks::blobs::{ResultPage, ResultPart};
 use crate::tasks::model::{now_ms, Outcome, Task, TaskStatus};
 use crate::tasks::store::{StoreError, StoreEvent, StoreFuture, StoreResult, TaskStore};
 
 /// The columns every query returns, in the order [`read_task`] reads them.
-pub(super) const COLUMNS: &str =
-    "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner";
+pub(super) const COLUMNS: &str = "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner, attempts, checkpoint_seq";
 
 /// Rows deleted per purge statement; a purge repeats until a batch comes back short.
 const PURGE_BATCH: i64 = 1000;
@@ -207,6 +207,8 @@ pub(super) fn read_task(row: &Row) -> StoreResult<Task> {
         progress_token: row.try_get(11)?,
         idempotency_key: row.try_get(12)?,
         runner: row.try_get(13)?,
+        attempts: row.try_get::<_, i32>(14)? as u32,
+        checkpoint: row.try_get::<_, i64>(15)? as u64,
     })
 }
 
@@ -324,7 +326,7 @@ impl TaskStore for PgStore {
     fn start(&self, owner: &str, id: &str, runner: &str) -> StoreFuture<Option<Task>> {
         self.one(
             format!(
-                "UPDATE corral_tasks SET started_at = coalesce(started_at, $4) WHERE id = $1 AND owner = $2 AND runner = $3 AND status IN ('working', 'input_required') RETURNING {COLUMNS}"
+                "UPDATE corral_tasks SET started_at = coalesce(started_at, $4), attempts = attempts + 1 WHERE id = $1 AND owner = $2 AND runner = $3 AND status IN ('working', 'input_required') RETURNING {COLUMNS}"
             ),
             Args::new().text(id).text(owner).text(runner).int(now_ms()),
         )
@@ -364,10 +366,46 @@ impl TaskStore for PgStore {
         Some(self.events.subscribe())
     }
 
+    fn checkpoint(&self, id: &str, runner: &str, state: Vec<u8>, message: Option<&str>) -> StoreFuture<Option<u64>> {
+        let (pool, id, runner, message) = (self.pool(), id.to_owned(), runner.to_owned(), message.map(str::to_owned));
+        Box::pin(async move {
+            let client = get(&pool?).await?;
+            let statement = client
+                .prepare_cached(
+                    "UPDATE corral_tasks SET checkpoint = $3, checkpoint_seq = checkpoint_seq + 1, status_message = coalesce($4, status_message), updated_at = $5
+                     WHERE id = $1 AND runner = $2 AND status IN ('working', 'input_required') RETURNING checkpoint_seq",
+                )
+                .await?;
+            let row = client.query_opt(&statement, &[&id, &runner, &state, &message, &now_ms()]).await?;
+            Ok(row.map(|r| r.try_get::<_, i64>(0)).transpose()?.map(|seq| seq as u64))
+        })
+    }
+
+    fn checkpoint_state(&self, id: &str) -> StoreFuture<Option<(u64, Vec<u8>)>> {
+        let (pool, id) = (self.pool(), id.to_owned());
+        Box::pin(async move {
+            let client = get(&pool?).await?;
+            let row = client.query_opt("SELECT checkpoint_seq, checkpoint FROM corral_tasks WHERE id = $1", &[&id]).await?;
+            let Some(row) = row else { return Ok(None) };
+            let (seq, state): (i64, Option<Vec<u8>>) = (row.try_get(0)?, row.try_get(1)?);
+            Ok(state.map(|s| (seq as u64, s)))
+        })
+    }
+
+    fn keep_result(&self, owner: &str, id: &str, expires_at: Option<i64>, parts: Vec<ResultPart>) -> StoreFuture<()> {
+        Box::pin(super::blobs::keep(self.pool(), owner.to_owned(), id.to_owned(), expires_at, parts))
+    }
+
+    fn result_page(&self, owner: &str, id: &str, part: u32, page: u32, now_ms: i64) -> StoreFuture<Option<ResultPage>> {
+        Box::pin(super::blobs::page(self.pool(), owner.to_owned(), id.to_owned(), part, page, now_ms))
+    }
+
     fn purge_expired(&self, now_ms: i64) -> StoreFuture<usize> {
         let pool = self.pool();
         Box::pin(async move {
             let client = get(&pool?).await?;
+            // Kept results expire with their tasks (a plain call's after the task TTL).
+            super::blobs::purge(&client, now_ms).await?;
             // Batched so no statement holds many row locks; SKIP LOCKED lets every replica purge
             // at once without waiting for another. Outcomes go with their tasks (ON DELETE CASCADE).
             let statement = client

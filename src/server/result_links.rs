@@ -1,0 +1,262 @@
+//! Results too large to send inline, answered by reference: `corral://results/{id}/{n}`.
+//!
+//! A tool result whose size (its strings and bytes, counted as `--max-output` counts them) is
+//! over the plugin's inline limit (`--inline-result-limit`, `[limits] inline-result`) is not put
+//! into the client's (and so the model's) context whole. Each large piece of it — a content
+//! block, or the structured output — is kept in the task store and replaced by the first part
+//! of its text, its size and a `resource_link` to `corral://results/{id}/{n}`, where `id` is the
+//! task's id (kept with the task, deleted with it) or, for a plain call, a fresh id (kept for
+//! `--task-ttl`), and `n` is the block's index in the original result (the structured output is
+//! `n` = the number of blocks). Only the owner that made the call reads it back, with
+//! `resources/read`, one page of at most [`RESULT_PAGE_BYTES`] at a time: the request's
+//! `_meta["corral/cursor"]` names the page, the answer's `_meta["corral/nextCursor"]` the next.
+
+use serde_json::{json, Map, Value};
+
+use super::results::error_result;
+use super::Host;
+use crate::mcp::jsonrpc::INVALID_PARAMS;
+use crate::mcp::types::{CallToolResult, ContentBlock};
+use crate::mcp::{Params, RpcError};
+use crate::tasks::{PartKind, ResultPart, RESULT_PAGE_BYTES};
+
+/// Where kept results live.
+pub const RESULTS_SCHEME: &str = "corral://results/";
+/// How much of a kept text the inline answer shows (characters).
+const SUMMARY_CHARS: usize = 1024;
+/// Pieces of a result at most this large (bytes) stay inline even when the whole is too large.
+const SMALL_PIECE: usize = 4 * 1024;
+/// The page a `resources/read` of a kept result asks for.
+const CURSOR: &str = "corral/cursor";
+/// The page to ask for next, in the answer; absent after the last page.
+const NEXT_CURSOR: &str = "corral/nextCursor";
+
+/// Whether `uri` names a kept result (rather than a plugin's resource).
+pub fn is_result_uri(uri: &str) -> bool {
+    uri.starts_with(RESULTS_SCHEME)
+}
+
+/// The size of a result as `--max-output` counts it: its strings and its bytes.
+pub fn payload_size(result: &CallToolResult) -> u64 {
+    let blocks: usize = result.content.iter().map(|b| piece(b).map_or(0, |(_, _, data)| decoded_len(data, b))).sum();
+    let structured = result.structured_content.as_ref().map_or(0, |v| v.to_string().len());
+    (blocks + structured) as u64
+}
+
+/// The payload of a block that can be kept: its kind, media type and stored text.
+fn piece(block: &ContentBlock) -> Option<(PartKind, Option<String>, &str)> {
+    match block {
+        ContentBlock::Text { text } => Some((PartKind::Text, Some("text/plain".into()), text)),
+        ContentBlock::Image { data, mime_type } | ContentBlock::Audio { data, mime_type } => Some((PartKind::Blob, Some(mime_type.clone()), data)),
+        ContentBlock::Resource { resource } => match (&resource.text, &resource.blob) {
+            (Some(text), _) => Some((PartKind::Text, resource.mime_type.clone(), text)),
+            (None, Some(blob)) => Some((PartKind::Blob, resource.mime_type.clone(), blob)),
+            (None, None) => None,
+        },
+        ContentBlock::ResourceLink { .. } => None,
+    }
+}
+
+/// Bytes of a piece as the guest returned them (base64 counts as the bytes it encodes).
+fn decoded_len(data: &str, block: &ContentBlock) -> usize {
+    let binary = matches!(block, ContentBlock::Image { .. } | ContentBlock::Audio { .. })
+        || matches!(block, ContentBlock::Resource { resource } if resource.text.is_none());
+    if binary {
+        data.len() / 4 * 3
+    } else {
+        data.len()
+    }
+}
+
+/// `result` with its large pieces replaced by references to `corral://results/{id}/{n}`, and
+/// the pieces to keep; `None` when the result fits within `limit` bytes and goes inline as it is.
+pub fn by_reference(result: &CallToolResult, id: &str, limit: u64) -> Option<(CallToolResult, Vec<ResultPart>)> {
+    let size = payload_size(result);
+    if size <= limit {
+        return None;
+    }
+    let mut content = Vec::new();
+    let mut parts = Vec::new();
+    let mut listed = Vec::new();
+    let mut keep = |n: usize, kind: PartKind, mime_type: Option<String>, data: String, content: &mut Vec<ContentBlock>, label: &str| {
+        let uri = format!("{RESULTS_SCHEME}{id}/{n}");
+        let pages = crate::tasks::result_pages(kind, &data, RESULT_PAGE_BYTES).len();
+        content.push(ContentBlock::Text { text: summary(kind, &data, &uri, label) });
+        content.push(ContentBlock::ResourceLink {
+            uri: uri.clone(),
+            name: format!("result-{n}"),
+            description: Some(format!("{label} of {} bytes, readable with resources/read in {pages} page(s)", data.len())),
+            mime_type: mime_type.clone(),
+        });
+        listed.push(json!({ "uri": uri, "size": data.len(), "pages": pages }));
+        parts.push(ResultPart { part: n as u32, kind, mime_type, data });
+    };
+    for (n, block) in result.content.iter().enumerate() {
+        match piece(block) {
+            Some((kind, mime_type, data)) if data.len() > SMALL_PIECE => {
+                let label = match block {
+                    ContentBlock::Resource { resource } => format!("resource {}", resource.uri),
+                    ContentBlock::Text { .. } => "text".to_owned(),
+                    _ => "binary content (base64)".to_owned(),
+                };
+                keep(n, kind, mime_type, data.to_owned(), &mut content, &label);
+            }
+            _ => content.push(block.clone()),
+        }
+    }
+    let mut structured = result.structured_content.clone();
+    if let Some(value) = structured.take_if(|v| v.to_string().len() > SMALL_PIECE) {
+        let n = result.content.len();
+        keep(n, PartKind::Text, Some("application/json".into()), value.to_string(), &mut content, "structured output (JSON)");
+    }
+    let mut meta = result.meta.clone();
+    meta.insert("corral/byReference".into(), json!({ "size": size, "limit": limit, "parts": listed }));
+    Some((CallToolResult { content, structured_content: structured, is_error: result.is_error, meta }, parts))
+}
+
+/// The inline stand-in of a kept piece: the first part of a text, and where the rest is.
+fn summary(kind: PartKind, data: &str, uri: &str, label: &str) -> String {
+    let note = format!(
+        "[corral: the whole {label} is {} bytes, too large to send inline; it is kept as {uri} — read it with resources/read, page by page]",
+        data.len()
+    );
+    match kind {
+        PartKind::Text => {
+            let head: String = data.chars().take(SUMMARY_CHARS).collect();
+            format!("{head}…\n\n{note}")
+        }
+        PartKind::Blob => note,
+    }
+}
+
+/// A plain call's result, with its large pieces kept for `--task-ttl` under a fresh id for
+/// `owner` when it is over `limit`. A result that cannot be kept is an error result saying so,
+/// never a huge answer.
+pub async fn keep_plain(host: &Host, owner: &str, tool: &str, limit: u64, result: CallToolResult) -> CallToolResult {
+    let id = uuid::Uuid::new_v4().to_string();
+    let Some((inline, parts)) = by_reference(&result, &id, limit) else { return result };
+    match host.engine.keep_result(owner, &id, Some(host.engine.default_expiry()), parts).await {
+        Ok(()) => inline,
+        Err(e) => not_kept(tool, payload_size(&result), limit, &e.to_string()),
+    }
+}
+
+/// The error result for a large result the store would not keep.
+pub fn not_kept(tool: &str, size: u64, limit: u64, why: &str) -> CallToolResult {
+    error_result(
+        format!(
+            "tool `{tool}` returned {size} bytes, over the inline result limit of {limit} bytes, and the result could not be kept to read by reference: {why}"
+        ),
+        "result-not-kept",
+    )
+}
+
+/// The error for a kept result that does not exist, has expired or belongs to someone else:
+/// all read the same, so nobody learns of another's results.
+pub fn not_found(uri: &str) -> RpcError {
+    RpcError::new(INVALID_PARAMS, format!("Resource not found: {uri}")).with_data(json!({ "uri": uri }))
+}
+
+/// `{id}` and `{n}` of `corral://results/{id}/{n}`.
+fn parse(uri: &str) -> Option<(&str, u32)> {
+    let (id, n) = uri.strip_prefix(RESULTS_SCHEME)?.split_once('/')?;
+    let n = n.parse().ok().filter(|_| !id.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))?;
+    Some((id, n))
+}
+
+/// `resources/read` of a kept result for `owner`: one page, the one `_meta["corral/cursor"]`
+/// names (the first without it).
+pub async fn read(host: &Host, owner: &str, params: Params<'_>) -> Result<Value, RpcError> {
+    let uri = super::resources::uri_param(params)?;
+    let Some((id, part)) = parse(uri) else { return Err(not_found(uri)) };
+    let page = match params.meta_str(CURSOR)? {
+        None => 0,
+        Some(cursor) => cursor
+            .parse::<u32>()
+            .map_err(|_| RpcError::invalid_params(format!("invalid cursor {cursor:?} for {uri}: pass the `corral/nextCursor` of the previous page")))?,
+    };
+    let store = |e: crate::tasks::EngineError| RpcError::internal(e.to_string());
+    let Some(found) = host.engine.result_page(owner, id, part, page).await.map_err(store)? else {
+        if page > 0 && host.engine.result_page(owner, id, part, 0).await.map_err(store)?.is_some() {
+            return Err(RpcError::invalid_params(format!("cursor {page} is past the last page of {uri}")).with_data(json!({ "uri": uri })));
+        }
+        return Err(not_found(uri));
+    };
+    let mut contents = Map::new();
+    contents.insert("uri".into(), json!(uri));
+    if let Some(mime) = &found.mime_type {
+        contents.insert("mimeType".into(), json!(mime));
+    }
+    match found.kind {
+        PartKind::Text => contents.insert("text".into(), json!(found.data)),
+        PartKind::Blob => contents.insert("blob".into(), json!(found.data)),
+    };
+    let mut meta = Map::new();
+    meta.insert("corral/page".into(), json!(found.page));
+    meta.insert("corral/pages".into(), json!(found.pages));
+    meta.insert("corral/size".into(), json!(found.size));
+    if found.page + 1 < found.pages {
+        meta.insert(NEXT_CURSOR.into(), json!((found.page + 1).to_string()));
+    }
+    Ok(json!({ "contents": [Value::Object(contents)], "_meta": meta }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use base64::engine::general_purpose::STANDARD as BASE64;
+    use base64::Engine as _;
+
+    /// Base64 pages decode on their own, so a client may decode each as it comes.
+    fn decodes(page: &str) -> bool {
+        BASE64.decode(page).is_ok()
+    }
+
+    fn text_result(len: usize) -> CallToolResult {
+        CallToolResult { content: vec![ContentBlock::Text { text: "x".repeat(len) }], structured_content: None, is_error: false, meta: Map::new() }
+    }
+
+    #[test]
+    fn a_result_within_the_limit_goes_inline() {
+        assert!(by_reference(&text_result(1000), "t", 1000).is_none());
+    }
+
+    #[test]
+    fn a_large_text_becomes_its_beginning_its_size_and_a_link() {
+        let mut result = text_result(300_000);
+        result.content.push(ContentBlock::Text { text: "small".into() });
+        let (inline, parts) = by_reference(&result, "abc", 256 * 1024).expect("over the limit");
+        let v = serde_json::to_value(&inline).unwrap();
+        let summary = v["content"][0]["text"].as_str().unwrap();
+        assert!(summary.starts_with(&"x".repeat(SUMMARY_CHARS)) && summary.contains("300000 bytes") && summary.contains("corral://results/abc/0"), "{summary}");
+        assert_eq!(v["content"][1]["type"], "resource_link");
+        assert_eq!(v["content"][1]["uri"], "corral://results/abc/0");
+        assert_eq!(v["content"][2]["text"], "small", "small pieces stay inline");
+        assert_eq!(v["_meta"]["corral/byReference"]["size"], 300_005);
+        assert_eq!((parts.len(), parts[0].part, parts[0].data.len()), (1, 0, 300_000));
+    }
+
+    #[test]
+    fn binary_and_structured_pieces_are_kept_too() {
+        let data = BASE64.encode(vec![7u8; 9000]);
+        let result = CallToolResult {
+            content: vec![ContentBlock::Image { data: data.clone(), mime_type: "image/png".into() }],
+            structured_content: Some(json!({ "rows": "y".repeat(9000) })),
+            is_error: false,
+            meta: Map::new(),
+        };
+        let (inline, parts) = by_reference(&result, "i", 1000).unwrap();
+        assert_eq!(inline.structured_content, None);
+        assert_eq!(parts.iter().map(|p| (p.part, p.kind)).collect::<Vec<_>>(), [(0, PartKind::Blob), (1, PartKind::Text)]);
+        assert_eq!(parts[0].data, data);
+        assert!(crate::tasks::result_pages(PartKind::Blob, &data, 4000).iter().all(|p| decodes(p)));
+    }
+
+    #[test]
+    fn only_well_formed_result_uris_parse() {
+        assert_eq!(parse("corral://results/abc/3"), Some(("abc", 3)));
+        for bad in ["corral://results/abc", "corral://results//3", "corral://results/abc/x", "corral://results/abc/+3", "file:///x"] {
+            assert_eq!(parse(bad), None, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! Large results kept by reference: a result too large to send inline is stored in pages, with
+//! its task (or, for a plain call, for the task TTL), and read back a page at a time.
+//!
+//! The engine does not know what a result is: a [`ResultPart`] is a run of bytes (the UTF-8 of
+//! a text, or the base64 of a binary) under an id and a part number. The store splits it into
+//! pages of at most [`RESULT_PAGE_BYTES`], cut where a page is valid on its own (a UTF-8 character
+//! boundary; base64 in whole groups of four), so every page can be sent as it is.
+
+use super::engine::{Engine, EngineError};
+use super::model::now_ms;
+use super::runner::TaskControl;
+
+/// The most bytes of one part a page holds (text: UTF-8 bytes; binary: base64 characters).
+pub const RESULT_PAGE_BYTES: usize = 256 * 1024;
+
+/// What a part holds, which decides where a page may be cut and how it is sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PartKind {
+    /// UTF-8 text.
+    Text,
+    /// Base64 of binary data.
+    Blob,
+}
+
+impl PartKind {
+    /// As stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PartKind::Text => "text",
+            PartKind::Blob => "blob",
+        }
+    }
+
+    /// The kind stored as `s`.
+    pub fn parse(s: &str) -> Option<PartKind> {
+        [PartKind::Text, PartKind::Blob].into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+/// One piece of a result to keep: content block `part` of the result `id`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResultPart {
+    /// Which piece of the result (a content block's index).
+    pub part: u32,
+    /// Text or base64.
+    pub kind: PartKind,
+    /// Its media type, shown when it is read.
+    pub mime_type: Option<String>,
+    /// The bytes, valid UTF-8 in both kinds.
+    pub data: String,
+}
+
+/// One page of a kept part, as read back.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResultPage {
+    /// Text or base64.
+    pub kind: PartKind,
+    /// The part's media type.
+    pub mime_type: Option<String>,
+    /// Bytes of the whole part.
+    pub size: u64,
+    /// This page's number, from 0.
+    pub page: u32,
+    /// How many pages the part has.
+    pub pages: u32,
+    /// This page's bytes.
+    pub data: String,
+}
+
+/// `data` cut into pages of at most `max` bytes, each ending on a boundary where it is valid on
+/// its own: a character boundary for text, a multiple of four characters for base64. An empty
+/// part has one empty page, so it can still be read.
+pub fn pages(kind: PartKind, data: &str, max: usize) -> Vec<&str> {
+    let step = match kind {
+        PartKind::Text => max.max(4),
+        PartKind::Blob => (max / 4).max(1) * 4,
+    };
+    let mut pages = Vec::new();
+    let mut rest = data;
+    while !rest.is_empty() {
+        let mut end = step.min(rest.len());
+        while !rest.is_char_boundary(end) {
+            end -= 1;
+        }
+        let (page, tail) = rest.split_at(end);
+        pages.push(page);
+        rest = tail;
+    }
+    if pages.is_empty() {
+        pages.push("");
+    }
+    pages
+}
+
+impl Engine {
+    /// Keeps `parts` of the result `id` for `owner` until `expires_at` (ms since the epoch;
+    /// `None`: until deleted): a plain call's large result, read back with [`Engine::result_page`].
+    pub async fn keep_result(&self, owner: &str, id: &str, expires_at: Option<i64>, parts: Vec<ResultPart>) -> Result<(), EngineError> {
+        Ok(self.inner.store.keep_result(owner, id, expires_at, parts).await?)
+    }
+
+    /// Page `page` of part `part` of the result `id`, if `owner` owns it and it has not expired.
+    pub async fn result_page(&self, owner: &str, id: &str, part: u32, page: u32) -> Result<Option<ResultPage>, EngineError> {
+        Ok(self.inner.store.result_page(owner, id, part, page, now_ms()).await?)
+    }
+
+    /// When something kept now for the default task TTL (`--task-ttl`) expires.
+    pub fn default_expiry(&self) -> i64 {
+        now_ms().saturating_add(self.inner.settings.default_ttl.as_millis() as i64)
+    }
+}
+
+impl TaskControl {
+    /// Keeps `parts` of this task's result with the task: owned by its owner and deleted with it
+    /// (`expires_at` is the task's expiry). Written before the task ends, so a client that sees
+    /// the task ended can read them.
+    pub async fn keep_result(&self, expires_at: Option<i64>, parts: Vec<ResultPart>) -> Result<(), EngineError> {
+        Ok(self.store.keep_result(&self.live.owner, &self.live.id, expires_at, parts).await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_pages_end_on_character_boundaries_and_join_to_the_whole() {
+        let text = "aé€😀".repeat(1000);
+        let cut = pages(PartKind::Text, &text, 7);
+        assert!(cut.iter().all(|p| p.len() <= 7 && !p.is_empty()));
+        assert_eq!(cut.concat(), text);
+    }
+
+    #[test]
+    fn base64_pages_hold_whole_groups() {
+        let data = "QUJD".repeat(10) + "QQ==";
+        let cut = pages(PartKind::Blob, &data, 10);
+        assert!(cut[..cut.len() - 1].iter().all(|p| p.len() == 8), "{cut:?}");
+        assert_eq!(cut.concat(), data);
+        assert_eq!(pages(PartKind::Text, "", 10), [""], "an empty part still has a page");
+    }
+}
