@@ -84,6 +84,11 @@ cp "$root/plugins/dist/ticker.wasm" "$modern_plugins/ticker.wasm"
 cp "$root/plugins/dist/ticker.wasm" "$modern_plugins/late.wasm"
 printf '[limits]\ntask-after = "60s"\n' >"$modern_plugins/ticker.toml"
 printf 'namespace = "late"\n[limits]\ntask-after = "50ms"\n' >"$modern_plugins/late.toml"
+# Tools that ask for input (contract 0.3.0), for the ext-tasks input checks.
+cargo build --locked --release --target wasm32-wasip2 --manifest-path "$root/tests/guests/Cargo.toml" \
+    --target-dir "$root/tests/guests/target" -p mrtr >/dev/null 2>&1 || die "building tests/guests/mrtr failed"
+cp "$root/tests/guests/target/wasm32-wasip2/release/mrtr.wasm" "$modern_plugins/ask.wasm"
+printf 'namespace = "ask"\n' >"$modern_plugins/ask.toml"
 server_pid=""
 surface_pid=""
 modern_pid=""

@@ -1,7 +1,9 @@
 // Clients of the 2026-07-28 era against corral: the TypeScript client 2.4
 // (npm @modelcontextprotocol/client) in its `auto` mode and pinned to 2026-07-28, and
 // @modelcontextprotocol/ext-tasks 0.2.2 on top of it in its SEP-2663 ("v2") mode: a task created,
-// polled to its end, one cancelled mid-run, and the adaptive `optional` path both ways.
+// polled to its end, one cancelled mid-run, the adaptive `optional` path both ways, and input:
+// a task that asks (input_required, answered by tasks/update) and a plain call that asks (an
+// input-required result, answered by the retried request).
 //
 //   node modern.mjs stdio CORRAL PLUGINS_DIR   the client starts `CORRAL serve --plugins PLUGINS_DIR ...`
 //   node modern.mjs http URL                   talks to a running `corral serve --http` serving PLUGINS_DIR
@@ -9,10 +11,11 @@
 // PLUGINS_DIR holds the ticker plugin twice (run.sh makes it): `ticker` with `task-after = "60s"`,
 // so its `optional` tool `tick` always answers inline, and a copy under `namespace = "late"` with
 // `task-after = "50ms"`, so `late_tick` running for seconds always becomes a task. The manifest
-// knob makes both paths deterministic, whatever the machine's load.
+// knob makes both paths deterministic, whatever the machine's load. It also holds the 0.3.0 test
+// guest `tests/guests/mrtr` under `namespace = "ask"`: tools that ask the client for input.
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
-import { createTaskSessionFromClient } from '@modelcontextprotocol/ext-tasks/client';
+import { createApplicationInputHandler, createTaskSessionFromClient } from '@modelcontextprotocol/ext-tasks/client';
 import { abort, assert, check, finish, rejectsWith, setSuite, sleep, text } from './check.mjs';
 
 const [mode, ...rest] = process.argv.slice(2);
@@ -97,13 +100,30 @@ function rawDispatcher(connection) {
 /** An outcome for a failure message: its error's message and cause, which JSON leaves out. */
 const describe = (outcome) => `${JSON.stringify(outcome)}\nerror: ${outcome.error?.message}\ncause: ${outcome.error?.cause?.message ?? outcome.error?.cause}`;
 
-/** An ext-tasks session in its SEP-2663 mode over a client pinned to 2026-07-28. */
+/** What the input handler was asked: each question's message and how its answer went back. */
+const asked = [];
+
+/**
+ * An ext-tasks session in its SEP-2663 mode over a client pinned to 2026-07-28. It declares
+ * elicitation and answers every form with `{name: "answer to MESSAGE"}` (ext-tasks routes the
+ * answer: a retried request for a plain call, `tasks/update` for a task).
+ */
 async function taskSession() {
     const connection = await connect({ pin: '2026-07-28' });
     const session = createTaskSessionFromClient(connection.client, {
         endpointId: `corral-${mode}`,
         rawDispatch: rawDispatcher(connection),
-        v2RequestFraming: { protocolVersion: '2026-07-28', clientInfo, clientCapabilities: {} },
+        v2RequestFraming: { protocolVersion: '2026-07-28', clientInfo, clientCapabilities: { elicitation: {} } },
+        onInputRequest: createApplicationInputHandler({
+            elicitation: (request, context) => {
+                asked.push({ message: request.params.message, delivery: context.delivery });
+                return { action: 'accept', content: { name: `answer to ${request.params.message}` } };
+            },
+            sampling: () => {
+                throw new Error('no sampling in this suite');
+            },
+            roots: () => ({ roots: [] }),
+        }),
     });
     return { ...connection, session };
 }
@@ -131,7 +151,9 @@ for (const negotiation of ['auto', { pin: '2026-07-28' }]) {
         // The client's 2026-07-28 Tool type has no `execution` (tasks left the core), so the
         // task policy corral sends is not shown here; ext-tasks reads it below.
         const { tools } = await client.listTools();
-        assert.deepEqual(tools.map((t) => t.name), ['countdown', 'late_countdown', 'late_tick', 'tick']);
+        const names = tools.map((t) => t.name);
+        assert.deepEqual(names.filter((n) => !n.startsWith('ask_')), ['countdown', 'late_countdown', 'late_tick', 'tick']);
+        assert.ok(names.includes('ask_multi_input'), JSON.stringify(names));
     });
 
     await check(`${label}: tools/call of an optional tool without the tasks extension answers inline`, async () => {
@@ -206,6 +228,26 @@ await check('ext-tasks: tasks/cancel mid-run ends the task `cancelled`', async (
         view = await controller.snapshot();
     }
     assert.equal(view.status, 'cancelled', JSON.stringify(view));
+});
+
+await check('ext-tasks: a task that asks turns input_required, tasks/update answers it, it completes', async () => {
+    asked.length = 0;
+    const execution = await session.callTool('ask_multi_input', {});
+    assert.equal(execution.kind, 'task');
+    const { outcome } = await execution.settle();
+    assert.equal(outcome.status, 'completed', describe(outcome));
+    assert.equal(text(outcome.result), 'Answers: answer to First question and answer to Second question');
+    assert.deepEqual(asked.map((a) => a.delivery).sort(), ['task-update', 'task-update'], JSON.stringify(asked));
+});
+
+await check('ext-tasks: a plain call that asks gets an input-required result and the retry completes it', async () => {
+    asked.length = 0;
+    const execution = await session.callTool('ask_test_input_required_result_elicitation', {});
+    assert.equal(execution.kind, 'immediate');
+    const { outcome } = await execution.settle();
+    assert.equal(outcome.status, 'completed', describe(outcome));
+    assert.equal(text(outcome.result), 'Hello, answer to What is your name?!');
+    assert.deepEqual(asked, [{ message: 'What is your name?', delivery: 'request-retry' }]);
 });
 
 await session.close();
