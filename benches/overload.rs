@@ -37,9 +37,12 @@ fn main() {
     let bin = http::corral_bin();
     assert!(bin.exists(), "no corral binary at {} (cargo build --release, or set CORRAL_BIN)", bin.display());
     let host = serve_http(&bin, &dist);
+    // Plugins load in the background: a call before `tick` is listed would be no task at all.
+    http::wait_for_tool(&host.url, None, "tick");
     let mut filler = Client::connect(&host.url);
     for _ in 0..QUEUED + 2 {
-        filler.task_call();
+        let created = filler.task_call();
+        assert!(created["result"]["task"]["taskId"].is_string(), "filling the queue: {created}");
     }
     report::header(&format!("overload refusals, {}", bin.display()));
     let isolated: Vec<Duration> = (0..ISOLATED).map(|_| filler.refused()).collect();
