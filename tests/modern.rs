@@ -8,13 +8,13 @@ mod common;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use common::client::{McpProcess, TIMEOUT};
+use common::serve::{serve_command, HttpServe};
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
@@ -144,30 +144,7 @@ impl Server {
     }
 
     fn start_with(plugins: &Path, extra: &[&str]) -> Server {
-        let exe = env!("CARGO_BIN_EXE_corral");
-        let mut child = Command::new(exe)
-            .args(["serve", "--plugins", plugins.to_str().unwrap(), "--http", "127.0.0.1:0", "--db", ":memory:"])
-            .args(extra)
-            .env("NO_COLOR", "1")
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let (tx, rx) = mpsc::channel();
-        let (pipe, log) = (child.stderr.take().unwrap(), stderr.clone());
-        thread::spawn(move || {
-            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                if let Some((_, url)) = line.split_once("serving MCP over HTTP at ") {
-                    let _ = tx.send(url.trim().to_owned());
-                }
-                log.lock().unwrap().push_str(&line);
-                log.lock().unwrap().push('\n');
-            }
-        });
-        let url = rx.recv_timeout(TIMEOUT).unwrap_or_else(|_| panic!("corral never listened; stderr:\n{}", stderr.lock().unwrap()));
+        let HttpServe { child, url, stderr } = HttpServe::spawn(serve_command(plugins, ":memory:", extra), TIMEOUT);
         let base = url.strip_suffix("/mcp").unwrap().to_owned();
         let agent = ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(TIMEOUT)).build().new_agent();
         Server { child, base, stderr, agent }

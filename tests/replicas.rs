@@ -14,15 +14,15 @@ mod common;
 mod pg_cluster;
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use common::client::TIMEOUT;
+use common::serve::{serve_command, HttpServe};
 use serde_json::{json, Value};
 
 /// The bearer token every client presents; its name (`replicas`) owns the tasks on every replica.
@@ -51,30 +51,8 @@ struct Replica {
 impl Replica {
     fn start(plugins: &Path, db: &str, tokens: &Path) -> Replica {
         let expiry = format!("{}s", EXPIRY.as_secs());
-        let mut child = Command::new(env!("CARGO_BIN_EXE_corral"))
-            .args(["serve", "--plugins", plugins.to_str().unwrap(), "--http", "127.0.0.1:0", "--db", db])
-            .args(["--auth-tokens-file", tokens.to_str().unwrap(), "--host-expiry", &expiry, "--max-running", "8", "--max-tasks-per-client", "1000"])
-            .env("NO_COLOR", "1")
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let (tx, rx) = mpsc::channel();
-        let (pipe, log) = (child.stderr.take().unwrap(), stderr.clone());
-        thread::spawn(move || {
-            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                if let Some((_, url)) = line.split_once("serving MCP over HTTP at ") {
-                    let _ = tx.send(url.trim().to_owned());
-                }
-                let mut log = log.lock().unwrap();
-                log.push_str(&line);
-                log.push('\n');
-            }
-        });
-        let url = rx.recv_timeout(TIMEOUT).unwrap_or_else(|_| panic!("a replica never listened; stderr:\n{}", stderr.lock().unwrap()));
+        let extra = ["--auth-tokens-file", tokens.to_str().unwrap(), "--host-expiry", &expiry, "--max-running", "8", "--max-tasks-per-client", "1000"];
+        let HttpServe { child, url, stderr } = HttpServe::spawn(serve_command(plugins, db, &extra), TIMEOUT);
         let port = url.trim_end_matches("/mcp").rsplit(':').next().unwrap().parse().unwrap();
         Replica { child, url, port, stderr }
     }

@@ -8,10 +8,10 @@
 mod common;
 
 use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::client::{McpProcess, TIMEOUT};
+use common::serve::{serve_command, HttpServe};
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
@@ -159,28 +159,9 @@ fn another_owners_task_cannot_be_answered_or_read() {
     let dir = plugins();
     let mut tokens = tempfile::NamedTempFile::new().unwrap();
     writeln!(tokens, "alice token-alice-0123456789\nbob token-bob-0123456789").unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_corral"))
-        .args(["serve", "--plugins", dir.path().to_str().unwrap(), "--http", "127.0.0.1:0", "--db", ":memory:"])
-        .args(["--auth-tokens-file", tokens.path().to_str().unwrap()])
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let base = {
-        use std::io::BufRead;
-        let mut lines = std::io::BufReader::new(stderr).lines();
-        let url = loop {
-            let line = lines.next().expect("corral never listened").unwrap();
-            if let Some((_, url)) = line.split_once("serving MCP over HTTP at ") {
-                break url.trim().to_owned();
-            }
-        };
-        std::thread::spawn(move || for _ in lines {});
-        url.strip_suffix("/mcp").unwrap().to_owned()
-    };
+    let HttpServe { mut child, url, .. } =
+        HttpServe::spawn(serve_command(dir.path(), ":memory:", &["--auth-tokens-file", tokens.path().to_str().unwrap()]), Duration::from_secs(60));
+    let base = url.strip_suffix("/mcp").unwrap().to_owned();
     let (alice, bob) = ("token-alice-0123456789", "token-bob-0123456789");
     let created = post(&base, alice, 1, "tools/call", json!({ "name": "multi_input", "arguments": {} }));
     let id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("{created}")).to_owned();

@@ -3,6 +3,7 @@
 
 pub mod client;
 pub mod fixture;
+pub mod serve;
 
 use std::path::{Path, PathBuf};
 
@@ -11,6 +12,8 @@ use std::path::{Path, PathBuf};
 pub use client::*;
 #[allow(unused_imports)]
 pub use fixture::*;
+#[allow(unused_imports)]
+pub use serve::*;
 
 /// Writes `DIR/NAME.wasm`; the host names the plugin after the file stem.
 pub fn write_plugin(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
