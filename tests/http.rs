@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use common::serve::{serve_command, HttpServe};
 use common::{example_dist, example_plugins};
 use serde_json::{json, Value};
 
@@ -660,48 +661,7 @@ struct Server {
 
 impl Server {
     fn start(plugins: &Path, extra: &[&str]) -> Server {
-        let exe = env!("CARGO_BIN_EXE_corral");
-        let mut args = vec!["serve", "--plugins", plugins.to_str().unwrap(), "--http", "127.0.0.1:0", "--db", ":memory:"];
-        args.extend_from_slice(extra);
-        let mut child = Command::new(exe)
-            .args(&args)
-            .env("NO_COLOR", "1")
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {exe}: {e}"));
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let (tx, rx) = mpsc::channel();
-        {
-            let pipe = child.stderr.take().unwrap();
-            let stderr = stderr.clone();
-            thread::spawn(move || {
-                let mut reader = BufReader::new(pipe);
-                let mut line = String::new();
-                loop {
-                    line.clear();
-                    match reader.read_line(&mut line) {
-                        Ok(0) | Err(_) => break,
-                        Ok(_) => {}
-                    }
-                    stderr.lock().unwrap().push_str(&line);
-                    if let Some((_, url)) = line.split_once("serving MCP over HTTP at ") {
-                        let _ = tx.send(url.trim().to_owned());
-                    }
-                }
-            });
-        }
-        let url = match rx.recv_timeout(STARTUP) {
-            Ok(url) => url,
-            Err(_) => {
-                let status = child.try_wait().ok().flatten();
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("corral {args:?} never said where it listens (exit: {status:?}); stderr:\n{}", stderr.lock().unwrap());
-            }
-        };
+        let HttpServe { child, url, stderr } = HttpServe::spawn(serve_command(plugins, ":memory:", extra), STARTUP);
         let base = url.strip_suffix("/mcp").unwrap_or_else(|| panic!("unexpected endpoint {url}")).to_owned();
         let agent = ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(TIMEOUT)).build().new_agent();
         let stream_agent = ureq::Agent::config_builder().http_status_as_error(false).timeout_connect(Some(TIMEOUT)).build().new_agent();
