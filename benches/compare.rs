@@ -23,6 +23,9 @@
 //! that a change of load hits all alike; every figure is the median over all runs, and is
 //! printed with its ratio to the null server's.
 
+#[path = "common/plugin_dir.rs"]
+mod plugin_dir;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -122,15 +125,7 @@ const COLD_RUNS: usize = 3;
 /// One cold start over copies of `plugins` (and their manifests).
 fn cold_start(plugins: &[PathBuf]) -> (Duration, Duration) {
     let dir = tempfile::tempdir().unwrap();
-    let plugin_dir = dir.path().join("plugins");
-    std::fs::create_dir(&plugin_dir).unwrap();
-    for p in plugins {
-        std::fs::copy(p, plugin_dir.join(p.file_name().unwrap())).unwrap();
-        let manifest = p.with_extension("toml");
-        if manifest.exists() {
-            std::fs::copy(&manifest, plugin_dir.join(manifest.file_name().unwrap())).unwrap();
-        }
-    }
+    let plugin_dir = plugin_dir::copy_plugins(dir.path(), plugins);
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_corral"));
     cmd.arg("serve").arg("--plugins").arg(&plugin_dir).arg("--cache-dir").arg(dir.path().join("cache"));
     cmd.args(["--db", ":memory:", "--log-level", "error", "--load-wait", "10m"]).env_remove("RUST_LOG").env("NO_COLOR", "1");

@@ -20,6 +20,9 @@
 //! suites, or `cargo build --release --target wasm32-wasip2 --manifest-path tests/guests/Cargo.toml
 //! --target-dir tests/guests/target -p conformance`).
 
+#[path = "common/plugin_dir.rs"]
+mod plugin_dir;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -199,15 +202,7 @@ const COLD_RUNS: usize = 7;
 /// Spawn → the answer to `first`, one cold start over copies of `plugins` (and their manifests).
 fn cold_answer(plugins: &[PathBuf], first: &Value) -> Duration {
     let dir = tempfile::tempdir().unwrap();
-    let plugin_dir = dir.path().join("plugins");
-    std::fs::create_dir(&plugin_dir).unwrap();
-    for p in plugins {
-        std::fs::copy(p, plugin_dir.join(p.file_name().unwrap())).unwrap();
-        let manifest = p.with_extension("toml");
-        if manifest.exists() {
-            std::fs::copy(&manifest, plugin_dir.join(manifest.file_name().unwrap())).unwrap();
-        }
-    }
+    let plugin_dir = plugin_dir::copy_plugins(dir.path(), plugins);
     let spawned = Instant::now();
     let mut child = Command::new(env!("CARGO_BIN_EXE_corral"))
         .arg("serve")
