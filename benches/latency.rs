@@ -512,7 +512,10 @@ async fn bare_calls(engine: &Engine, wasm: &[u8], tool: &str, arguments: &str) -
     // The corral host interface is not needed by `echo`: stub it.
     linker.define_unknown_imports_as_traps(&component).expect("stubbing imports");
     let pre = linker.instantiate_pre(&component).expect("pre-instantiating");
-    let tools = component.get_export_index(None, "corral:plugin/tools@0.1.0").expect("tools export");
+    // text.wasm is on the SDK's contract (0.3.0), the WAT fixture on 0.1.0: take whichever it exports.
+    let exports: Vec<String> = component.component_type().exports(engine).map(|(name, _)| name.to_owned()).collect();
+    let tools_name = exports.iter().find(|n| n.starts_with("corral:plugin/tools@")).expect("tools export");
+    let tools = component.get_export_index(None, tools_name).expect("tools export");
     let call_tool = component.get_export_index(Some(&tools), "call-tool").expect("call-tool export");
 
     let mut samples = Vec::with_capacity(CALL_N);

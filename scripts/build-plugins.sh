@@ -6,7 +6,7 @@
 #   PLUGINS_TARGET_DIR=/tmp/t scripts/build-plugins.sh
 #   PLUGINS_LANGS="rust js" scripts/build-plugins.sh   # only some languages
 #
-# Rust (text, ticker, hash): the wasm32-wasip2 target (`rustup target add wasm32-wasip2`).
+# Rust (text, ticker, hash, indexer; the SDK, contract 0.3.0): the wasm32-wasip2 target (`rustup target add wasm32-wasip2`).
 # C (checksum): clang, lld and the WASI libc from Debian, installed here with apt-get when
 #   missing and running as root; wasm-component-ld from Rust's toolchain.
 # JavaScript (slug): componentize-qjs, pinned by plugins/slug/package-lock.json (npm ci).
@@ -70,13 +70,9 @@ for lang in $langs; do
             cargo build --locked --release --target wasm32-wasip2 \
                 --manifest-path "$plugins/Cargo.toml" --target-dir "$target_dir"
             # A cdylib crate named <name> builds to <name>.wasm, which is already a component.
-            for name in text ticker hash; do
+            for name in text ticker hash indexer; do
                 collect "$name" "$target_dir/wasm32-wasip2/release/$name.wasm"
             done
-            # On contract 0.3.0: a workspace of its own (plugins/Cargo.toml says why).
-            cargo build --locked --release --target wasm32-wasip2 \
-                --manifest-path "$plugins/indexer/Cargo.toml" --target-dir "$target_dir"
-            collect indexer "$target_dir/wasm32-wasip2/release/indexer.wasm"
             ;;
         c)
             ensure_c_toolchain

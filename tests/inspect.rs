@@ -32,10 +32,11 @@ fn a_good_plugin_shows_its_contract_imports_tools_limits_and_verdict() {
     let file = dir.path().join("hash.wasm");
     let (report, code) = inspect_json(&file);
     assert_eq!(code, 0, "{report:#}");
-    assert_eq!(report["contract"], "corral:plugin@0.1.0");
-    assert_eq!(report["exports"], serde_json::json!(["corral:plugin/tools@0.1.0"]));
+    // The example plugins are built with the SDK, which is on the newest contract.
+    assert_eq!(report["contract"], "corral:plugin@0.3.0");
+    assert_eq!(report["exports"], serde_json::json!(["corral:plugin/tools@0.3.0"]));
     let imports = report["imports"].as_array().unwrap();
-    assert!(imports.iter().any(|i| i["name"] == "corral:plugin/host@0.1.0" && i["permission"].is_null()), "{imports:#?}");
+    assert!(imports.iter().any(|i| i["name"] == "corral:plugin/host@0.3.0" && i["permission"].is_null()), "{imports:#?}");
     // A Rust wasm32-wasip2 build imports wasi:cli/environment (std reads it for env::var).
     assert!(imports.iter().any(|i| i["name"].as_str().unwrap().starts_with("wasi:cli/environment@") && i["permission"] == "env"), "{imports:#?}");
     assert!(report["permissions"].as_array().unwrap().contains(&Value::from("env")));
@@ -52,7 +53,7 @@ fn a_good_plugin_shows_its_contract_imports_tools_limits_and_verdict() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     for line in [
-        "contract     corral:plugin@0.1.0",
+        "contract     corral:plugin@0.3.0",
         "sees nothing without permission `env`",
         "hash_chain \"SHA-256 hash chain\"  task support: optional",
         "hints: read-only, not destructive, idempotent, closed world",
@@ -62,6 +63,19 @@ fn a_good_plugin_shows_its_contract_imports_tools_limits_and_verdict() {
     ] {
         assert!(text.contains(line), "missing {line:?} in:\n{text}");
     }
+}
+
+#[test]
+fn a_plugin_on_the_first_contract_is_still_served() {
+    // The SDK and the examples moved to 0.3.0; `tests/guests/probe` stays on 0.1.0 (bindings of
+    // its own), so the oldest contract keeps a real component that inspects and serves.
+    let file = common::test_guests().join("probe.wasm");
+    let (report, code) = inspect_json(&file);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["contract"], "corral:plugin@0.1.0");
+    assert_eq!(report["exports"], serde_json::json!(["corral:plugin/tools@0.1.0"]));
+    assert!(report["refusal"].is_null(), "{report:#}");
+    assert!(!report["tools"].as_array().unwrap().is_empty(), "{report:#}");
 }
 
 #[test]

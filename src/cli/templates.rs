@@ -34,13 +34,18 @@ pub const RUST: &[File] = &[
     file!("corral-plugin/src/lib.rs", "sdk/rust/src/lib.rs"),
     file!("corral-plugin/src/checkpoint.rs", "sdk/rust/src/checkpoint.rs"),
     file!("corral-plugin/src/host.rs", "sdk/rust/src/host.rs"),
+    file!("corral-plugin/src/input.rs", "sdk/rust/src/input.rs"),
+    file!("corral-plugin/src/message.rs", "sdk/rust/src/message.rs"),
     file!("corral-plugin/src/output.rs", "sdk/rust/src/output.rs"),
+    file!("corral-plugin/src/prompt.rs", "sdk/rust/src/prompt.rs"),
+    file!("corral-plugin/src/resource.rs", "sdk/rust/src/resource.rs"),
     file!("corral-plugin/src/schema.rs", "sdk/rust/src/schema.rs"),
+    file!("corral-plugin/src/surface.rs", "sdk/rust/src/surface.rs"),
     file!("corral-plugin/src/testing.rs", "sdk/rust/src/testing.rs"),
     file!("corral-plugin/src/tool.rs", "sdk/rust/src/tool.rs"),
+    file!("corral-plugin/src/uri_template.rs", "sdk/rust/src/uri_template.rs"),
     file!("corral-plugin/src/wasm.rs", "sdk/rust/src/wasm.rs"),
-    file!("corral-plugin/wit/plugin.wit", "wit/plugin.wit"),
-    // For the SDK's `v0_3` feature (checkpoints).
+    // The contract the SDK builds against (0.3.0).
     file!("corral-plugin/wit/v0.3/plugin.wit", "wit/v0.3/plugin.wit"),
 ];
 

@@ -1,4 +1,4 @@
-//! Checkpoints (contract 0.3.0): durable progress for work that can resume after a crash.
+//! Checkpoints: durable progress for work that can resume after a crash.
 //!
 //! In a task, [`checkpoint`] stores the tool's state with the task, durably, before it returns;
 //! if the host dies, the task runs again (when its tool is idempotent, or its manifest says
@@ -49,18 +49,7 @@ pub fn write_atomically(path: &std::path::Path, contents: &[u8]) -> std::io::Res
     std::fs::rename(&tmp, path)
 }
 
-#[cfg(all(target_arch = "wasm32", not(feature = "v0_3")))]
-mod imp {
-    pub fn checkpoint(_: &[u8]) -> Result<(), String> {
-        Err("checkpoints need contract 0.3.0: enable the corral-plugin crate's `v0_3` feature".into())
-    }
-
-    pub fn resume() -> Option<Vec<u8>> {
-        None
-    }
-}
-
-#[cfg(all(target_arch = "wasm32", feature = "v0_3"))]
+#[cfg(target_arch = "wasm32")]
 mod imp {
     use crate::wasm::bindings::corral::plugin::checkpoints;
 

@@ -1,4 +1,5 @@
-//! What the host offers a running tool: log lines, progress, and whether the call was cancelled.
+//! What the host offers a running tool: log lines, progress, whether the call was cancelled, and
+//! word that a resource changed.
 //!
 //! In a wasm build these call the host. Anywhere else (`cargo test`) they are recorded for
 //! [`crate::testing`] to read, and `cancelled()` answers what the test set.
@@ -6,10 +7,15 @@
 /// Severity of a log line; the client sees lines at or above the level it asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum LogLevel {
+    /// Detail for whoever debugs the plugin.
     Debug,
+    /// What happened.
     Info,
+    /// Worth noticing.
     Notice,
+    /// Something went wrong, the call goes on.
     Warning,
+    /// Something failed.
     Error,
 }
 
@@ -23,6 +29,13 @@ pub fn log(level: LogLevel, message: &str) {
 /// drops reports that don't); `total`, when known, is what `progress` reaches at the end.
 pub fn progress(progress: f64, total: Option<f64>, message: Option<&str>) {
     imp::progress(progress, total, message)
+}
+
+/// Tells the host that the resource at `uri` changed, so clients subscribed to it hear of it
+/// (`notifications/resources/updated`). `uri` must be one of the plugin's resources, or match
+/// one of its templates; the host ignores (and logs) others.
+pub fn resource_updated(uri: &str) {
+    imp::resource_updated(uri)
 }
 
 /// True once the client cancelled the call or its time limit passed. Long loops should check it
@@ -54,6 +67,10 @@ mod imp {
     pub fn cancelled() -> bool {
         host::cancelled()
     }
+
+    pub fn resource_updated(uri: &str) {
+        host::resource_updated(uri)
+    }
 }
 
 #[cfg(not(target_arch = "wasm32"))]
@@ -67,6 +84,10 @@ mod imp {
 
     pub fn progress(progress: f64, total: Option<f64>, message: Option<&str>) {
         RECORDER.with_borrow_mut(|r| r.progress.push((progress, total, message.map(str::to_owned))));
+    }
+
+    pub fn resource_updated(uri: &str) {
+        RECORDER.with_borrow_mut(|r| r.updated.push(uri.to_owned()));
     }
 
     pub fn cancelled() -> bool {

@@ -1,5 +1,6 @@
-//! JSON Schemas (draft 2020-12) from Rust types, in the shape corral expects.
+//! JSON Schemas (draft 2020-12) from Rust types, in the shapes corral and MCP expect.
 
+use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
 use serde_json::Value;
 
@@ -15,10 +16,47 @@ pub(crate) fn output<T: JsonSchema>() -> Value {
 
 /// `T`'s schema without the root `title`, which would only repeat the Rust type's name (the
 /// tool has a title of its own).
-fn of<T: JsonSchema>() -> Value {
+pub(crate) fn of<T: JsonSchema>() -> Value {
     let mut schema = serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default();
     if let Some(root) = schema.as_object_mut() {
         root.remove("title");
     }
     schema
+}
+
+/// `T`'s schema as an MCP elicitation form wants it: flat (enums inlined, no `$ref`/`$defs`),
+/// no `$schema`, and an `Option` field is a plain property left out of `required` instead of a
+/// `["string", "null"]` union that form-rendering clients do not know.
+pub(crate) fn elicitation<T: JsonSchema>() -> Value {
+    let settings = SchemaSettings::draft2020_12().with(|s| s.inline_subschemas = true);
+    let mut schema = serde_json::to_value(settings.into_generator().into_root_schema_for::<T>()).unwrap_or_default();
+    if let Some(root) = schema.as_object_mut() {
+        for key in ["$schema", "title", "$defs"] {
+            root.remove(key);
+        }
+        if let Some(Value::Object(properties)) = root.get_mut("properties") {
+            properties.values_mut().for_each(drop_null);
+        }
+    }
+    schema
+}
+
+/// `{"type": [X, "null"]}` → `{"type": X}`; `{"anyOf": [S, {"type": "null"}]}` → `S`.
+fn drop_null(property: &mut Value) {
+    if let Some(Value::Array(types)) = property.get("type") {
+        let kept: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+        if kept.len() == 1 {
+            property["type"] = kept[0].clone();
+        }
+    }
+    let inner = match property.get("anyOf").and_then(Value::as_array) {
+        Some(any) if any.len() == 2 => any.iter().find(|s| s.get("type") != Some(&Value::from("null"))).cloned(),
+        _ => None,
+    };
+    if let (Some(Value::Object(inner)), Some(outer)) = (inner, property.as_object_mut()) {
+        outer.remove("anyOf");
+        for (key, value) in inner {
+            outer.entry(key).or_insert(value);
+        }
+    }
 }

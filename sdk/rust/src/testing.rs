@@ -1,5 +1,6 @@
 //! Testing tools on the host target, without wasm: call them, read what they logged and
-//! reported, make `cancelled()` turn true.
+//! reported, make `cancelled()` turn true, answer their questions to the client, crash them at
+//! a checkpoint and resume them, read their resources and prompts.
 //!
 //! ```ignore
 //! use corral_plugin::testing;
@@ -13,15 +14,26 @@
 //! }
 //! ```
 //!
+//! A tool that asks the client (`elicit`, `sample`, `roots`, `ask`) gets the answers the test
+//! queued, in order ([`answer_elicit`], [`decline_elicit`], [`answer_sample`], [`answer_roots`],
+//! [`refuse_next`]); [`questions`] shows what it asked. A question with no answer queued, or
+//! whose queued answer is of another kind, panics naming both: the test forgot one.
+//!
 //! Everything recorded is per thread, and each `#[test]` runs on a thread of its own.
 
 use std::cell::RefCell;
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet, VecDeque};
 
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::host::LogLevel;
-use crate::output::CallResult;
+use crate::input::{Answer, Form, FormAction, RequestError, Root, Sampled, Sampling};
+use crate::message::{Message, Role};
+use crate::output::{CallResult, Content};
+use crate::prompt::PromptError;
+use crate::resource::{Contents, ReadError};
+use crate::surface::{Completion, Reference, Surface};
 use crate::tool::{dispatch, Tool};
 
 #[derive(Default)]
@@ -33,6 +45,130 @@ pub(crate) struct Recorder {
     pub checkpoints: Vec<Vec<u8>>,
     pub crash_after: Option<usize>,
     pub resume: Option<Vec<u8>>,
+    pub updated: Vec<String>,
+    pub answers: VecDeque<Result<Answer, RequestError>>,
+    pub asked: Vec<Asked>,
+}
+
+/// A question a tool asked the client, as [`questions`] shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Asked {
+    /// A form: its message and requested schema (what `elicit::<T>` made of `T`).
+    Elicit {
+        /// What the user was asked.
+        message: String,
+        /// The requested schema.
+        schema: Value,
+    },
+    /// A request for the client's model.
+    Sample(Sampling),
+    /// `roots/list`.
+    Roots,
+}
+
+#[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+impl Asked {
+    fn describe(&self) -> String {
+        match self {
+            Asked::Elicit { message, .. } => format!("elicit {message:?}"),
+            Asked::Sample(s) => format!("sample {:?}", s.messages.last().and_then(Message::text).unwrap_or("")),
+            Asked::Roots => "roots".into(),
+        }
+    }
+}
+
+#[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+fn kind(answer: &Answer) -> &'static str {
+    match answer {
+        Answer::Form(_) => "elicit",
+        Answer::Sampled(_) => "sample",
+        Answer::Roots(_) => "roots",
+    }
+}
+
+/// The answer queued for `asked`; panics when there is none or it answers another kind.
+#[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+pub(crate) fn next_answer(asked: Asked) -> Result<Answer, RequestError> {
+    let what = asked.describe();
+    let queued = RECORDER.with_borrow_mut(|r| {
+        r.asked.push(asked.clone());
+        r.answers.pop_front()
+    });
+    let Some(queued) = queued else {
+        panic!("the tool asked the client ({what}) but no answer is queued: queue one with testing::answer_elicit, decline_elicit, answer_sample, answer_roots or refuse_next");
+    };
+    let answer = queued?;
+    let expected = match asked {
+        Asked::Elicit { .. } => "elicit",
+        Asked::Sample(_) => "sample",
+        Asked::Roots => "roots",
+    };
+    assert_eq!(kind(&answer), expected, "the tool asked the client ({what}) but the next queued answer is for `{}`", kind(&answer));
+    Ok(answer)
+}
+
+fn queue(answer: Result<Answer, RequestError>) {
+    RECORDER.with_borrow_mut(|r| r.answers.push_back(answer));
+}
+
+/// Queues the user's answer to the next form: `content` (any serde value, usually the form's
+/// struct or a `json!` object), accepted.
+pub fn answer_elicit(content: impl Serialize) {
+    let content = serde_json::to_value(content).expect("the queued form answer serialises");
+    queue(Ok(Answer::Form(Form { action: FormAction::Accept, content: Some(content) })));
+}
+
+/// Queues a "no" to the next form.
+pub fn decline_elicit() {
+    queue(Ok(Answer::Form(Form { action: FormAction::Decline, content: None })));
+}
+
+/// Queues a dismissal of the next form.
+pub fn cancel_elicit() {
+    queue(Ok(Answer::Form(Form { action: FormAction::Cancel, content: None })));
+}
+
+/// Queues the model's answer to the next sampling request: one text block from model `test`.
+pub fn answer_sample(text: impl Into<String>) {
+    let sampled = Sampled { role: Role::Assistant, content: vec![Content::Text(text.into())], model: "test".into(), stop_reason: Some("endTurn".into()) };
+    queue(Ok(Answer::Sampled(sampled)));
+}
+
+/// Queues the client's roots for the next `roots()` (or roots question of an `ask`).
+pub fn answer_roots(uris: &[&str]) {
+    queue(Ok(Answer::Roots(uris.iter().map(|u| Root { uri: (*u).to_owned(), name: None }).collect())));
+}
+
+/// Makes the next question, whatever its kind, fail with `error`: a client without the
+/// capability (`RequestError::Unsupported`), one that refused, ...
+pub fn refuse_next(error: RequestError) {
+    queue(Err(error));
+}
+
+/// The questions asked on this thread so far, oldest first (and forgets them).
+pub fn questions() -> Vec<Asked> {
+    RECORDER.with_borrow_mut(|r| std::mem::take(&mut r.asked))
+}
+
+/// The URIs the tools reported changed with `resource_updated`, oldest first (and forgets them).
+pub fn resource_updates() -> Vec<String> {
+    RECORDER.with_borrow_mut(|r| std::mem::take(&mut r.updated))
+}
+
+/// Reads `uri` from `surface`, as the host's `resources/read` would.
+pub fn read(surface: &Surface, uri: &str) -> Result<Vec<Contents>, ReadError> {
+    surface.read(uri)
+}
+
+/// Renders prompt `name` of `surface` with `arguments` (name, value pairs).
+pub fn get_prompt(surface: &Surface, name: &str, arguments: &[(&str, &str)]) -> Result<Vec<Message>, PromptError> {
+    let arguments: BTreeMap<String, String> = arguments.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+    surface.get_prompt(name, &arguments)
+}
+
+/// Completes `argument` of `reference` whose text so far is `value`, with no other arguments.
+pub fn complete(surface: &Surface, reference: Reference, argument: &str, value: &str) -> Completion {
+    surface.complete(&reference, argument, value, &BTreeMap::new())
 }
 
 /// What [`crash_after`] makes the `n`th checkpoint panic with: the host died there.
@@ -114,7 +250,7 @@ pub fn resume_with(state: Option<Vec<u8>>) {
     RECORDER.with_borrow_mut(|r| r.resume = state);
 }
 
-/// Forgets logs and progress and makes `cancelled()` false again.
+/// Forgets everything recorded and queued and makes `cancelled()` false again.
 pub fn reset() {
     RECORDER.with_borrow_mut(|r| *r = Recorder::default());
 }
