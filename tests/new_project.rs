@@ -64,8 +64,23 @@ fn a_new_rust_project_tests_builds_and_serves() {
     run(&project, "cargo", &["test"], &[("CARGO_TARGET_DIR", &target)]);
     run(&project, "./build.sh", &[], &[("CARGO_TARGET_DIR", &target)]);
     assert_serves_greeting(&project, "hello-rust");
+    assert_serves_checkpointing_task(&project);
     let out = corral(&["inspect", project.join("dist/hello-rust.wasm").to_str().unwrap()]);
     assert!(out.status.success(), "inspect: {}", String::from_utf8_lossy(&out.stdout));
+}
+
+/// The Rust project's second tool, `hello_rust_primes`, run as a task: it checkpoints after each
+/// chunk (contract 0.3.0), and its result comes from `tasks/result`.
+fn assert_serves_checkpointing_task(project: &Path) {
+    let dist = project.join("dist");
+    let mut mcp = McpProcess::spawn(&["serve", "--plugins", dist.to_str().unwrap(), "--log-level", "warn"]);
+    mcp.initialize();
+    let created = mcp.result("tools/call", json!({"name": "hello_rust_primes", "arguments": {"below": 250000}, "task": {}}));
+    let id = created["task"]["taskId"].as_str().unwrap_or_else(|| panic!("no task: {created:#}")).to_owned();
+    let result = mcp.result("tasks/result", json!({"taskId": id}));
+    assert_eq!(result["content"][0]["text"], "22044 primes below 250000", "{result:#}");
+    let task = mcp.result("tasks/get", json!({"taskId": id}));
+    assert_eq!(task["status"], "completed", "{task:#}");
 }
 
 #[test]
