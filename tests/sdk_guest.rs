@@ -104,3 +104,34 @@ scenarios! {
         assert_eq!(updated["params"]["uri"], "notes://alpha");
     }
 }
+
+/// The same tool for a 2026-07-28 client (MRTR): each question ends the request with an
+/// `InputRequiredResult`, the retry runs the SDK's tool again from the start, `elicit::<Order>`
+/// and then `sample` return the recorded answers, and the call completes.
+#[test]
+fn the_typed_form_and_sampling_work_the_2026_07_28_way_too() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(common::test_guests().join("notes.wasm"), dir.path().join("notes.wasm")).unwrap();
+    let mut mcp = McpProcess::spawn(&["serve", "--plugins", dir.path().to_str().unwrap()]);
+    let mut params = json!({ "name": "order", "arguments": {}, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": { "elicitation": {}, "sampling": {} },
+    } });
+    let mut answers = serde_json::Map::new();
+    for (method, answer) in [
+        ("elicitation/create", json!({ "action": "accept", "content": { "item": "tea", "size": "small", "note": "hot" } })),
+        ("sampling/createMessage", json!({ "role": "assistant", "content": { "type": "text", "text": "Cheers!" }, "model": "m2" })),
+    ] {
+        let round = mcp.result("tools/call", params.clone());
+        assert_eq!(round["resultType"], "input_required", "{round}");
+        let requests = round["inputRequests"].as_object().unwrap();
+        let (key, request) = requests.iter().find(|(k, _)| !answers.contains_key(*k)).unwrap_or_else(|| panic!("no new question: {round}"));
+        assert_eq!(request["method"], method, "{round}");
+        answers.insert(key.clone(), answer);
+        params["inputResponses"] = Value::Object(answers.clone());
+        params["requestState"] = round["requestState"].clone();
+    }
+    let done = mcp.result("tools/call", params);
+    assert_eq!(done["resultType"], "complete", "{done}");
+    assert_eq!(done["content"][0]["text"], "small tea (hot) — Cheers! [m2]", "{done}");
+}
