@@ -40,6 +40,8 @@
 //! - with the `full` feature, resources, templates, prompts and completions ([`Surface`]), and
 //!   [`resource_updated`].
 
+#![warn(missing_docs)]
+
 // The generated bindings name this crate by its path, from inside it as from the plugin.
 extern crate self as corral_plugin;
 

@@ -9,32 +9,49 @@ use crate::schema;
 /// One block of a result's content (the WIT `content` variant).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Content {
+    /// Text, which the model reads.
     Text(String),
+    /// An image.
     Image {
+        /// The encoded image (PNG, JPEG, ...); the host sends it base64.
         data: Vec<u8>,
+        /// Its MIME type, e.g. `image/png`.
         mime_type: String,
     },
+    /// Audio.
     Audio {
+        /// The encoded audio; the host sends it base64.
         data: Vec<u8>,
+        /// Its MIME type, e.g. `audio/wav`.
         mime_type: String,
     },
     /// A link to a resource the client may fetch.
     Link {
+        /// The resource's URI.
         uri: String,
+        /// A short name for it.
         name: String,
+        /// What it holds.
         description: Option<String>,
+        /// Its MIME type, when known.
         mime_type: Option<String>,
     },
     /// A resource carried inline, as text.
     EmbeddedText {
+        /// The resource's URI.
         uri: String,
+        /// Its MIME type, when known.
         mime_type: Option<String>,
+        /// Its contents.
         text: String,
     },
     /// A resource carried inline, as bytes.
     EmbeddedBytes {
+        /// The resource's URI.
         uri: String,
+        /// Its MIME type, when known.
         mime_type: Option<String>,
+        /// Its contents; the host sends them base64.
         bytes: Vec<u8>,
     },
 }
@@ -42,6 +59,7 @@ pub enum Content {
 /// A tool's result, as the host receives it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CallResult {
+    /// The content blocks, in order.
     pub content: Vec<Content>,
     /// Structured output as JSON text; present whenever the tool has an output schema.
     pub structured: Option<String>,

@@ -90,7 +90,7 @@ pub struct ResourceInfo {
     pub size: Option<u64>,
 }
 
-type Reader = Box<dyn Fn(&str, &BTreeMap<String, String>) -> Result<Body, ReadError>>;
+type Reader = Box<dyn Fn(&BTreeMap<String, String>) -> Result<Body, ReadError>>;
 pub(crate) type Completer = Box<dyn Fn(&str, &BTreeMap<String, String>) -> Vec<String>>;
 
 macro_rules! describe_builders {
@@ -135,7 +135,7 @@ impl Resource {
     /// named `name`, whose contents `read` makes at each read.
     pub fn new<B: Into<Body>>(uri: impl Into<String>, name: impl Into<String>, read: impl Fn() -> Result<B, ReadError> + 'static) -> Resource {
         let info = ResourceInfo { uri: uri.into(), name: name.into(), ..ResourceInfo::default() };
-        Resource { info, read: Box::new(move |_, _| read().map(Into::into)) }
+        Resource { info, read: Box::new(move |_| read().map(Into::into)) }
     }
 
     /// Its size in bytes, when known in advance.
@@ -164,7 +164,7 @@ impl ResourceTemplate {
         read: impl Fn(&BTreeMap<String, String>) -> Result<B, ReadError> + 'static,
     ) -> ResourceTemplate {
         let info = ResourceInfo { uri: uri_template.into(), name: name.into(), ..ResourceInfo::default() };
-        ResourceTemplate { info, read: Box::new(move |_, vars| read(vars).map(Into::into)), completers: vec![] }
+        ResourceTemplate { info, read: Box::new(move |vars| read(vars).map(Into::into)), completers: vec![] }
     }
 
     /// Suggestions for variable `variable` while the user types it: `complete(typed_so_far,
@@ -176,23 +176,21 @@ impl ResourceTemplate {
 }
 
 impl Resource {
+    /// The contents, when `uri` is this resource's.
     pub(crate) fn read(&self, uri: &str) -> Option<Result<Vec<Contents>, ReadError>> {
-        (uri == self.info.uri).then(|| self.contents(uri, &BTreeMap::new()))
-    }
-
-    fn contents(&self, uri: &str, vars: &BTreeMap<String, String>) -> Result<Vec<Contents>, ReadError> {
-        let body = (self.read)(uri, vars)?;
-        Ok(vec![Contents { uri: uri.to_owned(), mime_type: self.info.mime_type.clone(), body }])
+        (uri == self.info.uri).then(|| contents(&self.info, uri, (self.read)(&BTreeMap::new())))
     }
 }
 
 impl ResourceTemplate {
+    /// The contents, when `uri` matches this template.
     pub(crate) fn read(&self, uri: &str) -> Option<Result<Vec<Contents>, ReadError>> {
         let vars = uri_template::matches(&self.info.uri, uri)?;
-        let body = match (self.read)(uri, &vars) {
-            Ok(body) => body,
-            Err(e) => return Some(Err(e)),
-        };
-        Some(Ok(vec![Contents { uri: uri.to_owned(), mime_type: self.info.mime_type.clone(), body }]))
+        Some(contents(&self.info, uri, (self.read)(&vars)))
     }
+}
+
+/// One piece of contents of `uri` with the listing's MIME type.
+fn contents(info: &ResourceInfo, uri: &str, body: Result<Body, ReadError>) -> Result<Vec<Contents>, ReadError> {
+    Ok(vec![Contents { uri: uri.to_owned(), mime_type: info.mime_type.clone(), body: body? }])
 }

@@ -25,6 +25,7 @@ pub enum TaskSupport {
 /// Hints for clients about what a tool does. `None` leaves a hint unstated.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Annotations {
+    /// A name for people (the tool's own title wins when both are set).
     pub title: Option<String>,
     /// It changes nothing outside the call.
     pub read_only: Option<bool>,
@@ -45,12 +46,19 @@ pub struct NoArgs {}
 /// What `list-tools` says about a tool.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolInfo {
+    /// 1-64 characters of `A-Za-z0-9_-`.
     pub name: String,
+    /// A name for people.
     pub title: Option<String>,
+    /// What the tool does, for the model.
     pub description: String,
+    /// The argument type's JSON Schema.
     pub input_schema: Value,
+    /// The structured output's JSON Schema, when the output is structured.
     pub output_schema: Option<Value>,
+    /// Hints for clients.
     pub annotations: Annotations,
+    /// Whether it may, must or must not run as an MCP task.
     pub task_support: TaskSupport,
 }
 
@@ -148,6 +156,7 @@ impl Tool {
         self
     }
 
+    /// The tool's name.
     pub fn name(&self) -> &str {
         &self.name
     }

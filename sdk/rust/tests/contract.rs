@@ -186,3 +186,33 @@ fn resource_updates_are_recorded() {
     corral_plugin::resource_updated("notes://alpha");
     assert_eq!(testing::resource_updates(), vec!["notes://alpha"]);
 }
+
+#[derive(Debug, PartialEq, Deserialize, Serialize)]
+struct Step {
+    done: u32,
+}
+
+fn steps(_: NoArgs) -> Result<String, String> {
+    let mut at = corral_plugin::resume::<Step>().unwrap_or(Step { done: 0 });
+    while at.done < 5 {
+        at.done += 1;
+        corral_plugin::progress(at.done as f64, Some(5.0), None);
+        corral_plugin::checkpoint(&at)?;
+    }
+    Ok(format!("{} steps", at.done))
+}
+
+#[test]
+fn a_crash_at_a_checkpoint_resumes_from_it_with_the_typed_state() {
+    testing::reset();
+    let tools = vec![Tool::new("steps", "Five steps.", steps)];
+    testing::crash_after(3);
+    assert!(testing::run_until_crash(|| testing::call(&tools, "steps", json!({}))).is_none());
+    assert_eq!(testing::checkpoints().last().map(|c| c.as_slice()), Some(br#"{"done":3}"#.as_slice()));
+    testing::progress_reports();
+    assert_eq!(testing::call(&tools, "steps", json!({})).text_content(), "5 steps");
+    assert_eq!(testing::progress_reports().len(), 2, "steps 4 and 5 only");
+    testing::resume_with(None);
+    assert_eq!(testing::call(&tools, "steps", json!({})).text_content(), "5 steps");
+    assert_eq!(testing::checkpoints().len(), 5 + 2, "a first run again: five more checkpoints");
+}
