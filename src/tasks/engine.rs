@@ -344,6 +344,8 @@ async fn wait_for_change(mut changes: tokio::sync::broadcast::Receiver<StoreEven
         loop {
             match changes.recv().await {
                 Ok(StoreEvent::Changed { id: changed, .. }) if changed != id => continue,
+                // Progress changes nothing a result waiter reads.
+                Ok(StoreEvent::Progress { .. }) => continue,
                 // This task, a resync, a lag or a closed store: read again.
                 _ => return,
             }

@@ -26,7 +26,7 @@ mod engine_tests;
 
 pub use blobs::{pages as result_pages, PartKind, ResultPage, ResultPart, RESULT_PAGE_BYTES};
 pub use engine::{Admission, Counts, Engine, EngineError};
-pub use model::{now_ms, Outcome, Task, TaskStatus};
+pub use model::{now_ms, Outcome, Progress, Task, TaskStatus};
 pub use postgres::{is_postgres_url, redacted, PgOptions, PgStore};
 pub use resume::Recovery;
 pub use runner::{Finished, TaskControl, TaskEvents, TaskRunner};

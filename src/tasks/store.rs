@@ -18,7 +18,7 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 
 use super::blobs::{ResultPage, ResultPart};
-use super::model::{Outcome, Task, TaskStatus};
+use super::model::{Outcome, Progress, Task, TaskStatus};
 
 /// What every store call returns.
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -131,6 +131,17 @@ pub enum StoreEvent {
         /// Its new status.
         status: TaskStatus,
     },
+    /// Task `id`, run by another host, reported progress (the newest of a burst: a store may
+    /// coalesce). When `message_in_row`, the message was too large for a notification and was
+    /// written to the task's `status_message` instead: read the task for it.
+    Progress {
+        /// The task.
+        id: String,
+        /// The report.
+        progress: Progress,
+        /// Whether the report's message is in the task's row rather than here.
+        message_in_row: bool,
+    },
     /// Changes may have been missed (the store lost its connection and has it back, or the
     /// receiver lagged): whoever waits on a task should read it again.
     Resync,
@@ -207,6 +218,15 @@ pub trait TaskStore: Send + Sync + 'static {
     fn claim_waiting(&self, to: &str, limit: usize, waited_ms: i64) -> StoreFuture<Vec<Task>> {
         let _ = (to, limit, waited_ms);
         Box::pin(async { Ok(Vec::new()) })
+    }
+
+    /// Passes `progress` of task `id`, which host `runner` runs, on to the other hosts
+    /// ([`StoreEvent::Progress`]), so the one whose session created the task can tell it. Fire
+    /// and forget: progress is advisory, a lost report is followed by the next one. A store
+    /// that one machine serves passes nothing: there a task runs on the host that admitted it
+    /// (or, after a crash, on one whose sessions never knew it).
+    fn publish_progress(&self, id: &str, runner: &str, progress: Progress) {
+        let _ = (id, runner, progress);
     }
 
     /// Changes written by any host, as they commit, for a store that several hosts share over

@@ -20,7 +20,7 @@ use super::notify::Notifier;
 use super::pool::{get, Target};
 use super::{hosts, listen, schema, PgOptions};
 use crate::tasks::blobs::{ResultPage, ResultPart};
-use crate::tasks::model::{now_ms, Outcome, Task, TaskStatus};
+use crate::tasks::model::{now_ms, Outcome, Progress, Task, TaskStatus};
 use crate::tasks::store::{StoreError, StoreEvent, StoreFuture, StoreResult, TaskStore};
 
 /// The columns every query returns, in the order [`read_task`] reads them.
@@ -360,6 +360,12 @@ impl TaskStore for PgStore {
     fn claim_waiting(&self, to: &str, limit: usize, waited_ms: i64) -> StoreFuture<Vec<Task>> {
         let (pool, to) = (self.pool(), to.to_owned());
         Box::pin(async move { hosts::claim_waiting(&pool?, &to, limit, waited_ms).await })
+    }
+
+    fn publish_progress(&self, id: &str, runner: &str, progress: Progress) {
+        if !*self.closed.lock().unwrap() {
+            self.notifier.progress(id, runner, progress);
+        }
     }
 
     fn subscribe(&self) -> Option<tokio::sync::broadcast::Receiver<StoreEvent>> {
