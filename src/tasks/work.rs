@@ -172,6 +172,7 @@ pub(super) async fn follow(inner: Arc<Inner>, mut changes: broadcast::Receiver<S
             }
             Ok(StoreEvent::Changed { .. }) => continue,
             Ok(StoreEvent::Progress { .. }) => continue, // handled above
+            Ok(StoreEvent::Answered { .. }) => continue, // for the waiting guest (`Inputs::answers`)
             Ok(StoreEvent::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => inner.live.lock().unwrap().keys().cloned().collect(),
             Ok(StoreEvent::TakenForDead) => {
                 let ids: Vec<String> = inner.live.lock().unwrap().keys().cloned().collect();

@@ -14,7 +14,7 @@ use tokio_postgres::AsyncMessage;
 use tokio_util::sync::CancellationToken;
 
 use super::describe;
-use super::notify::{PROGRESS, PROGRESS_IN_ROW};
+use super::notify::{ANSWERED, PROGRESS, PROGRESS_IN_ROW};
 use super::pool::Target;
 use crate::tasks::model::TaskStatus;
 use crate::tasks::store::StoreEvent;
@@ -108,6 +108,9 @@ fn parse(line: &str) -> Option<StoreEvent> {
         };
         return Some(StoreEvent::Progress { id, progress: serde_json::from_str(report).ok()?, message_in_row });
     }
+    if rest == ANSWERED {
+        return Some(StoreEvent::Answered { id });
+    }
     Some(StoreEvent::Changed { id, status: TaskStatus::parse(rest)? })
 }
 
@@ -131,5 +134,6 @@ mod tests {
             Some(StoreEvent::Progress { id: "abc-1".into(), progress: in_row, message_in_row: true })
         );
         assert_eq!(parse("abc-1 progress not-json"), None);
+        assert_eq!(parse("abc-1 answered"), Some(StoreEvent::Answered { id: "abc-1".into() }));
     }
 }

@@ -35,6 +35,8 @@ const PAYLOAD_MAX: usize = 7900;
 
 /// What a payload line says of a progress report whose message is in the task's row.
 pub(super) const PROGRESS_IN_ROW: &str = "progress-row";
+/// What a payload line says of a task whose questions got answers: `"<id> answered"`.
+pub(super) const ANSWERED: &str = "answered";
 /// What a payload line says of a progress report.
 pub(super) const PROGRESS: &str = "progress";
 
