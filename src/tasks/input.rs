@@ -35,6 +35,11 @@ impl Inputs {
         Ok(self.0.store.keep_questions(id, questions).await?)
     }
 
+    /// Task `id`'s kept questions, answered or not, in the order they were asked.
+    pub async fn questions(&self, id: &str) -> Result<Vec<TaskQuestion>, EngineError> {
+        Ok(self.0.store.questions(id).await?)
+    }
+
     /// Task `id`'s questions that have no answer yet, in the order they were asked. The caller
     /// has checked that the asker owns the task.
     pub async fn outstanding(&self, id: &str) -> Result<Vec<TaskQuestion>, EngineError> {

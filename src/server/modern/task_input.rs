@@ -51,11 +51,18 @@ impl TaskInputs {
         TaskInputs { waiting: Mutex::default(), store }
     }
 
-    /// The task's outstanding `inputRequests`: from memory when its guest waits here, else from
-    /// the store (it waits on another replica). `None` when it has none.
+    /// The task's outstanding `inputRequests`: from memory when its guest waits here (less those
+    /// another replica has taken answers to), else from the store (it waits on another replica).
+    /// `None` when it has none.
     pub(in crate::server) async fn outstanding(&self, task: &str) -> Result<Option<Map<String, Value>>, RpcError> {
-        if let Some(here) = self.outstanding_here(task) {
-            return Ok(Some(here));
+        if let Some(mut here) = self.outstanding_here(task) {
+            // Those answered on another replica wait here only until the guest reads them.
+            for asked in self.store.questions(task).await.map_err(engine_error)? {
+                if asked.answer.is_some() {
+                    here.remove(&asked.key);
+                }
+            }
+            return Ok((!here.is_empty()).then_some(here));
         }
         let stored = self.store.outstanding(task).await.map_err(engine_error)?;
         Ok((!stored.is_empty()).then(|| stored.into_iter().map(|q| (q.key, q.request)).collect()))
