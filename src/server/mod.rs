@@ -93,7 +93,8 @@ pub struct Host {
 impl Host {
     /// A host with no session open yet.
     pub fn new(registry: Arc<Registry>, runtime: Arc<Runtime>, engine: Engine, options: ServerOptions, metrics: Arc<Metrics>) -> Host {
-        Host { registry, runtime, engine, options, metrics, sessions: Default::default(), task_inputs: Default::default() }
+        let task_inputs = Arc::new(TaskInputs::new(engine.inputs()));
+        Host { registry, runtime, engine, options, metrics, sessions: Default::default(), task_inputs }
     }
 }
 

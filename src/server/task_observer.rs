@@ -13,7 +13,7 @@ use futures_util::future::BoxFuture;
 use crate::runtime::{
     CallObserver, ClientAnswer, ElicitResponse, InputRequest, InputResponse, Keyed, LogLevel, RequestError, Root, SamplingRequest, SamplingResponse,
 };
-use crate::tasks::TaskControl;
+use crate::tasks::{Progress, TaskControl};
 
 /// Forwards a task's logs and progress to its requestor, records progress messages as its
 /// status message, and brackets requests to the client with `input_required` / `working`.
@@ -24,16 +24,24 @@ pub(super) struct TaskObserver {
     forward: Option<Arc<dyn CallObserver>>,
     /// The last checkpoint, when the task runs again after an interruption.
     resume: Option<Vec<u8>>,
+    /// Whether progress is passed on through the store, for a requestor on another replica.
+    publish: bool,
 }
 
 impl TaskObserver {
     pub(super) fn new(control: TaskControl, forward: Option<Arc<dyn CallObserver>>) -> TaskObserver {
-        TaskObserver { control, forward, resume: None }
+        TaskObserver { control, forward, resume: None, publish: false }
     }
 
     /// The observer of a run that resumes from `state`, the task's last checkpoint.
     pub(super) fn resuming(self, state: Option<Vec<u8>>) -> TaskObserver {
         TaskObserver { resume: state, ..self }
+    }
+
+    /// The observer of a run whose requestor, having asked for progress, is on the replica that
+    /// admitted the task (this one took it over): progress goes through the store to it.
+    pub(super) fn publishing(self, publish: bool) -> TaskObserver {
+        TaskObserver { publish, ..self }
     }
 
     /// Runs a request to the requestor with the task `input_required` meanwhile. The request is
@@ -96,6 +104,8 @@ impl CallObserver for TaskObserver {
         }
         if let Some(forward) = &self.forward {
             forward.progress(progress, total, message);
+        } else if self.publish {
+            self.control.publish_progress(Progress { progress, total, message });
         }
     }
 

@@ -5,13 +5,14 @@
 //! and interruption as outcome kinds of its own; [`result`] renders those as MCP results.
 
 use std::any::Any;
-use std::sync::Arc;
-use std::time::{Duration, UNIX_EPOCH};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use futures_util::future::BoxFuture;
 use serde_json::{json, Map, Value};
 
 use super::modern::Adopted;
+use super::notify::ProgressGate;
 use super::results::{error_result, failure_result, violations_json, violations_summary};
 use super::task_observer::TaskObserver;
 use super::tools::{self, AdmittedCall};
@@ -22,7 +23,7 @@ use crate::mcp::types::CallToolResult;
 use crate::mcp::{Params, RpcError};
 use crate::registry::{violations, Registry};
 use crate::runtime::{CallContext, CallObserver, Failure, Runtime, TaskSupport};
-use crate::tasks::{Admission, EngineError, Finished, Outcome, Recovery, Task, TaskControl, TaskEvents, TaskRunner, TaskStatus};
+use crate::tasks::{Admission, EngineError, Finished, Outcome, Progress, Recovery, Task, TaskControl, TaskEvents, TaskRunner, TaskStatus};
 
 /// The `_meta` key that ties a message to its task.
 pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
@@ -124,7 +125,7 @@ pub async fn create(
         progress_token: call.progress_token,
         idempotency_key,
         requestor: Some(Arc::new(observer) as Arc<dyn Any + Send + Sync>),
-        events: Some(Arc::new(StatusNotifier { outlet })),
+        events: Some(Arc::new(StatusNotifier { outlet, progress: Mutex::default() })),
     };
     let task = host.engine.admit(admission).await.map_err(engine_error)?;
     Ok(json!({ "task": task_json(&task) }))
@@ -213,14 +214,26 @@ fn with_related(mut value: Value, related: Value) -> Value {
     value
 }
 
-/// Sends `notifications/tasks/status` to the session that created the task.
+/// Sends `notifications/tasks/status` to the session that created the task, and the progress
+/// of a task another replica runs (which reaches this host through the store) as
+/// `notifications/progress`, through the same increasing-and-thinned gate as a local call's.
 struct StatusNotifier {
     outlet: Arc<dyn Outlet>,
+    /// Made at the first relayed report.
+    progress: Mutex<Option<ProgressGate>>,
 }
 
 impl TaskEvents for StatusNotifier {
     fn status_changed(&self, task: &Task) {
         self.outlet.send(notification("notifications/tasks/status", task_json(task)));
+    }
+
+    fn progress(&self, token: &Value, progress: &Progress) {
+        let mut gate = self.progress.lock().unwrap();
+        let gate = gate.get_or_insert_with(|| ProgressGate::new(token.clone()));
+        if let Some(params) = gate.admit(progress.progress, progress.total, progress.message.clone(), Instant::now()) {
+            self.outlet.send(notification("notifications/progress", params));
+        }
     }
 }
 
@@ -268,6 +281,7 @@ impl TaskRunner for ToolRunner {
         let metrics = self.metrics.clone();
         let (tool, arguments, expires_at) = (task.tool.clone(), task.arguments.clone(), task.expires_at());
         let resumed_from = if task.attempts > 1 { task.checkpoint } else { 0 };
+        let has_token = task.progress_token.is_some();
         if task.attempts > 1 {
             control.set_message(resumed_message(task));
         }
@@ -290,7 +304,10 @@ impl TaskRunner for ToolRunner {
                     None
                 }),
             };
-            let observer = Arc::new(TaskObserver::new(control.clone(), forward).resuming(resume.map(|(_, state)| state)));
+            // No requestor here, yet one that asked for progress: it is on the replica that admitted
+            // the task, and hears the progress through the store.
+            let publish = forward.is_none() && has_token;
+            let observer = Arc::new(TaskObserver::new(control.clone(), forward).resuming(resume.map(|(_, state)| state)).publishing(publish));
             let mut limits = entry.plugin.limits.clone();
             limits.timeout = limits.task_timeout;
             let inline_limit = limits.inline_result;

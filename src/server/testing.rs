@@ -46,7 +46,8 @@ pub async fn host(plugins: &[(&str, Vec<u8>)], options: ServerOptions) -> Arc<Ho
     let engine = Engine::start(store, runners, TaskSettings::default(), runner, runtime.waker(), tokio_util::sync::CancellationToken::new())
         .await
         .expect("the task engine");
-    Arc::new(Host { registry, runtime, engine, options, metrics, sessions: Default::default(), task_inputs: Default::default() })
+    let task_inputs = Arc::new(crate::server::TaskInputs::new(engine.inputs()));
+    Arc::new(Host { registry, runtime, engine, options, metrics, sessions: Default::default(), task_inputs })
 }
 
 /// An outlet that keeps every message, for a test to read.

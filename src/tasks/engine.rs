@@ -137,6 +137,9 @@ pub(super) struct Inner {
     /// Tasks admitted here that run on another replica, whose status changes this host relays
     /// to the session that created them.
     pub(super) relays: Relays,
+    /// Bumped whenever this host records answers to a task's questions, so a guest waiting here
+    /// for them reads them at once (answers recorded elsewhere come as [`StoreEvent::Answered`]).
+    pub(super) answered: watch::Sender<u64>,
 }
 
 /// A queued task: its id and owner (every store read is scoped by owner).
@@ -170,6 +173,7 @@ impl Engine {
             queue,
             spread: Arc::new(tokio::sync::Notify::new()),
             relays: Relays::default(),
+            answered: watch::channel(0).0,
         });
         let engine = Engine { inner: inner.clone(), stop: shutdown.child_token(), tracker: TaskTracker::new() };
         let receiver = Arc::new(tokio::sync::Mutex::new(receiver));
@@ -344,6 +348,8 @@ async fn wait_for_change(mut changes: tokio::sync::broadcast::Receiver<StoreEven
         loop {
             match changes.recv().await {
                 Ok(StoreEvent::Changed { id: changed, .. }) if changed != id => continue,
+                // Progress changes nothing a result waiter reads.
+                Ok(StoreEvent::Progress { .. } | StoreEvent::Answered { .. }) => continue,
                 // This task, a resync, a lag or a closed store: read again.
                 _ => return,
             }

@@ -17,7 +17,8 @@ use super::*;
 /// A runner whose tools say what they do: `quick` ends at once; anything else (when `hold`)
 /// waits for a permit from `release` or for cancellation, then ends `completed` all the same
 /// (a late result, which must not overwrite `cancelled`). `ask` brackets the wait with
-/// `input_required`; `progress` reports a message first. Tools ending in `idem` may run again;
+/// `input_required`; `progress` reports a message first; `report` publishes a burst of progress
+/// (for a requestor on another replica). Tools ending in `idem` may run again;
 /// owners named `session:…` end with their host.
 struct Fake {
     hold: bool,
@@ -49,6 +50,14 @@ impl TaskRunner for Fake {
             if tool == "progress" {
                 control.set_message("half way".into());
             }
+            if tool == "report" {
+                // A chatty guest, then one report whose message no notification could carry.
+                for n in 1..=200 {
+                    control.publish_progress(Progress { progress: n as f64, total: Some(300.0), message: Some(format!("step {n}")) });
+                }
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                control.publish_progress(Progress { progress: 300.0, total: Some(300.0), message: Some("x".repeat(10_000)) });
+            }
             if hold {
                 tokio::select! {
                     _ = control.cancel().cancelled() => saw_cancel.lock().unwrap().push(id.clone()),
@@ -72,13 +81,17 @@ impl TaskRunner for Fake {
     }
 }
 
-/// Every status announced, by task.
+/// Every status announced, by task, and every progress report relayed (with its token).
 #[derive(Default)]
-struct Seen(Mutex<HashMap<String, Vec<TaskStatus>>>);
+struct Seen(Mutex<HashMap<String, Vec<TaskStatus>>>, Mutex<Vec<(serde_json::Value, Progress)>>);
 
 impl TaskEvents for Seen {
     fn status_changed(&self, task: &Task) {
         self.0.lock().unwrap().entry(task.id.clone()).or_default().push(task.status);
+    }
+
+    fn progress(&self, token: &serde_json::Value, progress: &Progress) {
+        self.1.lock().unwrap().push((token.clone(), progress.clone()));
     }
 }
 
@@ -587,5 +600,32 @@ async fn on_postgres_a_task_run_by_another_replica_reports_its_status_to_the_ses
     on_b.release.add_permits(1);
     eventually("and its end", || seen.of(&moved.id).last() == Some(&TaskStatus::Completed)).await;
     assert!(on_a.started() == [busy.id.clone()], "a ran only its own");
+    on_a.release.add_permits(1);
+}
+
+#[tokio::test]
+async fn on_postgres_a_task_run_by_another_replica_reports_its_progress_to_the_session_that_created_it() {
+    let Some(url) = postgres_database() else { return };
+    let slow = |workers| TaskSettings { host_expiry: Duration::from_secs(60), ..settings(workers, 10, 10) };
+    let (on_a, on_b) = (Fake::new(true), Fake::new(true));
+    let a = start_on_postgres(&url, slow(1), on_a.clone()).await;
+    let _b = start_on_postgres(&url, slow(1), on_b.clone()).await;
+    let busy = a.admit(call("o", "hold")).await.unwrap();
+    eventually("a's only worker is busy", || on_a.started() == [busy.id.clone()]).await;
+    let seen = Arc::new(Seen::default());
+    let moved = a.admit(Admission { events: Some(seen.clone()), progress_token: Some(json!("tok-7")), ..call("o", "report") }).await.unwrap();
+    eventually("b runs it", || on_b.started() == [moved.id.clone()]).await;
+    let reports = || seen.1.lock().unwrap().clone();
+    eventually("a's session hears b's last report", || reports().last().is_some_and(|(_, p)| p.progress == 300.0)).await;
+    let reports = reports();
+    assert!(reports.iter().all(|(token, _)| token == &json!("tok-7")), "with the session's progress token");
+    let last = &reports.last().unwrap().1;
+    assert_eq!(last.message.as_deref(), Some("x".repeat(10_000).as_str()), "a message too large to notify comes through the row");
+    let before: Vec<f64> = reports.iter().map(|(_, p)| p.progress).collect();
+    assert!(before.contains(&200.0), "the newest of the burst came: {before:?}");
+    assert!(before.len() < 40, "the burst of 200 was coalesced, not sent one by one: {} reports", before.len());
+    assert!(before.windows(2).all(|w| w[0] < w[1]), "in order: {before:?}");
+    on_b.release.add_permits(1);
+    eventually("and its end", || seen.of(&moved.id).last() == Some(&TaskStatus::Completed)).await;
     on_a.release.add_permits(1);
 }

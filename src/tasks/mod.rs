@@ -7,6 +7,7 @@
 mod blobs;
 mod engine;
 mod finish;
+mod input;
 mod model;
 mod postgres;
 mod relay;
@@ -16,6 +17,7 @@ mod runners;
 mod settings;
 mod sqlite;
 mod sqlite_blobs;
+mod sqlite_inputs;
 mod store;
 #[cfg(test)]
 pub(crate) mod store_suite;
@@ -26,11 +28,12 @@ mod engine_tests;
 
 pub use blobs::{pages as result_pages, PartKind, ResultPage, ResultPart, RESULT_PAGE_BYTES};
 pub use engine::{Admission, Counts, Engine, EngineError};
-pub use model::{now_ms, Outcome, Task, TaskStatus};
+pub use input::Inputs;
+pub use model::{now_ms, Outcome, Progress, Task, TaskStatus};
 pub use postgres::{is_postgres_url, redacted, PgOptions, PgStore};
 pub use resume::Recovery;
 pub use runner::{Finished, TaskControl, TaskEvents, TaskRunner};
 pub use runners::Runners;
 pub use settings::{TaskSettings, DEFAULT_HOST_EXPIRY};
 pub use sqlite::{Durability, SqliteStore};
-pub use store::{StoreError, StoreEvent, StoreFuture, StoreResult, TaskStore};
+pub use store::{StoreError, StoreEvent, StoreFuture, StoreResult, TaskQuestion, TaskStore};

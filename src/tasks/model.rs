@@ -54,6 +54,21 @@ impl TaskStatus {
     }
 }
 
+/// One progress report of a running task (`notifications/progress` without its token): what a
+/// replica that runs a task another replica admitted passes on, so the session that created it
+/// hears it there ([`TaskEvents::progress`](super::TaskEvents::progress)).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Progress {
+    /// How far the work is (increasing).
+    pub progress: f64,
+    /// Where it ends, when the guest knows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<f64>,
+    /// What the guest says it is doing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
 /// What a finished task produced. The engine never looks inside: `Result` and `Error` hold what
 /// the runner returned, and the two kinds the engine records itself (`Cancelled`,
 /// `Interrupted`) are rendered by the layer that knows the protocol when a client asks.

@@ -1,17 +1,19 @@
-//! Status changes of tasks that moved to another replica, relayed to the session that created
-//! them.
+//! Status changes and progress of tasks that moved to another replica, relayed to the session
+//! that created them.
 //!
 //! A task admitted here may run elsewhere: an idle replica took it while every worker here was
 //! busy (load spreading), or another claimed it while this one was taken for dead. The session
 //! that asked is still here, so this host keeps the task's [`TaskEvents`] and, whenever the store
 //! says the task changed (the running replica's notification, or a resync), reads it and tells the
-//! session what moved, until the task ends.
+//! session what moved, until the task ends. Progress comes in the running replica's notification
+//! itself ([`StoreEvent::Progress`](super::StoreEvent::Progress)) and is handed to the session
+//! with the request's `progressToken`, which the task row keeps.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use super::engine::Inner;
-use super::model::{Task, TaskStatus};
+use super::model::{Progress, Task, TaskStatus};
 use super::runner::TaskEvents;
 
 /// The tasks this host relays, by id.
@@ -23,12 +25,14 @@ struct Relay {
     events: Arc<dyn TaskEvents>,
     /// The status the session was told last.
     told: TaskStatus,
+    /// The request's `progressToken`: progress is relayed only for a request that asked for it.
+    token: Option<serde_json::Value>,
 }
 
 impl Relays {
     /// Relays `task`'s changes to `events` from now on; `task` is what the session knows.
     pub(super) fn watch(&self, task: &Task, events: Arc<dyn TaskEvents>) {
-        self.0.lock().unwrap().insert(task.id.clone(), Relay { owner: task.owner.clone(), events, told: task.status });
+        self.0.lock().unwrap().insert(task.id.clone(), Relay { owner: task.owner.clone(), events, told: task.status, token: task.progress_token.clone() });
     }
 
     pub(super) fn is_watched(&self, id: &str) -> bool {
@@ -62,5 +66,23 @@ impl Inner {
         if task.status.is_terminal() {
             relays.remove(id);
         }
+    }
+
+    /// Hands `progress` of relayed task `id` to its session, with the request's progress
+    /// token; the message is read from the task's row when it was too large to be sent.
+    pub(super) async fn relay_progress(&self, id: &str, progress: &Progress, message_in_row: bool) {
+        let Some((owner, events, token)) = self.relays.0.lock().unwrap().get(id).and_then(|r| Some((r.owner.clone(), r.events.clone(), r.token.clone()?)))
+        else {
+            return;
+        };
+        let mut progress = progress.clone();
+        if message_in_row {
+            match self.store.get(&owner, id).await {
+                Ok(Some(task)) => progress.message = task.status_message,
+                Ok(None) => return,
+                Err(e) => tracing::debug!(task = %id, "reading a relayed task's progress message failed: {e}"),
+            }
+        }
+        events.progress(&token, &progress);
     }
 }

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use futures_util::future::BoxFuture;
 use tokio::sync::watch;
 
-use super::model::{Outcome, Task, TaskStatus};
+use super::model::{Outcome, Progress, Task, TaskStatus};
 use super::store::TaskStore;
 use crate::cancel::CancelHandle;
 
@@ -53,6 +53,12 @@ pub struct Finished {
 pub trait TaskEvents: Send + Sync {
     /// `task` as the store wrote it.
     fn status_changed(&self, task: &Task);
+
+    /// `progress` of a task that runs on another replica, for the request's `progressToken`
+    /// (`token`): a task that runs here reports to its requestor directly, through the runner.
+    fn progress(&self, token: &serde_json::Value, progress: &Progress) {
+        let _ = (token, progress);
+    }
 }
 
 /// What a running task may do to its own record: notice cancellation, wait for its client, and
@@ -104,6 +110,15 @@ impl TaskControl {
     pub fn set_message(&self, message: String) {
         if !self.live.has_ended() {
             *self.live.message.lock().unwrap() = Some(message);
+        }
+    }
+
+    /// Passes `progress` on to the other replicas sharing the store, for a task whose
+    /// requestor is not here (another replica admitted it); see
+    /// [`TaskStore::publish_progress`]. Nothing after the task ended.
+    pub fn publish_progress(&self, progress: Progress) {
+        if !self.live.has_ended() && !self.live.cancel.is_cancelled() {
+            self.store.publish_progress(&self.live.id, &self.runner, progress);
         }
     }
 

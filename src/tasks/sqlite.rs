@@ -26,7 +26,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::blobs::{ResultPage, ResultPart};
 use super::model::{Outcome, Task, TaskStatus};
-use super::store::{StoreError, StoreFuture, StoreResult, TaskStore};
+use super::store::{StoreError, StoreFuture, StoreResult, TaskQuestion, TaskStore};
 
 /// How hard a commit tries to reach the disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,7 +37,7 @@ pub enum Durability {
     Power,
 }
 
-const SCHEMA_VERSION: i64 = 5;
+const SCHEMA_VERSION: i64 = 6;
 /// Operations per transaction at most, so one commit's answers are not held back for long.
 const MAX_BATCH: usize = 512;
 /// Operations waiting for a thread at most; a caller beyond it waits (asynchronously) for a
@@ -276,6 +276,8 @@ fn prepare(conn: &Connection, durability: Durability) -> rusqlite::Result<()> {
     conn.execute_batch(SCHEMA)?;
     // Version 4 keeps large results by reference, in pages (`sqlite_blobs`).
     conn.execute_batch(super::sqlite_blobs::SCHEMA)?;
+    // Version 6 keeps the questions tasks wait on (`sqlite_inputs`).
+    conn.execute_batch(super::sqlite_inputs::SCHEMA)?;
     conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
     conn.query_row("SELECT count(*) FROM tasks", [], |_| Ok(()))?;
     Ok(())
@@ -542,6 +544,26 @@ impl TaskStore for SqliteStore {
                 c.query_row("SELECT checkpoint_seq, checkpoint FROM tasks WHERE id = ?1", params![id], |r| Ok((r.get(0)?, r.get(1)?))).optional()?;
             Ok(row.and_then(|(seq, state)| Some((seq as u64, state?))))
         })
+    }
+
+    fn keep_questions(&self, id: &str, questions: Vec<(String, Value)>) -> StoreFuture<()> {
+        let id = id.to_owned();
+        self.write(move |c| super::sqlite_inputs::keep(c, &id, &questions))
+    }
+
+    fn questions(&self, id: &str) -> StoreFuture<Vec<TaskQuestion>> {
+        let id = id.to_owned();
+        self.read(move |c| super::sqlite_inputs::questions(c, &id))
+    }
+
+    fn answer_questions(&self, id: &str, answers: Vec<(String, Value)>) -> StoreFuture<Vec<String>> {
+        let id = id.to_owned();
+        self.write(move |c| super::sqlite_inputs::answer(c, &id, &answers))
+    }
+
+    fn drop_questions(&self, id: &str, keys: Vec<String>) -> StoreFuture<()> {
+        let id = id.to_owned();
+        self.write(move |c| super::sqlite_inputs::forget(c, &id, &keys))
     }
 
     fn keep_result(&self, owner: &str, id: &str, expires_at: Option<i64>, parts: Vec<ResultPart>) -> StoreFuture<()> {

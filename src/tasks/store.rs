@@ -18,7 +18,7 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 
 use super::blobs::{ResultPage, ResultPart};
-use super::model::{Outcome, Task, TaskStatus};
+use super::model::{Outcome, Progress, Task, TaskStatus};
 
 /// What every store call returns.
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -120,6 +120,18 @@ pub enum StoreError {
     },
 }
 
+/// A question a running task waits on, kept with the task so that any host can show it and
+/// take its answer (the 2026-07-28 tasks extension's `inputRequests`); opaque to the store.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskQuestion {
+    /// The key the client answers under, unique over the task's life.
+    pub key: String,
+    /// What is asked (`{method, params}`).
+    pub request: serde_json::Value,
+    /// The client's answer, once one came (checked against the question before it was kept).
+    pub answer: Option<serde_json::Value>,
+}
+
 /// A change to a task that a store shared by several hosts tells every host about
 /// ([`TaskStore::subscribe`]).
 #[derive(Clone, Debug, PartialEq)]
@@ -130,6 +142,23 @@ pub enum StoreEvent {
         id: String,
         /// Its new status.
         status: TaskStatus,
+    },
+    /// Task `id`, run by another host, reported progress (the newest of a burst: a store may
+    /// coalesce). When `message_in_row`, the message was too large for a notification and was
+    /// written to the task's `status_message` instead: read the task for it.
+    Progress {
+        /// The task.
+        id: String,
+        /// The report.
+        progress: Progress,
+        /// Whether the report's message is in the task's row rather than here.
+        message_in_row: bool,
+    },
+    /// Some of task `id`'s questions were answered (on whichever host): the host whose guest
+    /// waits for them reads them.
+    Answered {
+        /// The task.
+        id: String,
     },
     /// Changes may have been missed (the store lost its connection and has it back, or the
     /// receiver lagged): whoever waits on a task should read it again.
@@ -209,6 +238,15 @@ pub trait TaskStore: Send + Sync + 'static {
         Box::pin(async { Ok(Vec::new()) })
     }
 
+    /// Passes `progress` of task `id`, which host `runner` runs, on to the other hosts
+    /// ([`StoreEvent::Progress`]), so the one whose session created the task can tell it. Fire
+    /// and forget: progress is advisory, a lost report is followed by the next one. A store
+    /// that one machine serves passes nothing: there a task runs on the host that admitted it
+    /// (or, after a crash, on one whose sessions never knew it).
+    fn publish_progress(&self, id: &str, runner: &str, progress: Progress) {
+        let _ = (id, runner, progress);
+    }
+
     /// Changes written by any host, as they commit, for a store that several hosts share over
     /// the network (PostgreSQL `LISTEN`). `None`: the store tells nothing, and a host waiting on
     /// a task another host runs has to poll.
@@ -236,6 +274,22 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Page `page` of part `part` of the kept result `id`, when `owner` owns it and it has not
     /// expired at `now_ms`; `None` otherwise (whoever asks learns nothing of others' results).
     fn result_page(&self, owner: &str, id: &str, part: u32, page: u32, now_ms: i64) -> StoreFuture<Option<ResultPage>>;
+
+    /// Keeps `questions` (key, request) as what task `id` now waits for, beside those it waits
+    /// for already (keys are unique over a task's life). Deleted with the task.
+    fn keep_questions(&self, id: &str, questions: Vec<(String, serde_json::Value)>) -> StoreFuture<()>;
+
+    /// Task `id`'s kept questions, in the order they were asked.
+    fn questions(&self, id: &str) -> StoreFuture<Vec<TaskQuestion>>;
+
+    /// Records `answers` (key, answer) for those of task `id`'s questions that have none yet;
+    /// other keys are ignored. Returns the keys recorded. A store several hosts share over the
+    /// network tells them ([`StoreEvent::Answered`]).
+    fn answer_questions(&self, id: &str, answers: Vec<(String, serde_json::Value)>) -> StoreFuture<Vec<String>>;
+
+    /// Forgets task `id`'s questions `keys` (their answers were read, or the guest stopped
+    /// waiting).
+    fn drop_questions(&self, id: &str, keys: Vec<String>) -> StoreFuture<()>;
 
     /// Tasks per status, for metrics and tests.
     fn count_by_status(&self) -> StoreFuture<Vec<(TaskStatus, u64)>>;

@@ -6,7 +6,7 @@
 use serde_json::json;
 
 use super::model::{now_ms, Outcome, Task, TaskStatus};
-use super::store::TaskStore;
+use super::store::{TaskQuestion, TaskStore};
 
 /// A working task of `owner`, run by host `runner`, kept for an hour.
 pub(crate) fn task(id: &str, owner: &str, runner: &str) -> Task {
@@ -186,6 +186,35 @@ pub(crate) async fn results_are_kept_in_pages_for_their_owner_until_they_expire(
     assert_eq!((empty.data.as_str(), empty.pages, empty.size), ("", 1, 0));
 }
 
+pub(crate) async fn questions_are_kept_answered_once_and_go_with_their_task(store: &dyn TaskStore) {
+    store.insert(task("t", "o", "h")).await.unwrap();
+    let ask = |key: &str| (key.to_owned(), json!({ "method": "elicitation/create", "params": { "message": key } }));
+    store.keep_questions("t", vec![ask("first"), ask("second")]).await.unwrap();
+    store.keep_questions("t", vec![ask("third")]).await.unwrap();
+    let keys = |qs: Vec<TaskQuestion>| qs.into_iter().map(|q| (q.key, q.answer)).collect::<Vec<_>>();
+    assert_eq!(keys(store.questions("t").await.unwrap()), [("first".into(), None), ("second".into(), None), ("third".into(), None)], "in the order asked");
+    assert_eq!(store.questions("t").await.unwrap()[1].request, ask("second").1);
+
+    let recorded = store.answer_questions("t", vec![("second".into(), json!({ "action": "accept" })), ("nobody-asked".into(), json!({}))]).await.unwrap();
+    assert_eq!(recorded, ["second"], "only an outstanding question takes an answer");
+    let again = store.answer_questions("t", vec![("second".into(), json!({ "action": "decline" }))]).await.unwrap();
+    assert!(again.is_empty(), "an answered question keeps its first answer");
+    assert_eq!(store.questions("t").await.unwrap()[1].answer, Some(json!({ "action": "accept" })));
+
+    store.drop_questions("t", vec!["second".into()]).await.unwrap();
+    assert_eq!(keys(store.questions("t").await.unwrap()), [("first".into(), None), ("third".into(), None)]);
+    assert!(store.answer_questions("t", vec![("second".into(), json!({}))]).await.unwrap().is_empty(), "a forgotten question takes nothing");
+    assert!(store.questions("other").await.unwrap().is_empty());
+
+    let mut expiring = task("gone", "o", "h");
+    expiring.ttl_ms = Some(1);
+    expiring.created_at = now_ms() - 10_000;
+    store.insert(expiring).await.unwrap();
+    store.keep_questions("gone", vec![ask("q")]).await.unwrap();
+    store.purge_expired(now_ms()).await.unwrap();
+    assert!(store.questions("gone").await.unwrap().is_empty(), "questions go with their task");
+}
+
 pub(crate) async fn checkpoints_replace_each_other_are_fenced_and_attempts_are_counted(store: &dyn TaskStore) {
     store.insert(task("t", "o", "h")).await.unwrap();
     assert_eq!(store.checkpoint_state("t").await.unwrap(), None, "no checkpoint yet");
@@ -239,7 +268,8 @@ macro_rules! store_suite {
                 purge_deletes_expired_tasks_and_their_outcomes,
                 counts_and_unfinished_follow_the_statuses,
                 results_are_kept_in_pages_for_their_owner_until_they_expire,
-                checkpoints_replace_each_other_are_fenced_and_attempts_are_counted
+                checkpoints_replace_each_other_are_fenced_and_attempts_are_counted,
+                questions_are_kept_answered_once_and_go_with_their_task
             );
         }
     };

@@ -141,6 +141,16 @@ pub(super) async fn follow(inner: Arc<Inner>, mut changes: broadcast::Receiver<S
             _ = stop.cancelled() => return,
             event = changes.recv() => event,
         };
+        if let Ok(StoreEvent::Progress { id, progress, message_in_row }) = &event {
+            // Another replica runs a task whose session is here. If it is still queued here, that
+            // replica claimed it: stop it here and relay from now on (`stop_if_ended_elsewhere`).
+            let queued_here = inner.live.lock().unwrap().get(id).is_some_and(|live| live.events.is_some());
+            if queued_here && !inner.relays.is_watched(id) {
+                inner.stop_if_ended_elsewhere(id).await;
+            }
+            inner.relay_progress(id, progress, *message_in_row).await;
+            continue;
+        }
         if let Ok(StoreEvent::Changed { id, .. }) = &event {
             if inner.relays.is_watched(id) {
                 inner.relay(id).await;
@@ -161,6 +171,8 @@ pub(super) async fn follow(inner: Arc<Inner>, mut changes: broadcast::Receiver<S
                 continue;
             }
             Ok(StoreEvent::Changed { .. }) => continue,
+            Ok(StoreEvent::Progress { .. }) => continue, // handled above
+            Ok(StoreEvent::Answered { .. }) => continue, // for the waiting guest (`Inputs::answers`)
             Ok(StoreEvent::Resync) | Err(broadcast::error::RecvError::Lagged(_)) => inner.live.lock().unwrap().keys().cloned().collect(),
             Ok(StoreEvent::TakenForDead) => {
                 let ids: Vec<String> = inner.live.lock().unwrap().keys().cloned().collect();

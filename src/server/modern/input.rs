@@ -217,6 +217,19 @@ impl Question {
         })
     }
 
+    /// The question a stored `request` (`{method, params}`, as [`Question::of`] made it) asks:
+    /// what a replica other than the one whose guest asked checks an answer with. `None` for
+    /// something no question of this corral makes.
+    pub(in crate::server) fn from_request(request: &Value) -> Option<Question> {
+        let read = match request.get("method")?.as_str()? {
+            "elicitation/create" => Reader::Elicit(Box::new(jsonschema::validator_for(request.get("params")?.get("requestedSchema")?).ok()?)),
+            "sampling/createMessage" => Reader::Sample,
+            "roots/list" => Reader::Roots,
+            _ => return None,
+        };
+        Some(Question { request: request.clone(), read })
+    }
+
     /// The client's `answer`, checked against the question; the text says what is wrong.
     pub(in crate::server) fn read(&self, answer: &Value) -> Result<InputResponse, String> {
         match &self.read {

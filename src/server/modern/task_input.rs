@@ -2,16 +2,19 @@
 //! `tasks/get` shows its outstanding `inputRequests`, and `tasks/update` delivers the answers to
 //! the guest, which has been waiting in the host meanwhile.
 //!
-//! The questions wait here, in the memory of the replica that runs the guest, keyed by task id:
-//! a `tasks/get` or `tasks/update` that reaches another replica sees the task `input_required`
-//! (from the store) but not its questions. Keys are unique over the task's life: a plugin that
-//! asks under a key it used before gets `KEY-2`, `KEY-3`, … on the wire, and its own key back.
+//! The questions are kept with the task in the store ([`Inputs`]), so any replica shows them and
+//! takes their answers: `tasks/update` on another replica checks each answer against its stored
+//! question, records it, and the replica whose guest waits is woken (see `tasks::input`). The
+//! replica that runs the guest also holds its questions in memory, so that its own `tasks/get`
+//! shows them from the moment the task is `input_required` (the store write runs beside the
+//! status write). Keys are unique over the task's life: a plugin that asks under a key it used
+//! before gets `KEY-2`, `KEY-3`, … on the wire, and its own key back.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
-use tokio::sync::oneshot;
+use tokio::sync::watch;
 
 use super::input::Question;
 use crate::mcp::modern::ClientCapabilities;
@@ -19,71 +22,124 @@ use crate::mcp::RpcError;
 use crate::runtime::{
     CallObserver, ClientAnswer, ElicitResponse, InputRequest, InputResponse, Keyed, LogLevel, RequestError, Root, SamplingRequest, SamplingResponse,
 };
+use crate::server::tasks::engine_error;
+use crate::tasks::Inputs;
 
-/// One question waiting for its answer.
+/// One question waiting here for its answer.
 struct Waiting {
     key: String,
-    question: Question,
-    answer: oneshot::Sender<InputResponse>,
+    question: Arc<Question>,
+    /// Turns true once the question is in the store: an answer taken here before that waits.
+    kept: watch::Receiver<bool>,
 }
 
 /// The questions of this replica's running tasks, by task id (a task without questions has no
-/// entry).
-#[derive(Default)]
-pub struct TaskInputs(Mutex<HashMap<String, Vec<Waiting>>>);
+/// entry), and the store's side of every task's questions.
+pub struct TaskInputs {
+    waiting: Mutex<HashMap<String, Vec<Waiting>>>,
+    store: Inputs,
+}
+
+/// What refuses an update whose answer does not fit its question.
+fn misfit(key: &str, why: impl std::fmt::Display) -> RpcError {
+    RpcError::invalid_params(format!("inputResponses.{key} does not answer its request: {why}"))
+}
 
 impl TaskInputs {
-    /// The task's outstanding `inputRequests`, when it has any here.
-    pub(in crate::server) fn outstanding(&self, task: &str) -> Option<Map<String, Value>> {
-        let tasks = self.0.lock().unwrap();
+    /// Questions asked and answered through `store` (the engine's [`Inputs`]).
+    pub fn new(store: Inputs) -> TaskInputs {
+        TaskInputs { waiting: Mutex::default(), store }
+    }
+
+    /// The task's outstanding `inputRequests`: from memory when its guest waits here (less those
+    /// another replica has taken answers to), else from the store (it waits on another replica).
+    /// `None` when it has none.
+    pub(in crate::server) async fn outstanding(&self, task: &str) -> Result<Option<Map<String, Value>>, RpcError> {
+        if let Some(mut here) = self.outstanding_here(task) {
+            // Those answered on another replica wait here only until the guest reads them.
+            for asked in self.store.questions(task).await.map_err(engine_error)? {
+                if asked.answer.is_some() {
+                    here.remove(&asked.key);
+                }
+            }
+            return Ok((!here.is_empty()).then_some(here));
+        }
+        let stored = self.store.outstanding(task).await.map_err(engine_error)?;
+        Ok((!stored.is_empty()).then(|| stored.into_iter().map(|q| (q.key, q.request)).collect()))
+    }
+
+    fn outstanding_here(&self, task: &str) -> Option<Map<String, Value>> {
+        let tasks = self.waiting.lock().unwrap();
         let waiting = tasks.get(task).filter(|w| !w.is_empty())?;
         Some(waiting.iter().map(|w| (w.key.clone(), w.question.request.clone())).collect())
     }
 
-    /// Delivers `responses` to the task's waiting questions: keys not outstanding are ignored,
-    /// and an answer that does not fit its question refuses the whole update (nothing delivered).
-    pub(in crate::server) fn deliver(&self, task: &str, responses: &Map<String, Value>) -> Result<(), RpcError> {
-        let mut tasks = self.0.lock().unwrap();
-        let Some(questions) = tasks.get_mut(task) else { return Ok(()) };
-        let mut answers = Vec::new();
-        for (key, response) in responses {
-            if let Some(waiting) = questions.iter().find(|w| &w.key == key) {
-                let answer = waiting
-                    .question
-                    .read(response)
-                    .map_err(|why| RpcError::invalid_params(format!("inputResponses.{key} does not answer its request: {why}")))?;
-                answers.push((key.clone(), answer));
+    /// Delivers `responses` to the task's outstanding questions, wherever its guest waits: keys
+    /// not outstanding are ignored, and an answer that does not fit its question refuses the
+    /// whole update (nothing delivered).
+    pub(in crate::server) async fn deliver(&self, task: &str, responses: &Map<String, Value>) -> Result<(), RpcError> {
+        let answers = match self.check_here(task, responses)? {
+            Some((answers, kept)) => {
+                for mut kept in kept {
+                    // Err: the store refused the questions; the answer below finds nothing.
+                    let _ = kept.wait_for(|kept| *kept).await;
+                }
+                answers
             }
-        }
-        for (key, answer) in answers {
-            if let Some(at) = questions.iter().position(|w| w.key == key) {
-                let waiting = questions.remove(at);
-                let _ = waiting.answer.send(answer);
+            None => {
+                let outstanding = self.store.outstanding(task).await.map_err(engine_error)?;
+                let mut answers = Vec::new();
+                for (key, response) in responses {
+                    let Some(asked) = outstanding.iter().find(|q| &q.key == key) else { continue };
+                    let question = Question::from_request(&asked.request).ok_or_else(|| misfit(key, "the stored question cannot be read"))?;
+                    question.read(response).map_err(|why| misfit(key, why))?;
+                    answers.push((key.clone(), response.clone()));
+                }
+                answers
             }
+        };
+        if answers.is_empty() {
+            return Ok(());
         }
-        if questions.is_empty() {
-            tasks.remove(task);
+        let recorded = self.store.answer(task, answers).await.map_err(engine_error)?;
+        // Answered here: gone from this replica's `tasks/get` at once.
+        let mut tasks = self.waiting.lock().unwrap();
+        if let Some(questions) = tasks.get_mut(task) {
+            questions.retain(|w| !recorded.contains(&w.key));
+            if questions.is_empty() {
+                tasks.remove(task);
+            }
         }
         Ok(())
     }
 
-    /// Parks `questions` (wire key, question) for `task`.
-    fn park(&self, task: &str, questions: Vec<(String, Question)>) -> Vec<oneshot::Receiver<InputResponse>> {
-        let mut tasks = self.0.lock().unwrap();
-        let waiting = tasks.entry(task.to_owned()).or_default();
-        questions
-            .into_iter()
-            .map(|(key, question)| {
-                let (answer, answered) = oneshot::channel();
-                waiting.push(Waiting { key, question, answer });
-                answered
-            })
-            .collect()
+    /// The answers among `responses` to the questions the task's guest waits for here, checked;
+    /// `None` when it waits for none here. With them, whether each question is in the store yet.
+    #[allow(clippy::type_complexity)]
+    fn check_here(&self, task: &str, responses: &Map<String, Value>) -> Result<Option<(Vec<(String, Value)>, Vec<watch::Receiver<bool>>)>, RpcError> {
+        let tasks = self.waiting.lock().unwrap();
+        let Some(questions) = tasks.get(task) else { return Ok(None) };
+        let (mut answers, mut kept) = (Vec::new(), Vec::new());
+        for (key, response) in responses {
+            if let Some(waiting) = questions.iter().find(|w| &w.key == key) {
+                waiting.question.read(response).map_err(|why| misfit(key, why))?;
+                answers.push((key.clone(), response.clone()));
+                kept.push(waiting.kept.clone());
+            }
+        }
+        Ok(Some((answers, kept)))
     }
 
-    /// Withdraws the task's waiting questions `keys` (the guest stopped waiting).
+    /// Holds `questions` (wire key, question) of `task` here, for this replica's `tasks/get`.
+    fn park(&self, task: &str, questions: &[(String, Arc<Question>)], kept: watch::Receiver<bool>) {
+        let mut tasks = self.waiting.lock().unwrap();
+        let waiting = tasks.entry(task.to_owned()).or_default();
+        waiting.extend(questions.iter().map(|(key, question)| Waiting { key: key.clone(), question: question.clone(), kept: kept.clone() }));
+    }
+
+    /// Withdraws the task's waiting questions `keys` from memory (the guest stopped waiting).
     fn withdraw(&self, task: &str, keys: &[String]) {
-        let mut tasks = self.0.lock().unwrap();
+        let mut tasks = self.waiting.lock().unwrap();
         if let Some(waiting) = tasks.get_mut(task) {
             waiting.retain(|w| !keys.contains(&w.key));
             if waiting.is_empty() {
@@ -93,16 +149,28 @@ impl TaskInputs {
     }
 }
 
-/// Withdraws parked questions when the guest stops waiting (answered, cancelled, out of time).
+/// Withdraws parked questions when the guest stops waiting (answered, cancelled, out of time);
+/// unless they were answered, from the store too.
 struct Parked {
     inputs: Arc<TaskInputs>,
     task: String,
     keys: Vec<String>,
+    answered: bool,
+}
+
+impl Parked {
+    /// The questions were answered (and the store forgot them as their answers were read).
+    fn settle(&mut self) {
+        self.answered = true;
+    }
 }
 
 impl Drop for Parked {
     fn drop(&mut self) {
         self.inputs.withdraw(&self.task, &self.keys);
+        if !self.answered {
+            self.inputs.store.withdraw(&self.task, std::mem::take(&mut self.keys));
+        }
     }
 }
 
@@ -186,16 +254,29 @@ impl CallObserver for TaskInput {
         }
         let keys: Vec<String> = requests.into_iter().map(|(key, _)| key).collect();
         let wire: Vec<String> = keys.iter().map(|k| self.wire_key(k)).collect();
-        let parked = self.inputs.park(task, wire.iter().cloned().zip(questions).collect());
-        let guard = Parked { inputs: self.inputs.clone(), task: task.to_owned(), keys: wire };
+        let questions: Vec<(String, Arc<Question>)> = wire.iter().cloned().zip(questions.into_iter().map(Arc::new)).collect();
+        let (kept_tx, kept_rx) = watch::channel(false);
+        self.inputs.park(task, &questions, kept_rx);
+        // Kept with the task at once (beside the `input_required` write), for every replica.
+        let store = self.inputs.store.clone();
+        let (id, asked) = (task.to_owned(), questions.iter().map(|(key, q)| (key.clone(), q.request.clone())).collect());
+        let kept = tokio::spawn(async move {
+            let kept = store.ask(&id, asked).await;
+            kept_tx.send_replace(kept.is_ok());
+            kept
+        });
+        let mut guard = Parked { inputs: self.inputs.clone(), task: task.to_owned(), keys: wire.clone(), answered: false };
         Box::pin(async move {
-            let _guard = guard;
-            let mut answers = Vec::with_capacity(parked.len());
-            for (key, answered) in keys.into_iter().zip(parked) {
-                let answer = answered.await.map_err(|_| RequestError::Unavailable("the task ended before the client answered".into()))?;
-                answers.push((key, answer));
+            let unavailable = |e: &dyn std::fmt::Display| RequestError::Unavailable(format!("the task store failed: {e}"));
+            kept.await.map_err(|e| unavailable(&e))?.map_err(|e| unavailable(&e))?;
+            let answers = guard.inputs.store.answers(&guard.task, &wire).await.map_err(|e| unavailable(&e))?;
+            guard.settle();
+            let mut read = Vec::with_capacity(answers.len());
+            for ((key, (_, question)), (_, answer)) in keys.into_iter().zip(&questions).zip(answers) {
+                // Checked when it was recorded, on whichever replica took it.
+                read.push((key, question.read(&answer).map_err(RequestError::Refused)?));
             }
-            Ok(answers)
+            Ok(read)
         })
     }
 }

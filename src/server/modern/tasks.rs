@@ -170,8 +170,8 @@ pub(in crate::server) async fn get(host: &Host, owner: &str, params: &Map<String
     if !task.status.is_terminal() {
         let mut fields = task_fields(&task, task.status.as_str());
         if task.status == TaskStatus::InputRequired {
-            // What the guest waits for, when it runs on this replica.
-            if let Some(requests) = host.task_inputs.outstanding(&task.id) {
+            // What the guest waits for, wherever it runs.
+            if let Some(requests) = host.task_inputs.outstanding(&task.id).await? {
                 fields.insert("inputRequests".into(), Value::Object(requests));
             }
         }
@@ -209,14 +209,14 @@ pub(in crate::server) async fn cancel(host: &Host, owner: &str, params: &Map<Str
     }
 }
 
-/// `tasks/update`: delivers input responses to a task of this owner whose guest waits on this
-/// replica, and acknowledges (empty). Keys that are not outstanding are ignored; an answer that
+/// `tasks/update`: delivers input responses to a task of this owner, whichever replica its guest
+/// waits on, and acknowledges (empty). Keys that are not outstanding are ignored; an answer that
 /// does not fit its question is -32602 and nothing is delivered.
 pub(in crate::server) async fn update(host: &Host, owner: &str, params: &Map<String, Value>) -> Result<Value, RpcError> {
     let id = task_id(params)?;
     let responses = Params::new(params).object_or("inputResponses", "missing `inputResponses`: an object of answers keyed like the task's inputRequests")?;
     let responses = responses.map().clone();
     host.engine.get(owner, id).await.map_err(not_found)?;
-    host.task_inputs.deliver(id, &responses)?;
+    host.task_inputs.deliver(id, &responses).await?;
     Ok(wire::result(json!({}), COMPLETE, None))
 }

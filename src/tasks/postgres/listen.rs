@@ -2,7 +2,7 @@
 //! call, and deadpool drives its connections where no one reads notifications).
 //!
 //! Every status write is announced as `'<id> <status>'` on `corral_tasks` once it has
-//! committed, several to a payload (one per line; see [`notify`](super::notify)), on every replica. PostgreSQL does
+//! committed (and progress relayed for another replica's session as `'<id> progress <json>'`), several to a payload (one per line; see [`notify`](super::notify)), on every replica. PostgreSQL does
 //! not replay notifications to a listener that was away: after each (re)connection the
 //! listener sends [`StoreEvent::Resync`], and whoever waits reads the tasks again.
 
@@ -14,6 +14,7 @@ use tokio_postgres::AsyncMessage;
 use tokio_util::sync::CancellationToken;
 
 use super::describe;
+use super::notify::{ANSWERED, PROGRESS, PROGRESS_IN_ROW};
 use super::pool::Target;
 use crate::tasks::model::TaskStatus;
 use crate::tasks::store::StoreEvent;
@@ -93,10 +94,24 @@ async fn session(target: &Target, events: &broadcast::Sender<StoreEvent>, reconn
     problem
 }
 
-/// `"<id> <status>"` as the store's statements send it.
-fn parse(payload: &str) -> Option<StoreEvent> {
-    let (id, status) = payload.rsplit_once(' ')?;
-    Some(StoreEvent::Changed { id: id.to_owned(), status: TaskStatus::parse(status)? })
+/// `"<id> <status>"` as the store's statements send it, or `"<id> progress <json>"` (or
+/// `progress-row`, the message being in the row) as the [`Notifier`](super::notify::Notifier)
+/// sends a progress report.
+fn parse(line: &str) -> Option<StoreEvent> {
+    let (id, rest) = line.split_once(' ')?;
+    let id = id.to_owned();
+    if let Some((kind, report)) = rest.split_once(' ') {
+        let message_in_row = match kind {
+            PROGRESS => false,
+            PROGRESS_IN_ROW => true,
+            _ => return None,
+        };
+        return Some(StoreEvent::Progress { id, progress: serde_json::from_str(report).ok()?, message_in_row });
+    }
+    if rest == ANSWERED {
+        return Some(StoreEvent::Answered { id });
+    }
+    Some(StoreEvent::Changed { id, status: TaskStatus::parse(rest)? })
 }
 
 #[cfg(test)]
@@ -108,5 +123,17 @@ mod tests {
         assert_eq!(parse("abc-1 cancelled"), Some(StoreEvent::Changed { id: "abc-1".into(), status: TaskStatus::Cancelled }));
         assert_eq!(parse("abc-1 nonsense"), None);
         assert_eq!(parse("no-space"), None);
+        let progress = crate::tasks::Progress { progress: 2.0, total: None, message: Some("a b".into()) };
+        assert_eq!(
+            parse(r#"abc-1 progress {"progress":2.0,"message":"a b"}"#),
+            Some(StoreEvent::Progress { id: "abc-1".into(), progress, message_in_row: false })
+        );
+        let in_row = crate::tasks::Progress { progress: 2.0, total: Some(4.0), message: None };
+        assert_eq!(
+            parse(r#"abc-1 progress-row {"progress":2.0,"total":4.0}"#),
+            Some(StoreEvent::Progress { id: "abc-1".into(), progress: in_row, message_in_row: true })
+        );
+        assert_eq!(parse("abc-1 progress not-json"), None);
+        assert_eq!(parse("abc-1 answered"), Some(StoreEvent::Answered { id: "abc-1".into() }));
     }
 }

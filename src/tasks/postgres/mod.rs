@@ -14,6 +14,7 @@
 
 mod blobs;
 mod hosts;
+mod inputs;
 mod listen;
 mod notify;
 mod pool;

@@ -77,6 +77,17 @@ ALTER TABLE corral_tasks
     ADD COLUMN checkpoint_seq BIGINT NOT NULL DEFAULT 0,
     ADD COLUMN checkpoint BYTEA;
 ",
+    "
+-- The questions a task waits on, so that any replica shows them and takes their answers (issue 14).
+CREATE TABLE corral_task_inputs (
+    seq BIGSERIAL PRIMARY KEY,
+    task_id TEXT NOT NULL REFERENCES corral_tasks (id) ON DELETE CASCADE,
+    key TEXT NOT NULL,
+    request JSONB NOT NULL,
+    answer JSONB,
+    UNIQUE (task_id, key)
+);
+",
 ];
 
 /// The schema version this corral writes.

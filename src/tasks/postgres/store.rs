@@ -16,12 +16,12 @@ use tokio_postgres::Row;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::notify::Notifier;
+use super::notify::{Notifier, ANSWERED};
 use super::pool::{get, Target};
 use super::{hosts, listen, schema, PgOptions};
 use crate::tasks::blobs::{ResultPage, ResultPart};
-use crate::tasks::model::{now_ms, Outcome, Task, TaskStatus};
-use crate::tasks::store::{StoreError, StoreEvent, StoreFuture, StoreResult, TaskStore};
+use crate::tasks::model::{now_ms, Outcome, Progress, Task, TaskStatus};
+use crate::tasks::store::{StoreError, StoreEvent, StoreFuture, StoreResult, TaskQuestion, TaskStore};
 
 /// The columns every query returns, in the order [`read_task`] reads them.
 pub(super) const COLUMNS: &str = "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner, attempts, checkpoint_seq";
@@ -362,6 +362,12 @@ impl TaskStore for PgStore {
         Box::pin(async move { hosts::claim_waiting(&pool?, &to, limit, waited_ms).await })
     }
 
+    fn publish_progress(&self, id: &str, runner: &str, progress: Progress) {
+        if !*self.closed.lock().unwrap() {
+            self.notifier.progress(id, runner, progress);
+        }
+    }
+
     fn subscribe(&self) -> Option<tokio::sync::broadcast::Receiver<StoreEvent>> {
         Some(self.events.subscribe())
     }
@@ -390,6 +396,30 @@ impl TaskStore for PgStore {
             let (seq, state): (i64, Option<Vec<u8>>) = (row.try_get(0)?, row.try_get(1)?);
             Ok(state.map(|s| (seq as u64, s)))
         })
+    }
+
+    fn keep_questions(&self, id: &str, questions: Vec<(String, Value)>) -> StoreFuture<()> {
+        Box::pin(super::inputs::keep(self.pool(), id.to_owned(), questions))
+    }
+
+    fn questions(&self, id: &str) -> StoreFuture<Vec<TaskQuestion>> {
+        Box::pin(super::inputs::questions(self.pool(), id.to_owned()))
+    }
+
+    fn answer_questions(&self, id: &str, answers: Vec<(String, Value)>) -> StoreFuture<Vec<String>> {
+        let (written, notifier, id) = (super::inputs::answer(self.pool(), id.to_owned(), answers), self.notifier.clone(), id.to_owned());
+        Box::pin(async move {
+            let recorded = written.await?;
+            if !recorded.is_empty() {
+                // Wakes the replica whose guest waits (it may be this one).
+                notifier.changed(&id, ANSWERED);
+            }
+            Ok(recorded)
+        })
+    }
+
+    fn drop_questions(&self, id: &str, keys: Vec<String>) -> StoreFuture<()> {
+        Box::pin(super::inputs::forget(self.pool(), id.to_owned(), keys))
     }
 
     fn keep_result(&self, owner: &str, id: &str, expires_at: Option<i64>, parts: Vec<ResultPart>) -> StoreFuture<()> {
