@@ -15,7 +15,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{write_plugin, Annotations, Fixture, McpProcess, TaskSupport, ToolDef, TIMEOUT};
+use common::{test_guests, write_plugin, Annotations, Fixture, McpProcess, TaskSupport, ToolDef, TIMEOUT};
 use serde_json::{json, Value};
 
 /// A plugin directory with `quick` (tool `quick_tool`) and `gated` (tool `gated_tool`), whose
@@ -297,4 +297,46 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         }
     }
     files
+}
+
+/// `corral serve` over `dir` with the compile cache in `cache`: `resources/list`,
+/// `resources/templates/list` and `prompts/list` as answered, and the host's stderr.
+fn surface_with_cache(dir: &Path, cache: &Path) -> ([Value; 3], String) {
+    let mut mcp = McpProcess::spawn(&["serve", "--log-level", "debug", "--plugins", dir.to_str().unwrap(), "--cache-dir", cache.to_str().unwrap()]);
+    mcp.initialize();
+    let lists = ["resources/list", "resources/templates/list", "prompts/list"].map(|method| mcp.result(method, json!({})));
+    mcp.close_stdin();
+    mcp.wait_exit(TIMEOUT);
+    (lists, mcp.stderr_text())
+}
+
+#[test]
+fn resources_templates_and_prompts_are_cached_with_the_tool_list_and_a_warm_start_lists_them_from_there() {
+    let (dir, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    std::fs::copy(test_guests().join("conformance.wasm"), dir.path().join("conformance.wasm")).unwrap();
+    let (cold, stderr) = surface_with_cache(dir.path(), cache.path());
+    assert!(!stderr.contains("tool list from the compile cache"), "{stderr}");
+    let [resources, templates, prompts] = &cold;
+    assert!(!resources["resources"].as_array().unwrap().is_empty(), "the guest lists resources: {resources}");
+    assert!(!templates["resourceTemplates"].as_array().unwrap().is_empty(), "{templates}");
+    assert!(!prompts["prompts"].as_array().unwrap().is_empty(), "{prompts}");
+
+    // Mark the cached answers: a warm start that served the guest's own would not show the marks.
+    let entries: Vec<PathBuf> = walk(cache.path()).into_iter().filter(|p| p.to_string_lossy().ends_with(".tools.json")).collect();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let mut entry: Value = serde_json::from_str(&std::fs::read_to_string(&entries[0]).unwrap()).unwrap();
+    for (list, field) in [("resources", "name"), ("templates", "name"), ("prompts", "description")] {
+        entry[list][0][field] = json!(format!("cached {list}"));
+    }
+    std::fs::write(&entries[0], entry.to_string()).unwrap();
+
+    let (warm, stderr) = surface_with_cache(dir.path(), cache.path());
+    assert!(stderr.contains("tool list from the compile cache"), "{stderr}");
+    let [resources, templates, prompts] = &warm;
+    assert!(resources["resources"].as_array().unwrap().iter().any(|r| r["name"] == "cached resources"), "listed from the cache: {resources}");
+    assert!(templates["resourceTemplates"].as_array().unwrap().iter().any(|t| t["name"] == "cached templates"), "{templates}");
+    assert!(prompts["prompts"].as_array().unwrap().iter().any(|p| p["description"] == "cached prompts"), "{prompts}");
+    // Apart from the marks, the same lists.
+    assert_eq!(resources["resources"].as_array().unwrap().len(), cold[0]["resources"].as_array().unwrap().len());
+    assert_eq!(prompts["prompts"].as_array().unwrap().len(), cold[2]["prompts"].as_array().unwrap().len());
 }

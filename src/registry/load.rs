@@ -326,35 +326,23 @@ fn compile(file: &Path, runtime: &Runtime, settings: &LoadSettings) -> Result<Co
 }
 
 /// What the plugin's `list-*` exports declare, before any check.
-#[derive(Clone)]
-struct Declared {
-    tools: Vec<Tool>,
-    resources: Vec<Resource>,
-    templates: Vec<ResourceTemplate>,
-    prompts: Vec<Prompt>,
-}
+type Declared = crate::runtime::Lists;
 
 /// Calls `list-tools`, and `list-resources`, `list-resource-templates` and `list-prompts` where
-/// the plugin exports them, each under the plugin's limits and at most [`LIST_TOOLS_TIMEOUT`].
+/// the plugin exports them, each under the plugin's limits and at most [`LIST_TOOLS_TIMEOUT`]
+/// (or reads their answers from the compile cache, see [`Runtime::lists_cached`]).
 async fn declarations(runtime: &Runtime, code: &PluginCode, limits: &Limits, refuse: &Refuser<'_>) -> Result<Declared, Refusal> {
     let mut list_limits = limits.clone();
     list_limits.timeout = list_limits.timeout.min(LIST_TOOLS_TIMEOUT);
     let list_ctx = || CallContext::new(list_limits.clone(), Arc::new(Silent));
-    let tools = runtime.list_tools_cached(code, list_ctx()).await.map_err(|f| refuse.plugin(RefusalKind::ListToolsFailed, f.describe_as("list-tools")))?;
-    let (resources, templates) = match code.has_resources() {
-        false => (Vec::new(), Vec::new()),
-        true => {
-            let failed = |export: &'static str| move |f: Failure| refuse.plugin(RefusalKind::ListResourcesFailed, f.describe_as(export));
-            let resources = runtime.list_resources(code, list_ctx()).await.map_err(failed("list-resources"))?;
-            let templates = runtime.list_resource_templates(code, list_ctx()).await.map_err(failed("list-resource-templates"))?;
-            (resources, templates)
-        }
-    };
-    let prompts = match code.has_prompts() {
-        false => Vec::new(),
-        true => runtime.list_prompts(code, list_ctx()).await.map_err(|f| refuse.plugin(RefusalKind::ListPromptsFailed, f.describe_as("list-prompts")))?,
-    };
-    Ok(Declared { tools, resources, templates, prompts })
+    runtime.lists_cached(code, list_ctx).await.map_err(|(export, f): (&str, Failure)| {
+        let kind = match export {
+            "list-tools" => RefusalKind::ListToolsFailed,
+            "list-prompts" => RefusalKind::ListPromptsFailed,
+            _ => RefusalKind::ListResourcesFailed,
+        };
+        refuse.plugin(kind, f.describe_as(export))
+    })
 }
 
 /// Tools: valid names (with the namespace too), listed once, not taken by another plugin, valid
