@@ -85,6 +85,26 @@ fn a_request_that_outwaits_load_wait_gets_the_catalog_as_it_stands_and_list_chan
 }
 
 #[test]
+fn a_list_that_outwaits_load_wait_shows_the_plugins_before_the_first_one_still_loading() {
+    let (dir, fifo) = gated_dir();
+    // `early` sorts before `gated`, `quick` after it: only `early` is final while `gated` loads
+    // (a name `gated` declares would be its, not a later plugin's).
+    write_plugin(dir.path(), "early", &Fixture::new().tool(ToolDef::new("early_tool").returns_text("early")).build());
+    let mut mcp = serve(dir.path(), &["--load-wait", "200ms"]);
+    mcp.initialize();
+    // `quick` is served to a call all the same.
+    let quick = mcp.request("tools/call", json!({ "name": "quick_tool", "arguments": {} }));
+    assert_eq!(quick["result"]["content"][0]["text"], "quick", "{quick}");
+    let partial = mcp.request("tools/list", json!({}));
+    assert_eq!(names(&partial), ["early_tool"], "{partial}");
+
+    open_gate(&fifo);
+    mcp.wait_notification("notifications/tools/list_changed", TIMEOUT);
+    let full = mcp.request("tools/list", json!({}));
+    assert_eq!(names(&full), ["early_tool", "gated_tool", "quick_tool"], "{full}");
+}
+
+#[test]
 fn a_broken_plugin_is_still_reported_when_loading_runs_in_the_background() {
     let dir = tempfile::tempdir().unwrap();
     write_plugin(dir.path(), "broken", b"not a component");
