@@ -1,7 +1,9 @@
 //! Loading off the request path (issue 18): `corral serve` answers `initialize` and `ping` while
-//! its plugins still load, and requests that need the plugins wait for them, up to
-//! `--load-wait` (then they get the catalog as it stands, and `list_changed` once the load is
-//! done); what was refused is still reported.
+//! its plugins still load; a call of a tool whose plugin has loaded goes on at once, while
+//! lists wait for every plugin, up to `--load-wait` (then they get the catalog as it stands,
+//! and `list_changed` once the load is done); a request waiting for the load can be cancelled;
+//! tasks recovered at start run as soon as their own plugin is in; what was refused is still
+//! reported.
 //!
 //! A slow plugin is made deterministic here instead of merely big: its manifest is a FIFO, so
 //! loading it blocks on reading the manifest until the test writes it. Until then the plugin
@@ -13,7 +15,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{write_plugin, Fixture, McpProcess, ToolDef, TIMEOUT};
+use common::{test_guests, write_plugin, Annotations, Fixture, McpProcess, TaskSupport, ToolDef, TIMEOUT};
 use serde_json::{json, Value};
 
 /// A plugin directory with `quick` (tool `quick_tool`) and `gated` (tool `gated_tool`), whose
@@ -83,6 +85,26 @@ fn a_request_that_outwaits_load_wait_gets_the_catalog_as_it_stands_and_list_chan
 }
 
 #[test]
+fn a_list_that_outwaits_load_wait_shows_the_plugins_before_the_first_one_still_loading() {
+    let (dir, fifo) = gated_dir();
+    // `early` sorts before `gated`, `quick` after it: only `early` is final while `gated` loads
+    // (a name `gated` declares would be its, not a later plugin's).
+    write_plugin(dir.path(), "early", &Fixture::new().tool(ToolDef::new("early_tool").returns_text("early")).build());
+    let mut mcp = serve(dir.path(), &["--load-wait", "200ms"]);
+    mcp.initialize();
+    // `quick` is served to a call all the same.
+    let quick = mcp.request("tools/call", json!({ "name": "quick_tool", "arguments": {} }));
+    assert_eq!(quick["result"]["content"][0]["text"], "quick", "{quick}");
+    let partial = mcp.request("tools/list", json!({}));
+    assert_eq!(names(&partial), ["early_tool"], "{partial}");
+
+    open_gate(&fifo);
+    mcp.wait_notification("notifications/tools/list_changed", TIMEOUT);
+    let full = mcp.request("tools/list", json!({}));
+    assert_eq!(names(&full), ["early_tool", "gated_tool", "quick_tool"], "{full}");
+}
+
+#[test]
 fn a_broken_plugin_is_still_reported_when_loading_runs_in_the_background() {
     let dir = tempfile::tempdir().unwrap();
     write_plugin(dir.path(), "broken", b"not a component");
@@ -93,6 +115,151 @@ fn a_broken_plugin_is_still_reported_when_loading_runs_in_the_background() {
     assert_eq!(names(&list), ["quick_tool"], "{list}");
     let stderr = mcp.wait_stderr("the refusal of `broken`", TIMEOUT, |s| s.contains("refused"));
     assert!(stderr.contains("plugin `broken`: not a valid component"), "stderr:\n{stderr}");
+}
+
+#[test]
+fn a_call_of_a_loaded_plugin_is_answered_while_another_plugin_still_loads() {
+    let (dir, fifo) = gated_dir();
+    let mut mcp = serve(dir.path(), &[]);
+    mcp.initialize();
+    let list = mcp.send_request("tools/list", json!({}));
+    let gated = mcp.send_request("tools/call", json!({ "name": "gated_tool", "arguments": {} }));
+    // `quick` is in (it is a few kilobytes), `gated` cannot be: its call does not wait for it.
+    let quick = mcp.request("tools/call", json!({ "name": "quick_tool", "arguments": {} }));
+    assert_eq!(quick["result"]["content"][0]["text"], "quick", "{quick}");
+    assert!(!mcp.stderr_text().contains("gated.wasm"), "gated cannot have loaded yet:\n{}", mcp.stderr_text());
+    // The list still waits for every plugin, and so does the call of the tool not yet served.
+    mcp.assert_no_response(list, Duration::from_millis(300));
+    mcp.assert_no_response(gated, Duration::from_millis(10));
+
+    open_gate(&fifo);
+    assert_eq!(names(&mcp.wait_response(list, TIMEOUT)), ["gated_tool", "quick_tool"]);
+    let gated = mcp.wait_response(gated, TIMEOUT);
+    assert_eq!(gated["result"]["content"][0]["text"], "gated", "{gated}");
+    assert!(mcp.notifications().iter().all(|n| n["method"] != "notifications/tools/list_changed"), "{:?}", mcp.notifications());
+}
+
+/// Over stdio with one request in flight at most: `request` (sent with `params`) waits for the
+/// gated plugin; a cancel ends it with no answer and frees its slot, so a ping after it is
+/// answered before the plugin loads, and nothing answers the cancelled request after.
+fn a_cancel_ends_a_request_waiting_for_the_load(mut mcp: McpProcess, fifo: &Path, params: Value) {
+    let waiting = mcp.send_request("tools/call", params.clone());
+    mcp.assert_no_response(waiting, Duration::from_millis(200));
+    mcp.notify("notifications/cancelled", json!({ "requestId": waiting, "reason": "gave up" }));
+    assert_eq!(mcp.result("ping", json!({})), json!({}), "the cancelled request let its slot go");
+    mcp.wait_stderr("the cancel", TIMEOUT, |s| s.contains("cancelled while waiting for the plugins to load"));
+    assert!(!mcp.stderr_text().contains("gated.wasm"), "gated cannot have loaded yet:\n{}", mcp.stderr_text());
+
+    open_gate(fifo);
+    // Once `gated` is in, a new call of its tool works; the cancelled one stays unanswered.
+    let after = mcp.request("tools/call", params);
+    assert_eq!(after["result"]["content"][0]["text"], "gated", "{after}");
+    mcp.assert_no_response(waiting, Duration::from_millis(300));
+}
+
+#[test]
+fn a_cancel_ends_a_2025_11_25_request_waiting_for_the_load_at_once() {
+    let (dir, fifo) = gated_dir();
+    let mut mcp = serve(dir.path(), &["--max-in-flight", "1"]);
+    mcp.initialize();
+    a_cancel_ends_a_request_waiting_for_the_load(mcp, &fifo, json!({ "name": "gated_tool", "arguments": {} }));
+}
+
+#[test]
+fn a_cancel_ends_a_2026_07_28_request_waiting_for_the_load_at_once() {
+    let (dir, fifo) = gated_dir();
+    let mcp = serve(dir.path(), &["--max-in-flight", "1"]);
+    let envelope = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} });
+    a_cancel_ends_a_request_waiting_for_the_load(mcp, &fifo, json!({ "name": "gated_tool", "arguments": {}, "_meta": envelope }));
+}
+
+#[test]
+fn over_http_a_cancel_ends_the_stream_of_a_request_waiting_for_the_load() {
+    let (dir, fifo) = gated_dir();
+    let mut server = common::HttpServe::spawn(common::serve_command(dir.path(), ":memory:", &["--no-cache"]), TIMEOUT);
+    let post = |session: Option<&str>, body: Value| {
+        let mut request = ureq::post(&server.url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-protocol-version", common::PROTOCOL_VERSION);
+        if let Some(id) = session {
+            request = request.header("mcp-session-id", id);
+        }
+        request.send(body.to_string()).unwrap_or_else(|e| panic!("POST {body}: {e}"))
+    };
+    let init = post(
+        None,
+        json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": common::PROTOCOL_VERSION, "capabilities": {}, "clientInfo": { "name": "loading", "version": "0" } } }),
+    );
+    let session = init.headers().get("mcp-session-id").expect("a session id").to_str().unwrap().to_owned();
+    post(Some(&session), json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+
+    let (done, ended) = std::sync::mpsc::channel();
+    let (url, id) = (server.url.clone(), session.clone());
+    std::thread::spawn(move || {
+        let call = json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": { "name": "gated_tool", "arguments": {} } });
+        let reply = ureq::post(&url)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", common::PROTOCOL_VERSION)
+            .header("mcp-session-id", &id)
+            .send(call.to_string());
+        let _ = done.send(reply.map(|mut r| r.body_mut().read_to_string().unwrap_or_default()).map_err(|e| e.to_string()));
+    });
+    assert!(ended.recv_timeout(Duration::from_millis(300)).is_err(), "the call waits for its plugin");
+    post(Some(&session), json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 7, "reason": "gave up" } }));
+    let body = ended.recv_timeout(TIMEOUT).expect("the cancelled call's stream ended while the plugin still loads").unwrap();
+    assert!(!body.contains("\"result\"") && !body.contains("\"error\""), "a cancelled request is not answered: {body}");
+    assert!(!server.stderr.lock().unwrap().contains("gated.wasm"), "gated cannot have loaded yet");
+    open_gate(&fifo);
+    let _ = server.child.kill();
+    let _ = server.child.wait();
+}
+
+#[test]
+fn a_task_recovered_at_start_runs_as_soon_as_its_own_plugin_is_in() {
+    let db = tempfile::tempdir().unwrap();
+    let db = db.path().join("tasks.db");
+    let work = |body: Option<&str>| {
+        let tool = ToolDef::new("work")
+            .task_support(TaskSupport::Optional)
+            .annotations(Annotations { idempotent: Some(true), ..Annotations::default() })
+            .returns_text("done");
+        Fixture::new().tool(match body {
+            Some(body) => tool.body(body),
+            None => tool,
+        })
+    };
+    // The first host starts a task whose run never ends and dies under it.
+    let first = tempfile::tempdir().unwrap();
+    write_plugin(first.path(), "quick", &work(Some("(loop $l (br $l)) unreachable")).build());
+    let mut mcp = serve(first.path(), &["--db", db.to_str().unwrap(), "--fuel", "1000000000000000"]);
+    mcp.initialize();
+    let created = mcp.result("tools/call", json!({ "name": "work", "arguments": {}, "task": {} }));
+    let task = created["task"]["taskId"].as_str().unwrap_or_else(|| panic!("{created}")).to_owned();
+    std::thread::sleep(Duration::from_millis(500)); // a worker has started it
+    assert_eq!(mcp.result("tasks/get", json!({ "taskId": task }))["status"], "working");
+    drop(mcp); // SIGKILL
+
+    // The next host has the same tool, now quick, beside a plugin that cannot load yet.
+    let (dir, fifo) = gated_dir();
+    write_plugin(dir.path(), "quick", &work(None).build());
+    let mut mcp = serve(dir.path(), &["--db", db.to_str().unwrap()]);
+    mcp.initialize();
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    let ended = loop {
+        let got = mcp.result("tasks/get", json!({ "taskId": task }));
+        if got["status"] != "working" {
+            break got;
+        }
+        assert!(std::time::Instant::now() < deadline, "the recovered task never ended: {got}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(ended["status"], "completed", "work is idempotent, so it ran again: {ended}");
+    let result = mcp.result("tasks/result", json!({ "taskId": task }));
+    assert_eq!(result["content"][0]["text"], "done", "{result}");
+    assert!(!mcp.stderr_text().contains("gated.wasm"), "gated cannot have loaded yet:\n{}", mcp.stderr_text());
+    open_gate(&fifo);
 }
 
 /// `corral serve` over `dir` with the compile cache in `cache`, until `tools/list` answers: the
@@ -150,4 +317,46 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         }
     }
     files
+}
+
+/// `corral serve` over `dir` with the compile cache in `cache`: `resources/list`,
+/// `resources/templates/list` and `prompts/list` as answered, and the host's stderr.
+fn surface_with_cache(dir: &Path, cache: &Path) -> ([Value; 3], String) {
+    let mut mcp = McpProcess::spawn(&["serve", "--log-level", "debug", "--plugins", dir.to_str().unwrap(), "--cache-dir", cache.to_str().unwrap()]);
+    mcp.initialize();
+    let lists = ["resources/list", "resources/templates/list", "prompts/list"].map(|method| mcp.result(method, json!({})));
+    mcp.close_stdin();
+    mcp.wait_exit(TIMEOUT);
+    (lists, mcp.stderr_text())
+}
+
+#[test]
+fn resources_templates_and_prompts_are_cached_with_the_tool_list_and_a_warm_start_lists_them_from_there() {
+    let (dir, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    std::fs::copy(test_guests().join("conformance.wasm"), dir.path().join("conformance.wasm")).unwrap();
+    let (cold, stderr) = surface_with_cache(dir.path(), cache.path());
+    assert!(!stderr.contains("tool list from the compile cache"), "{stderr}");
+    let [resources, templates, prompts] = &cold;
+    assert!(!resources["resources"].as_array().unwrap().is_empty(), "the guest lists resources: {resources}");
+    assert!(!templates["resourceTemplates"].as_array().unwrap().is_empty(), "{templates}");
+    assert!(!prompts["prompts"].as_array().unwrap().is_empty(), "{prompts}");
+
+    // Mark the cached answers: a warm start that served the guest's own would not show the marks.
+    let entries: Vec<PathBuf> = walk(cache.path()).into_iter().filter(|p| p.to_string_lossy().ends_with(".tools.json")).collect();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let mut entry: Value = serde_json::from_str(&std::fs::read_to_string(&entries[0]).unwrap()).unwrap();
+    for (list, field) in [("resources", "name"), ("templates", "name"), ("prompts", "description")] {
+        entry[list][0][field] = json!(format!("cached {list}"));
+    }
+    std::fs::write(&entries[0], entry.to_string()).unwrap();
+
+    let (warm, stderr) = surface_with_cache(dir.path(), cache.path());
+    assert!(stderr.contains("tool list from the compile cache"), "{stderr}");
+    let [resources, templates, prompts] = &warm;
+    assert!(resources["resources"].as_array().unwrap().iter().any(|r| r["name"] == "cached resources"), "listed from the cache: {resources}");
+    assert!(templates["resourceTemplates"].as_array().unwrap().iter().any(|t| t["name"] == "cached templates"), "{templates}");
+    assert!(prompts["prompts"].as_array().unwrap().iter().any(|p| p["description"] == "cached prompts"), "{prompts}");
+    // Apart from the marks, the same lists.
+    assert_eq!(resources["resources"].as_array().unwrap().len(), cold[0]["resources"].as_array().unwrap().len());
+    assert_eq!(prompts["prompts"].as_array().unwrap().len(), cold[2]["prompts"].as_array().unwrap().len());
 }

@@ -4,13 +4,14 @@
 //! component, when the compile cache is cold): a host that compiled everything before reading
 //! its first message would leave an MCP client without an answer to `initialize` for that
 //! long, and clients with a short start-up timeout give up. So the host serves at once from a
-//! [`Registry::loading`] registry, and this loads the plugins on a thread of its own; requests
-//! that need the catalog wait for it (see [`Registry::wait_loaded`]).
+//! [`Registry::loading`] registry, and this loads the plugins on a thread of its own. Each
+//! plugin is served as soon as it is ready, so a call of its tools goes on at once
+//! ([`Registry::wait_for`]); lists wait for the whole load ([`Registry::wait_loaded`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::load::{load_files, LoadSettings};
+use super::load::{load_files_serving, LoadSettings};
 use super::Registry;
 use crate::runtime::Runtime;
 
@@ -26,7 +27,7 @@ pub fn load_in_background(
 ) -> std::io::Result<()> {
     let handle = tokio::runtime::Handle::current();
     let load = move || {
-        let catalog = handle.block_on(load_files(&files, &runtime, &settings));
+        let catalog = load_files_serving(&files, &runtime, &settings, &handle, |ready, final_part| registry.serve_partly(ready, final_part));
         if catalog.plugins.is_empty() {
             tracing::warn!("no plugin loaded from {}", dir.display());
         }

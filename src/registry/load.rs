@@ -63,32 +63,87 @@ pub async fn load_dir(dir: &Path, runtime: &Runtime, settings: &LoadSettings) ->
 /// cores; the checks against the plugins before it then run in the order of `files`, so who
 /// keeps a contested name does not depend on which compile finished first.
 pub async fn load_files(files: &[PathBuf], runtime: &Runtime, settings: &LoadSettings) -> Catalog {
-    let compiled = compile_all(files, runtime, settings);
-    let prepared = futures_util::future::join_all(compiled.into_iter().map(|c| async move {
-        let c = c?;
-        let declared = declarations(runtime, &c.code, &c.limits, &c.refuser()).await?;
-        Ok::<_, Refusal>(Prepared { compiled: c, declared })
-    }))
-    .await;
+    let compiled: Vec<std::sync::Mutex<Option<Result<Compiled, Refusal>>>> = files.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    compile_each(files, runtime, settings, |i, c| *compiled[i].lock().unwrap() = Some(c));
+    let staged = futures_util::future::join_all(compiled.into_iter().map(|c| stage(runtime, c.into_inner().unwrap().expect("every file was compiled")))).await;
+    let staged: Vec<Option<Result<Staged, Refusal>>> = staged.into_iter().map(Some).collect();
+    assemble(&staged, true)
+}
+
+/// [`load_files`] for the first load of a host that already serves: each plugin is served
+/// as soon as it is compiled and listed, so a call of its tools need not wait for a slower
+/// plugin. `serve_partly` gets the catalog of every plugin ready so far and the one of those
+/// before the first plugin still loading (the part the rest cannot change). The catalog
+/// of the whole load is returned, checked exactly as [`load_files`] checks it. Blocks the
+/// calling thread, which must not be one of `handle`'s: the `list-*` calls run there.
+pub fn load_files_serving(
+    files: &[PathBuf],
+    runtime: &Runtime,
+    settings: &LoadSettings,
+    handle: &tokio::runtime::Handle,
+    serve_partly: impl FnMut(Catalog, Catalog) + Send,
+) -> Catalog {
+    let (compiled, mut arriving) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::scope(|scope| {
+        let lists = scope.spawn(move || {
+            handle.block_on(async move {
+                let mut serve_partly = serve_partly;
+                let mut slots: Vec<Option<Result<Staged, Refusal>>> = files.iter().map(|_| None).collect();
+                let mut listing = futures_util::stream::FuturesUnordered::new();
+                loop {
+                    tokio::select! {
+                        Some((i, c)) = arriving.recv() => listing.push(async move { (i, stage(runtime, c).await) }),
+                        Some((i, staged)) = futures_util::StreamExt::next(&mut listing) => {
+                            slots[i] = Some(staged);
+                            let ready = slots.iter().filter(|s| s.is_some()).count();
+                            if ready < slots.len() {
+                                tracing::debug!(ready, of = slots.len(), "serving the plugins loaded so far while the others load");
+                                let settled = slots.iter().position(Option::is_none).unwrap_or(slots.len());
+                                serve_partly(assemble(&slots, false), assemble(&slots[..settled], false));
+                            }
+                        }
+                        else => break,
+                    }
+                }
+                assemble(&slots, true)
+            })
+        });
+        compile_each(files, runtime, settings, |i, c| {
+            // The receiver lives until every sender is gone.
+            let _ = compiled.send((i, c));
+        });
+        drop(compiled);
+        lists.join().expect("the listing thread does not panic")
+    })
+}
+
+/// The catalog of the files staged so far, in the order of `files` (a `None` is still loading,
+/// and skipped): each plugin is checked against the ones before it. `log` says what loaded
+/// and what was refused, for the catalog that is served for good.
+fn assemble(staged: &[Option<Result<Staged, Refusal>>], log: bool) -> Catalog {
     let mut catalog = Catalog::default();
-    for (file, prepared) in files.iter().zip(prepared) {
-        match prepared.and_then(|p| p.admit(&catalog)) {
+    for staged in staged.iter().flatten() {
+        match staged.as_ref().map_err(Refusal::clone).and_then(|s| s.admit(&catalog)) {
             Ok(loaded) => {
-                let p = &loaded.plugin;
-                tracing::info!(
-                    plugin = %p.name,
-                    contract = p.code.contract().as_str(),
-                    tools = loaded.tools.len(),
-                    resources = loaded.resources.len(),
-                    templates = loaded.templates.len(),
-                    prompts = loaded.prompts.len(),
-                    "loaded {}",
-                    file.display()
-                );
+                if log {
+                    let p = &loaded.plugin;
+                    tracing::info!(
+                        plugin = %p.name,
+                        contract = p.code.contract().as_str(),
+                        tools = loaded.tools.len(),
+                        resources = loaded.resources.len(),
+                        templates = loaded.templates.len(),
+                        prompts = loaded.prompts.len(),
+                        "loaded {}",
+                        p.file.display()
+                    );
+                }
                 catalog.add(loaded);
             }
             Err(refusal) => {
-                tracing::error!(plugin = %refusal.plugin, kind = ?refusal.kind, "refused: {}", refusal.message);
+                if log {
+                    tracing::error!(plugin = %refusal.plugin, kind = ?refusal.kind, "refused: {}", refusal.message);
+                }
                 catalog.refused.push(refusal);
             }
         }
@@ -97,24 +152,31 @@ pub async fn load_files(files: &[PathBuf], runtime: &Runtime, settings: &LoadSet
 }
 
 /// [`compile`] of every file, on up to one thread per core (each compile also spreads its
-/// functions over the cores), results in the order of `files`.
-fn compile_all(files: &[PathBuf], runtime: &Runtime, settings: &LoadSettings) -> Vec<Result<Compiled, Refusal>> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(files.len());
+/// functions over the cores); `done` gets each result with its file's index as it comes.
+///
+/// The largest files go first: the biggest compile is the load's critical path (an 18 MB
+/// Python component takes seconds where a Rust one takes milliseconds), so it starts at once
+/// and the small ones fill the cores beside it, instead of starting it behind them because its
+/// name sorts later.
+fn compile_each(files: &[PathBuf], runtime: &Runtime, settings: &LoadSettings, done: impl Fn(usize, Result<Compiled, Refusal>) + Sync) {
+    let size = |f: &PathBuf| std::fs::metadata(f).map_or(0, |m| m.len());
+    let mut order: Vec<usize> = (0..files.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(size(&files[i])));
+    // Two at least, so that one file that is slow to read (a manifest on a slow mount) does not
+    // hold up the rest even on one core.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).max(2).min(files.len());
     if threads <= 1 {
-        return files.iter().map(|f| compile(f, runtime, settings)).collect();
+        return order.into_iter().for_each(|i| done(i, compile(&files[i], runtime, settings)));
     }
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let slots: Vec<std::sync::Mutex<Option<Result<Compiled, Refusal>>>> = files.iter().map(|_| std::sync::Mutex::new(None)).collect();
     std::thread::scope(|scope| {
         for _ in 0..threads {
             scope.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(file) = files.get(i) else { return };
-                *slots[i].lock().unwrap() = Some(compile(file, runtime, settings));
+                let Some(&i) = order.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) else { return };
+                done(i, compile(&files[i], runtime, settings));
             });
         }
     });
-    slots.into_iter().map(|slot| slot.into_inner().unwrap().expect("every file was compiled")).collect()
 }
 
 pub(super) fn plugin_name(file: &Path) -> String {
@@ -124,9 +186,7 @@ pub(super) fn plugin_name(file: &Path) -> String {
 /// Loads one plugin file beside the plugins of `loaded`: manifest, compile, the `list-*`
 /// exports, then the checks of what they declare. The first step that fails refuses it whole.
 pub async fn load_plugin(file: &Path, runtime: &Runtime, settings: &LoadSettings, loaded: &Catalog) -> Result<Loaded, Refusal> {
-    let compiled = compile(file, runtime, settings)?;
-    let declared = declarations(runtime, &compiled.code, &compiled.limits, &compiled.refuser()).await?;
-    Prepared { compiled, declared }.admit(loaded)
+    stage(runtime, compile(file, runtime, settings)).await?.admit(loaded)
 }
 
 /// One plugin file, compiled with its manifest: what it is before anything runs.
@@ -146,30 +206,40 @@ impl Compiled {
 }
 
 /// A compiled plugin and what its `list-*` exports declare: all of a load that does not
-/// depend on the other plugins.
-struct Prepared {
-    compiled: Compiled,
+/// depend on the other plugins. The plugin is made once, so that every catalog it is checked
+/// into (those served while the first load goes on, then the whole one) shares it, and its
+/// concurrency permits.
+struct Staged {
+    plugin: Arc<Plugin>,
     declared: Declared,
+    names: Names,
 }
 
-impl Prepared {
+/// The `list-*` calls of a compiled plugin (or its refusal, passed on).
+async fn stage(runtime: &Runtime, compiled: Result<Compiled, Refusal>) -> Result<Staged, Refusal> {
+    let c = compiled?;
+    let declared = declarations(runtime, &c.code, &c.limits, &c.refuser()).await?;
+    let plugin = Arc::new(Plugin {
+        name: c.name,
+        file: c.file,
+        stamp: c.stamp,
+        code: c.code,
+        permits: Arc::new(tokio::sync::Semaphore::new(c.limits.max_concurrency)),
+        limits: c.limits,
+    });
+    Ok(Staged { plugin, declared, names: c.names })
+}
+
+impl Staged {
     /// The checks of what the plugin declares, against the plugins of `loaded`.
-    fn admit(self, loaded: &Catalog) -> Result<Loaded, Refusal> {
-        let Prepared { compiled: c, declared } = self;
-        let refuse = Refuser { name: &c.name, file: &c.file, stamp: c.stamp };
-        let plugin = Arc::new(Plugin {
-            name: c.name.clone(),
-            file: c.file.clone(),
-            stamp: c.stamp,
-            code: c.code,
-            permits: Arc::new(tokio::sync::Semaphore::new(c.limits.max_concurrency)),
-            limits: c.limits,
-        });
-        let tools = check_tools(declared.tools, &plugin, loaded, &refuse, &c.names)?;
-        let templates = check_templates(declared.templates, &plugin, loaded, &refuse)?;
-        let resources = check_resources(declared.resources, &plugin, loaded, &refuse)?;
-        let prompts = check_prompts(declared.prompts, &plugin, loaded, &refuse, &c.names)?;
-        Ok(Loaded { plugin, tools, resources, templates, prompts })
+    fn admit(&self, loaded: &Catalog) -> Result<Loaded, Refusal> {
+        let (plugin, declared) = (&self.plugin, self.declared.clone());
+        let refuse = Refuser { name: &plugin.name, file: &plugin.file, stamp: plugin.stamp };
+        let tools = check_tools(declared.tools, plugin, loaded, &refuse, &self.names)?;
+        let templates = check_templates(declared.templates, plugin, loaded, &refuse)?;
+        let resources = check_resources(declared.resources, plugin, loaded, &refuse)?;
+        let prompts = check_prompts(declared.prompts, plugin, loaded, &refuse, &self.names)?;
+        Ok(Loaded { plugin: plugin.clone(), tools, resources, templates, prompts })
     }
 }
 
@@ -265,34 +335,23 @@ fn compile(file: &Path, runtime: &Runtime, settings: &LoadSettings) -> Result<Co
 }
 
 /// What the plugin's `list-*` exports declare, before any check.
-struct Declared {
-    tools: Vec<Tool>,
-    resources: Vec<Resource>,
-    templates: Vec<ResourceTemplate>,
-    prompts: Vec<Prompt>,
-}
+type Declared = crate::runtime::Lists;
 
 /// Calls `list-tools`, and `list-resources`, `list-resource-templates` and `list-prompts` where
-/// the plugin exports them, each under the plugin's limits and at most [`LIST_TOOLS_TIMEOUT`].
+/// the plugin exports them, each under the plugin's limits and at most [`LIST_TOOLS_TIMEOUT`]
+/// (or reads their answers from the compile cache, see [`Runtime::lists_cached`]).
 async fn declarations(runtime: &Runtime, code: &PluginCode, limits: &Limits, refuse: &Refuser<'_>) -> Result<Declared, Refusal> {
     let mut list_limits = limits.clone();
     list_limits.timeout = list_limits.timeout.min(LIST_TOOLS_TIMEOUT);
     let list_ctx = || CallContext::new(list_limits.clone(), Arc::new(Silent));
-    let tools = runtime.list_tools_cached(code, list_ctx()).await.map_err(|f| refuse.plugin(RefusalKind::ListToolsFailed, f.describe_as("list-tools")))?;
-    let (resources, templates) = match code.has_resources() {
-        false => (Vec::new(), Vec::new()),
-        true => {
-            let failed = |export: &'static str| move |f: Failure| refuse.plugin(RefusalKind::ListResourcesFailed, f.describe_as(export));
-            let resources = runtime.list_resources(code, list_ctx()).await.map_err(failed("list-resources"))?;
-            let templates = runtime.list_resource_templates(code, list_ctx()).await.map_err(failed("list-resource-templates"))?;
-            (resources, templates)
-        }
-    };
-    let prompts = match code.has_prompts() {
-        false => Vec::new(),
-        true => runtime.list_prompts(code, list_ctx()).await.map_err(|f| refuse.plugin(RefusalKind::ListPromptsFailed, f.describe_as("list-prompts")))?,
-    };
-    Ok(Declared { tools, resources, templates, prompts })
+    runtime.lists_cached(code, list_ctx).await.map_err(|(export, f): (&str, Failure)| {
+        let kind = match export {
+            "list-tools" => RefusalKind::ListToolsFailed,
+            "list-prompts" => RefusalKind::ListPromptsFailed,
+            _ => RefusalKind::ListResourcesFailed,
+        };
+        refuse.plugin(kind, f.describe_as(export))
+    })
 }
 
 /// Tools: valid names (with the namespace too), listed once, not taken by another plugin, valid

@@ -37,6 +37,7 @@ use failure::Stopped;
 pub use input::{check_keys as check_input_keys, InputRequest, InputResponse, Keyed, MAX_KEY_LEN};
 pub use inspect::Interfaces;
 pub use time_limit::TimeLimit;
+pub use tool_list::Lists;
 
 use crate::cancel::{CancelHandle, Wake};
 use crate::config::{defaults, Limits, Permissions};
@@ -223,26 +224,36 @@ impl Runtime {
         self.run(code, ctx, async |exports, store, pre| exports.list_tools(store, pre).await).await
     }
 
-    /// The plugin's tools: from the compile cache when an entry for this component is there,
-    /// else `list-tools` (then stored there). Only for a plugin granted nothing: then `list-tools`
-    /// sees nothing but its own code, so the component's bytes (the key) decide its answer; a
-    /// plugin that may read files, variables or the network could answer differently each start.
-    pub async fn list_tools_cached(&self, code: &PluginCode, ctx: CallContext) -> Result<Vec<Tool>, Failure> {
+    /// What the plugin's `list-*` exports answer (`list-tools`, and `list-resources`,
+    /// `list-resource-templates`, `list-prompts` where it exports them), each in a fresh
+    /// instance under a context from `ctx`: from the compile cache when an entry for this
+    /// component is there, else called (then stored there). Only for a plugin granted nothing:
+    /// then the exports see nothing but its own code, so the component's bytes (the key) decide
+    /// their answers; a plugin that may read files, variables or the network could answer
+    /// differently each start. A failure names the export that failed.
+    pub async fn lists_cached(&self, code: &PluginCode, ctx: impl Fn() -> CallContext) -> Result<Lists, (&'static str, Failure)> {
         let entry = match (&self.cache, &code.cache_key) {
             (Some(cache), Some(key)) if code.permissions.is_empty() => Some((cache.dir(), key)),
             _ => None,
         };
-        if let Some(tools) = entry.and_then(|(dir, key)| tool_list::read(dir, key)) {
+        if let Some(lists) = entry.and_then(|(dir, key)| tool_list::read(dir, key)) {
             tracing::debug!(plugin = %code.name, "tool list from the compile cache");
-            return Ok(tools);
+            return Ok(lists);
         }
-        let tools = self.list_tools(code, ctx).await?;
+        let mut lists = Lists { tools: self.list_tools(code, ctx()).await.map_err(|f| ("list-tools", f))?, ..Lists::default() };
+        if code.has_resources() {
+            lists.resources = self.list_resources(code, ctx()).await.map_err(|f| ("list-resources", f))?;
+            lists.templates = self.list_resource_templates(code, ctx()).await.map_err(|f| ("list-resource-templates", f))?;
+        }
+        if code.has_prompts() {
+            lists.prompts = self.list_prompts(code, ctx()).await.map_err(|f| ("list-prompts", f))?;
+        }
         if let Some((dir, key)) = entry {
-            if let Err(e) = tool_list::write(dir, key, &tools) {
+            if let Err(e) = tool_list::write(dir, key, &lists) {
                 tracing::warn!(plugin = %code.name, "could not cache the tool list: {e}");
             }
         }
-        Ok(tools)
+        Ok(lists)
     }
 
     /// Calls `call-tool` in a fresh instance under the context's limits.

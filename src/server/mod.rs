@@ -5,6 +5,7 @@
 
 mod ask;
 mod inline;
+mod load_wait;
 mod metrics;
 mod modern;
 pub use modern::{StateSecret, TaskInputs};

@@ -47,7 +47,7 @@ pub fn prompt_json(p: &Prompt) -> Value {
 
 /// `prompts/list`: the catalog's prompts in name order, a page at a time.
 pub fn list(host: &Host, params: Params<'_>) -> Result<Value, RpcError> {
-    let catalog = host.registry.snapshot();
+    let catalog = host.registry.listing();
     page(&catalog.prompts, params, host.options.page_size, "prompts/list", "prompts", |e| prompt_json(&e.prompt))
 }
 

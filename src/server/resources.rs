@@ -59,13 +59,13 @@ fn contents_json(c: Contents) -> Value {
 
 /// `resources/list`: the catalog's resources in URI order, a page at a time.
 pub fn list(host: &Host, params: Params<'_>) -> Result<Value, RpcError> {
-    let catalog = host.registry.snapshot();
+    let catalog = host.registry.listing();
     page(&catalog.resources, params, host.options.page_size, "resources/list", "resources", |e| resource_json(&e.resource))
 }
 
 /// `resources/templates/list`: the catalog's templates in template order, a page at a time.
 pub fn list_templates(host: &Host, params: Params<'_>) -> Result<Value, RpcError> {
-    let catalog = host.registry.snapshot();
+    let catalog = host.registry.listing();
     page(&catalog.templates, params, host.options.page_size, "resources/templates/list", "resourceTemplates", |e| template_json(&e.template))
 }
 

@@ -8,6 +8,7 @@ use serde_json::{json, Map, Value};
 use tokio_util::task::TaskTracker;
 
 use super::inline::run_inline_then_spawn;
+use super::load_wait::Needs;
 use super::notify::{CallNotifier, LevelFilter};
 use super::peer::{ClientCaps, Peer};
 use super::sessions::Listener;
@@ -139,14 +140,10 @@ impl Session {
         // The same rule as 2025-11-25 (`after_load`): what reads the catalog waits for the first
         // load; `server/discover` and `subscriptions/listen` never do.
         if let ModernMethod::Shared(shared) = method {
-            if !self.shared.host.registry.is_loaded() && needs_plugins(shared) {
-                let (session, reply) = (self.clone(), reply.clone());
-                let waiting = async move {
-                    session.shared.host.registry.wait_loaded().await;
-                    super::modern::dispatch(&session, id, method, envelope, params, &reply);
-                };
-                self.shared.calls.spawn_on(waiting, &self.shared.runtime);
-                return;
+            let needs = Needs::of(shared, &params);
+            if !needs.met(&self.shared.host.registry) {
+                let waiting_id = id.clone();
+                return self.after_load(waiting_id, needs, reply, move |session, reply| super::modern::dispatch(session, id, method, envelope, params, reply));
             }
         }
         super::modern::dispatch(self, id, method, envelope, params, reply);
@@ -199,8 +196,10 @@ impl Session {
         if let Err(refused) = check_phase(method, *self.shared.phase.lock().unwrap()) {
             return self.reply(reply, &id, Err(refused));
         }
-        if !self.shared.host.registry.is_loaded() && needs_plugins(method) {
-            return self.after_load(id, method, params, reply);
+        let needs = Needs::of(method, &params);
+        if !needs.met(&self.shared.host.registry) {
+            let waiting_id = id.clone();
+            return self.after_load(waiting_id, needs, reply, move |session, reply| session.dispatch(id, method, params, reply));
         }
         self.dispatch(id, method, params, reply);
     }
@@ -259,15 +258,43 @@ impl Session {
         }
     }
 
-    /// Handles a request that needs the plugins once they have loaded (at most the registry's
-    /// load wait; then from what has loaded), without holding up the messages after it.
-    fn after_load(&self, id: RequestId, method: Method, params: Map<String, Value>, reply: &Arc<dyn Outlet>) {
+    /// Handles a request that needs the plugins once what it `needs` has loaded (at most the
+    /// registry's load wait; then from what has loaded), without holding up the messages after
+    /// it. Meanwhile it is in flight like a running call: `notifications/cancelled` (or the end
+    /// of its session) ends it at once with no answer, and a shutdown answers it.
+    fn after_load(&self, id: RequestId, needs: Needs, reply: &Arc<dyn Outlet>, then: impl FnOnce(&Session, &Arc<dyn Outlet>) + Send + 'static) {
+        let Some(cancel) = self.enter(&id, reply) else { return };
         let (session, reply) = (self.clone(), reply.clone());
         let waiting = async move {
-            session.shared.host.registry.wait_loaded().await;
-            session.dispatch(id, method, params, &reply);
+            let registry = &session.shared.host.registry;
+            tokio::select! {
+                _ = cancel.cancelled() => {}
+                _ = needs.wait(registry) => {}
+            }
+            // Whoever takes the entry answers: a shutdown that answered first leaves nothing.
+            if session.shared.in_flight.lock().unwrap().remove(&id).is_none() {
+                return;
+            }
+            if cancel.is_cancelled() {
+                return tracing::info!(request = %id, "cancelled while waiting for the plugins to load; no response sent");
+            }
+            then(&session, &reply);
         };
         self.shared.calls.spawn_on(waiting, &self.shared.runtime);
+    }
+
+    /// Registers request `id` as in flight, answering on `reply`: its cancel handle, or `None`
+    /// (and the error answered) when the id is already in use by a request in flight.
+    fn enter(&self, id: &RequestId, reply: &Arc<dyn Outlet>) -> Option<CancelHandle> {
+        let cancel = self.shared.host.runtime.cancel_handle();
+        let mut in_flight = self.shared.in_flight.lock().unwrap();
+        if in_flight.contains_key(id) {
+            drop(in_flight);
+            self.reply(reply, id, Err(RpcError::invalid_request(format!("request id {id} is already in use by a request in flight"))));
+            return None;
+        }
+        in_flight.insert(id.clone(), InFlight { cancel: cancel.clone(), reply: reply.clone() });
+        Some(cancel)
     }
 
     fn host_and_owner(&self) -> (Arc<Host>, String) {
@@ -479,15 +506,7 @@ impl Session {
         Fut: std::future::Future<Output = Option<Result<Value, RpcError>>> + Send + 'static,
     {
         let shared = &self.shared;
-        let cancel = shared.host.runtime.cancel_handle();
-        {
-            let mut in_flight = shared.in_flight.lock().unwrap();
-            if in_flight.contains_key(&id) {
-                drop(in_flight);
-                return self.reply(reply, &id, Err(RpcError::invalid_request(format!("request id {id} is already in use by a request in flight"))));
-            }
-            in_flight.insert(id.clone(), InFlight { cancel: cancel.clone(), reply: reply.clone() });
-        }
+        let Some(cancel) = self.enter(&id, reply) else { return };
         let future = work(cancel);
         let task_shared = shared.clone();
         let reply = reply.clone();
@@ -519,23 +538,6 @@ impl Shared {
     fn notifier(&self, outlet: &Arc<dyn Outlet>, plugin: &Plugin, progress_token: Option<Value>) -> CallNotifier {
         CallNotifier::new(outlet.clone(), self.levels.clone(), &plugin.name, progress_token).asking(self.peer.clone())
     }
-}
-
-/// The methods that read the catalog, which wait while the plugins load at start: `tools/list`
-/// must not answer an empty list to a client that lists once, nor `tools/call` "unknown tool".
-fn needs_plugins(method: Method) -> bool {
-    matches!(
-        method,
-        Method::ToolsList
-            | Method::ToolsCall
-            | Method::ResourcesList
-            | Method::ResourcesTemplatesList
-            | Method::ResourcesRead
-            | Method::ResourcesSubscribe
-            | Method::PromptsList
-            | Method::PromptsGet
-            | Method::CompletionComplete
-    )
 }
 
 /// Which methods a session in `phase` accepts: only `initialize` and `ping` before

@@ -286,8 +286,9 @@ impl TaskRunner for ToolRunner {
             control.set_message(resumed_message(task));
         }
         Box::pin(async move {
-            // A task recovered at start may run before the plugins finish loading.
-            registry.loaded().await;
+            // A task recovered at start may run before the plugins finish loading: it waits for
+            // its own plugin, not for all of them.
+            registry.serving(|catalog| catalog.tool(&tool).is_some()).await;
             let entry = registry.snapshot().tool(&tool).cloned();
             let Some(entry) = entry else {
                 let error = RpcError::invalid_params(format!("unknown tool `{tool}`: its plugin is no longer loaded"));
@@ -321,7 +322,7 @@ impl TaskRunner for ToolRunner {
     fn recovery(&self, tool: &str) -> BoxFuture<'static, Recovery> {
         let (registry, tool) = (self.registry.clone(), tool.to_owned());
         Box::pin(async move {
-            registry.loaded().await;
+            registry.serving(|catalog| catalog.tool(&tool).is_some()).await;
             let limits = registry.snapshot().tool(&tool).map(|t| t.plugin.limits.clone());
             limits.map_or_else(Recovery::default, |l| Recovery { resumable: l.resumable, retries: l.retries })
         })
@@ -329,11 +330,11 @@ impl TaskRunner for ToolRunner {
 
     fn may_rerun(&self, tool: &str) -> BoxFuture<'static, bool> {
         // Tasks a dead host left are looked at when this one starts, while its plugins may
-        // still be loading: without them every tool would look unknown, so wait for the first
-        // load (rare: only after a crash with tasks in flight), without holding a thread.
+        // still be loading: without them every tool would look unknown, so wait for the task's
+        // own plugin (or the end of the load: then the tool is unknown for good).
         let (registry, tool) = (self.registry.clone(), tool.to_owned());
         Box::pin(async move {
-            registry.loaded().await;
+            registry.serving(|catalog| catalog.tool(&tool).is_some()).await;
             registry.snapshot().tool(&tool).is_some_and(|t| t.annotations.idempotent == Some(true))
         })
     }

@@ -44,7 +44,7 @@ pub fn mcp_task_support(t: TaskSupport) -> McpTaskSupport {
 /// `tools/list`: tools in name order, `page_size` at a time. The cursor is opaque to clients;
 /// it encodes the name to resume after, so it stays valid while the catalog changes.
 pub fn list(host: &Host, params: Params<'_>) -> Result<Value, RpcError> {
-    let catalog = host.registry.snapshot();
+    let catalog = host.registry.listing();
     page(&catalog.tools, params, host.options.page_size, "tools/list", "tools", |e| json!(list_entry(e)))
 }
 

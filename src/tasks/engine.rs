@@ -186,7 +186,17 @@ impl Engine {
             engine.tracker.spawn(work::spread(inner.clone(), engine.stop.clone()));
         }
         // On an error the engine is dropped, which stops what was spawned.
-        inner.recover().await?;
+        let later = inner.recover().await?;
+        if !later.is_empty() {
+            // Their tools' plugins are still loading: decided when each is in, not before start.
+            let (inner, stop) = (inner.clone(), engine.stop.clone());
+            engine.tracker.spawn(async move {
+                tokio::select! {
+                    _ = stop.cancelled() => {}
+                    _ = inner.settle(later) => {}
+                }
+            });
+        }
         Ok(engine)
     }
 

@@ -3,11 +3,13 @@
 
 use std::sync::Arc;
 
+use futures_util::FutureExt;
+
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::engine::{EngineError, Inner, Queued, Reservation};
-use super::model::{now_ms, Outcome, TaskStatus};
+use super::model::{now_ms, Outcome, Task, TaskStatus};
 use super::resume::{verdict, Verdict};
 use super::runner::TaskControl;
 use super::store::StoreEvent;
@@ -94,7 +96,11 @@ impl Inner {
     /// A task no worker had started yet has done nothing, so it is queued whatever its tool;
     /// a started one is queued again if the runner may run its tool again, and otherwise
     /// fails with a message saying why.
-    pub(super) async fn recover(self: &Arc<Self>) -> Result<(), EngineError> {
+    ///
+    /// The verdict on a started task needs its tool, which the runner may know only once its
+    /// plugin has loaded; the tasks whose verdict is not ready at once are returned, for
+    /// [`Inner::settle`] to decide beside everything else (start does not wait for them).
+    pub(super) async fn recover(self: &Arc<Self>) -> Result<Vec<Task>, EngineError> {
         let me = self.runners.id();
         let mut claimed = Vec::new();
         if !self.runners.is_shared() {
@@ -108,6 +114,7 @@ impl Inner {
             }
         }
         claimed.extend(self.store.claim_orphans(me).await?);
+        let mut later = Vec::new();
         for task in claimed {
             if !self.runner.outlives_host(&task.owner) {
                 tracing::info!(task = %task.id, tool = %task.tool, "cancelling a task whose session ended with its host");
@@ -115,14 +122,35 @@ impl Inner {
                 continue;
             }
             let started = self.store.started(&task.id).await?;
-            if let Verdict::Interrupt(message) = verdict(&*self.runner, &task, started).await {
-                tracing::warn!(task = %task.id, tool = %task.tool, "failing a task its host left unfinished: {message}");
-                self.store.finish_as(&task.id, me, TaskStatus::Failed, Some(&message), &Outcome::Interrupted).await?;
-            } else {
-                tracing::info!(task = %task.id, tool = %task.tool, checkpoint = task.checkpoint, "running a task its host left unfinished");
-                Reservation::force(self, &task.owner).keep();
-                self.enqueue(&task, None, None);
+            match verdict(&*self.runner, &task, started).now_or_never() {
+                Some(verdict) => self.recovered(&task, verdict).await?,
+                None => later.push(task),
             }
+        }
+        Ok(later)
+    }
+
+    /// The verdicts [`Inner::recover`] could not reach at once, all waited for together: a task
+    /// of a plugin that loads quickly runs without waiting behind one whose plugin is slow.
+    pub(super) async fn settle(self: &Arc<Self>, started: Vec<Task>) {
+        futures_util::future::join_all(started.iter().map(|task| async move {
+            let verdict = verdict(&*self.runner, task, true).await;
+            if let Err(e) = self.recovered(task, verdict).await {
+                tracing::error!(task = %task.id, "recovering the task failed: {e}");
+            }
+        }))
+        .await;
+    }
+
+    /// Queues a recovered task again, or fails it with the verdict's message.
+    async fn recovered(self: &Arc<Self>, task: &Task, verdict: Verdict) -> Result<(), EngineError> {
+        if let Verdict::Interrupt(message) = verdict {
+            tracing::warn!(task = %task.id, tool = %task.tool, "failing a task its host left unfinished: {message}");
+            self.store.finish_as(&task.id, self.runners.id(), TaskStatus::Failed, Some(&message), &Outcome::Interrupted).await?;
+        } else {
+            tracing::info!(task = %task.id, tool = %task.tool, checkpoint = task.checkpoint, "running a task its host left unfinished");
+            Reservation::force(self, &task.owner).keep();
+            self.enqueue(task, None, None);
         }
         Ok(())
     }
@@ -299,8 +327,14 @@ pub(super) async fn reaper(inner: Arc<Inner>, stop: CancellationToken) {
             _ = stop.cancelled() => return,
             _ = ticks.tick() => {}
         }
-        if let Err(e) = inner.recover().await {
-            tracing::error!("recovering orphaned tasks failed: {e}");
+        match inner.recover().await {
+            Ok(later) => {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = inner.settle(later) => {}
+                }
+            }
+            Err(e) => tracing::error!("recovering orphaned tasks failed: {e}"),
         }
         if tokio::time::Instant::now() < purge_at {
             continue;
