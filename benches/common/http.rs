@@ -57,6 +57,11 @@ impl HttpHost {
 }
 
 impl HttpHost {
+    /// The host's process id (for its CPU time in `/proc`).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// SIGKILLs the host, as a crash would.
     pub fn kill(&mut self) {
         let _ = self.child.kill();

@@ -2,6 +2,7 @@
 //! back. No method is interpreted here.
 
 pub mod http;
+mod lines;
 pub mod stdio;
 
 /// Resolves when the process is asked to stop (SIGTERM or Ctrl-C): the shutdown `main` gives

@@ -10,7 +10,9 @@
 //! thread*, so the first poll of a request, which finishes most tool calls, runs without a
 //! hand-off to a worker (measured in BENCHMARKS.md); it also keeps quick answers in input
 //! order. Answers are written whole, one line each, under a lock, so concurrent calls never
-//! interleave bytes. The output carries protocol messages only; logs go to stderr.
+//! interleave bytes; while more lines are already queued in the input, the answers the reader
+//! makes inline are written together in one write ([`super::lines`]). The output carries
+//! protocol messages only; logs go to stderr.
 
 use std::future::Future;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -20,6 +22,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::lines::LineOutlet;
 use crate::mcp::jsonrpc::{self, PARSE_ERROR};
 use crate::mcp::{Incoming, Rejected, RpcError};
 use crate::server::{Host, Outlet, Session};
@@ -51,22 +54,6 @@ impl Default for StdioSettings {
     }
 }
 
-/// Writes each message as one line.
-struct LineOutlet<W> {
-    out: Mutex<W>,
-}
-
-impl<W: Write + Send + 'static> Outlet for LineOutlet<W> {
-    fn send(&self, message: Value) {
-        let mut line = serde_json::to_vec(&message).expect("JSON values serialize");
-        line.push(b'\n');
-        let mut out = self.out.lock().unwrap();
-        if let Err(e) = out.write_all(&line).and_then(|_| out.flush()) {
-            tracing::debug!("output closed: {e}");
-        }
-    }
-}
-
 /// Serves one session with the default [`StdioSettings`]; see [`serve_with`].
 pub async fn serve<R, W>(host: Arc<Host>, input: R, output: W, shutdown: impl Future<Output = ()>) -> anyhow::Result<()>
 where
@@ -91,13 +78,14 @@ where
     R: Read + Send + 'static,
     W: Write + Send + 'static,
 {
-    let outlet: Arc<dyn Outlet> = Arc::new(LineOutlet { out: Mutex::new(output) });
+    let lines = Arc::new(LineOutlet::new(output));
+    let outlet: Arc<dyn Outlet> = lines.clone();
     // Over stdio the one client is the local user, so its tasks survive a host restart.
     let session = Arc::new(Session::new(host, outlet.clone(), LOCAL_OWNER));
     let (eof_tx, eof_rx) = tokio::sync::oneshot::channel::<()>();
     let stop = Arc::new(AtomicBool::new(false));
     let reader =
-        Reader { session: Arc::downgrade(&session), outlet, slots: Slots::new(settings.max_in_flight), max_line: settings.max_line, stop: stop.clone() };
+        Reader { session: Arc::downgrade(&session), outlet, lines, slots: Slots::new(settings.max_in_flight), max_line: settings.max_line, stop: stop.clone() };
     std::thread::Builder::new().name("corral-stdin".into()).spawn(move || {
         reader.run(BufReader::new(input));
         let _ = eof_tx.send(());
@@ -119,6 +107,8 @@ const JSON_WHITESPACE: [char; 4] = [' ', '\t', '\n', '\r'];
 struct Reader {
     session: Weak<Session>,
     outlet: Arc<dyn Outlet>,
+    /// The same outlet, for holding the answers made inline while lines are queued.
+    lines: Arc<LineOutlet>,
     slots: Arc<Slots>,
     max_line: usize,
     /// Set once the input ended or a shutdown began: no further line is served.
@@ -126,8 +116,14 @@ struct Reader {
 }
 
 impl Reader {
-    /// Hands each line to the session until the input ends, fails, or serving stops.
-    fn run(&self, mut input: impl BufRead) {
+    /// Hands each line to the session until the input ends, fails, or serving stops; nothing
+    /// is left held in the output after it.
+    fn run<R: Read>(&self, input: BufReader<R>) {
+        self.serve_lines(input);
+        self.lines.release();
+    }
+
+    fn serve_lines<R: Read>(&self, mut input: BufReader<R>) {
         let mut buf = Vec::new();
         loop {
             let message = match read_line(&mut input, &mut buf, self.max_line) {
@@ -151,8 +147,13 @@ impl Reader {
             };
             // A request waits for a free slot, and the input is not read meanwhile: at the
             // bound the client's writes back up. Notifications and responses (a cancel, the
-            // answer to an elicitation) take none.
-            let slot = matches!(message, Ok(Incoming::Request { .. })).then(|| self.slots.acquire());
+            // answer to an elicitation) take none. Nothing stays held while it waits.
+            let slot = matches!(message, Ok(Incoming::Request { .. })).then(|| {
+                self.slots.try_acquire().unwrap_or_else(|| {
+                    self.lines.release();
+                    self.slots.acquire()
+                })
+            });
             if self.stop.load(Ordering::SeqCst) {
                 return;
             }
@@ -163,7 +164,16 @@ impl Reader {
                 Some(slot) => Arc::new(SlotOutlet { inner: self.outlet.clone(), _slot: slot }),
                 None => self.outlet.clone(),
             };
+            // Another whole line already read: what this one answers inline waits for the
+            // answers of the next, to go out in one write. The last queued line releases them.
+            let queued = input.buffer().contains(&b'\n');
+            if queued {
+                self.lines.hold();
+            }
             session.handle(message, &reply);
+            if !queued {
+                self.lines.release();
+            }
         }
     }
 }
@@ -221,6 +231,15 @@ struct Slots {
 impl Slots {
     fn new(max: usize) -> Arc<Slots> {
         Arc::new(Slots { used: Mutex::new(0), freed: Condvar::new(), max: max.max(1) })
+    }
+
+    /// Takes a slot if one is free now.
+    fn try_acquire(self: &Arc<Self>) -> Option<Slot> {
+        let mut used = self.used.lock().unwrap();
+        (*used < self.max).then(|| {
+            *used += 1;
+            Slot(self.clone())
+        })
     }
 
     /// Blocks until fewer than `max` slots are taken, then takes one.
@@ -336,6 +355,41 @@ mod tests {
         // may answer after a later request.
         let quick: Vec<Value> = out.iter().map(|m| m["id"].clone()).filter(|id| [1, 2, 3, 6].iter().any(|q| id == &json!(q))).collect();
         assert_eq!(quick, [json!(1), json!(2), json!(3), json!(6)], "{out:?}");
+    }
+
+    /// An output that counts the writes it is given.
+    #[derive(Clone, Default)]
+    struct Counted(Shared, Arc<std::sync::atomic::AtomicUsize>);
+
+    impl Write for Counted {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.1.fetch_add(1, Ordering::SeqCst);
+            self.0.write(bytes)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn answers_to_lines_read_together_go_out_in_one_write_and_a_lone_line_at_once() {
+        let host = testing::host(&[], ServerOptions::default()).await;
+        let lines: Vec<Value> = std::iter::once(initialize()).chain((2..=20).map(|id| request(id, "ping", json!({})))).collect();
+        let out = Counted::default();
+        let served = serve(host.clone(), Cursor::new(input(&lines)), out.clone(), std::future::pending());
+        tokio::time::timeout(PATIENCE, served).await.unwrap().unwrap();
+        let ids: Vec<Value> = out.0.lines().iter().map(|m| m["id"].clone()).collect();
+        assert_eq!(ids, (1..=20).map(|id| json!(id)).collect::<Vec<_>>(), "every answer, in order");
+        assert_eq!(out.1.load(Ordering::SeqCst), 1, "the 20 answers of one read are one write");
+
+        // A line with nothing behind it is answered at once, not held for the next.
+        let (reader, mut writer) = io::pipe().unwrap();
+        let out = Counted::default();
+        let served = tokio::spawn(serve(host, reader, out.clone(), std::future::pending()));
+        writer.write_all(format!("{}\n", initialize()).as_bytes()).unwrap();
+        wait_lines(&out.0, "initialize is answered while the input stays open", |lines| lines.len() == 1).await;
+        drop(writer);
+        tokio::time::timeout(PATIENCE, served).await.unwrap().unwrap().unwrap();
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
