@@ -77,6 +77,10 @@ ALTER TABLE corral_tasks
     ADD COLUMN checkpoint_seq BIGINT NOT NULL DEFAULT 0,
     ADD COLUMN checkpoint BYTEA;
 ",
+    "
+-- The checkpoint each attempt started from (issue 16): `_meta corral/resumed` names it.
+ALTER TABLE corral_tasks ADD COLUMN resumed_from BIGINT NOT NULL DEFAULT 0;
+",
 ];
 
 /// The schema version this corral writes.
