@@ -3,7 +3,8 @@
 //! - `steps` (task support `optional`): `steps` steps; before each it waits `pause_ms`, then
 //!   reports progress `step K of N` and checkpoints `{"next": K}` padded to `bytes` bytes. A run
 //!   that resumes starts at the checkpoint's `next`. The result is `{"resumed_at", "ran"}`: where
-//!   this run started and how many steps it did. With `pause_ms` 0 it is what
+//!   this run started and how many steps it did, and `checkpoint_us`: how long each
+//!   `checkpoint` call took, as the guest saw it. With `pause_ms` 0 it is what
 //!   `benches/checkpoint.rs` times: N checkpoints of a given size in one task.
 
 wit_bindgen::generate!({ path: "../../../wit/v0.3", world: "plugin" });
@@ -39,6 +40,7 @@ fn steps(args: &Value) -> Result<Value, String> {
         .and_then(|s| serde_json::from_slice::<Value>(&s).ok())
         .and_then(|s| s["next"].as_u64())
         .unwrap_or(0);
+    let mut took_us = Vec::new();
     for k in resumed_at..total {
         if !pause.is_zero() {
             std::thread::sleep(pause);
@@ -47,9 +49,12 @@ fn steps(args: &Value) -> Result<Value, String> {
             return Err("cancelled".into());
         }
         host::progress((k + 1) as f64, Some(total as f64), Some(&format!("step {} of {total}", k + 1)));
-        checkpoints::checkpoint(&state(k + 1, bytes))?;
+        let state = state(k + 1, bytes);
+        let started = std::time::Instant::now();
+        checkpoints::checkpoint(&state)?;
+        took_us.push(started.elapsed().as_secs_f64() * 1e6);
     }
-    Ok(json!({ "resumed_at": resumed_at, "ran": total - resumed_at.min(total) }))
+    Ok(json!({ "resumed_at": resumed_at, "ran": total - resumed_at.min(total), "checkpoint_us": took_us }))
 }
 
 impl Guest for Fixture {
