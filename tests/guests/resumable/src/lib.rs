@@ -36,10 +36,7 @@ fn steps(args: &Value) -> Result<Value, String> {
     let total = args["steps"].as_u64().unwrap_or(0);
     let pause = std::time::Duration::from_millis(args["pause_ms"].as_u64().unwrap_or(0));
     let bytes = args["bytes"].as_u64().unwrap_or(0) as usize;
-    let resumed_at = checkpoints::resume()
-        .and_then(|s| serde_json::from_slice::<Value>(&s).ok())
-        .and_then(|s| s["next"].as_u64())
-        .unwrap_or(0);
+    let resumed_at = checkpoints::resume().and_then(|s| serde_json::from_slice::<Value>(&s).ok()).and_then(|s| s["next"].as_u64()).unwrap_or(0);
     let mut took_us = Vec::new();
     for k in resumed_at..total {
         if !pause.is_zero() {
