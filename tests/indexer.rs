@@ -126,6 +126,7 @@ fn killed_halfway_the_task_resumes_from_its_checkpoint(setup: Setup) {
     assert_eq!(files, FILES as u64, "every file once, none twice: {resumed}");
     assert!(at > 0 && this_run < FILES as u64 && at + this_run == FILES as u64, "it resumed from its checkpoint, not from the start: {resumed}");
     assert_eq!(resumed["digest"], clean["digest"], "the index a clean run writes");
+    assert_eq!(checkpoint, at / 100, "`_meta` names the checkpoint the run resumed from (one per 100 files), not its last: {done}");
     let (a, b) = (std::fs::read(setup.out.path().join("clean/index.json")).unwrap(), std::fs::read(setup.out.path().join("crash/index.json")).unwrap());
     assert!(a == b, "index.json is byte for byte the clean run's");
 }

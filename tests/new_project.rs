@@ -1,5 +1,7 @@
 //! `corral new`: each language's project builds on the first try, passes its own test, and the
-//! host serves the component it builds.
+//! host serves the component it builds. JavaScript and Python projects are on contract 0.3.0
+//! with the helper layer: their tally runs as a task, and the JavaScript one resumes from its
+//! checkpoint after the host is killed.
 
 mod common;
 
@@ -7,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{McpProcess, PROTOCOL_VERSION};
-use serde_json::json;
+use serde_json::{json, Value};
 use std::time::Duration;
 
 fn corral(args: &[&str]) -> std::process::Output {
@@ -56,6 +58,76 @@ fn assert_serves_greeting(project: &Path, name: &str) {
     assert!(result["content"][0]["text"].as_str().unwrap().contains("say who to greet"), "{result:#}");
 }
 
+/// Calls the project's `TOOL_tally` as a task through the host: it adds up, reports progress,
+/// checkpoints, and says it started from the beginning.
+fn assert_tally_runs_as_a_task(project: &Path, name: &str) {
+    let dist = project.join("dist");
+    let tally = format!("{}_tally", name.replace('-', "_"));
+    let mut mcp = McpProcess::spawn(&["serve", "--plugins", dist.to_str().unwrap(), "--log-level", "warn"]);
+    mcp.initialize();
+    let created = mcp.result("tools/call", json!({ "name": tally, "arguments": { "to": 1000, "every": 100 }, "task": {} }));
+    let id = created["task"]["taskId"].as_str().expect("a task").to_owned();
+    let result = mcp.result("tasks/result", json!({ "taskId": id }));
+    assert_eq!(result["structuredContent"], json!({ "sum": 500500, "resumedAt": 1 }), "{result:#}");
+    let task = mcp.result("tasks/get", json!({ "taskId": id }));
+    assert_eq!(task["status"], "completed", "{task:#}");
+    // A wrong argument is refused naming the field (the host checks the schema the kit made).
+    let wrong = mcp.call_tool(&tally, json!({ "to": 0 }));
+    assert_eq!(wrong["isError"], true, "{wrong:#}");
+    assert!(wrong["content"][0]["text"].as_str().unwrap().contains("/to"), "{wrong:#}");
+    let out = corral(&["inspect", dist.join(format!("{name}.wasm")).to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("corral:plugin@0.3.0"), "on the newest contract: {}", String::from_utf8_lossy(&out.stdout));
+}
+
+/// The tally of a big `to` run as a task on a database file, the host SIGKILLed a quarter of
+/// the way, a new host on the same database: the task resumes from its last checkpoint (not
+/// from 1) and still adds every number once.
+fn assert_tally_resumes_after_a_kill(project: &Path, name: &str) {
+    const TO: u64 = 30_000_000;
+    let dist = project.join("dist");
+    // Room for the long run: the starter manifest's 10 s and default fuel are for calls.
+    let manifest = std::fs::read_to_string(dist.join(format!("{name}.toml"))).unwrap();
+    std::fs::write(dist.join(format!("{name}.toml")), format!("{manifest}task-timeout = \"5m\"\nfuel = 1000000000000\n")).unwrap();
+    let db = tempfile::tempdir().unwrap();
+    let db_file = db.path().join("tasks.db");
+    let start = || {
+        let mut mcp = McpProcess::spawn(&["serve", "--plugins", dist.to_str().unwrap(), "--db", db_file.to_str().unwrap(), "--log-level", "warn"]);
+        mcp.initialize();
+        mcp
+    };
+    let added = |task: &Value| -> u64 {
+        let message = task["statusMessage"].as_str().unwrap_or("");
+        message.strip_prefix("added up to ").and_then(|m| m.split(' ').next()).and_then(|n| n.parse().ok()).unwrap_or(0)
+    };
+    let wait_for = |mcp: &mut McpProcess, id: &str, what: &str, done: &dyn Fn(&Value) -> bool| -> Value {
+        let deadline = std::time::Instant::now() + Duration::from_secs(300);
+        loop {
+            let task = mcp.result("tasks/get", json!({ "taskId": id }));
+            if done(&task) {
+                return task;
+            }
+            assert!(std::time::Instant::now() < deadline, "{what} never happened: {task:#}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let tally = format!("{}_tally", name.replace('-', "_"));
+    let mut mcp = start();
+    let created = mcp.result("tools/call", json!({ "name": tally, "arguments": { "to": TO, "every": TO / 200 }, "task": {} }));
+    let id = created["task"]["taskId"].as_str().expect("a task").to_owned();
+    let before = wait_for(&mut mcp, &id, "a quarter of the tally", &|t| added(t) >= TO / 4);
+    assert!(added(&before) < TO, "the kill must come before the end: {before:#}");
+    drop(mcp); // SIGKILL: no shutdown code runs.
+
+    let mut mcp = start();
+    let done = wait_for(&mut mcp, &id, "the resumed run's end", &|t| ["completed", "failed", "cancelled"].contains(&t["status"].as_str().unwrap()));
+    assert_eq!(done["status"], "completed", "{done:#}");
+    assert_eq!(done["_meta"]["corral/resumed"]["attempt"], 2, "{done:#}");
+    let result = mcp.result("tasks/result", json!({ "taskId": id }));
+    let resumed_at = result["structuredContent"]["resumedAt"].as_u64().unwrap();
+    assert!(resumed_at > TO / 4, "it resumed from its checkpoint, not from 1: {result:#}");
+    assert_eq!(result["structuredContent"]["sum"], TO * (TO + 1) / 2, "every number once: {result:#}");
+}
+
 #[test]
 fn a_new_rust_project_tests_builds_and_serves() {
     let (_dir, project) = new_project("hello-rust", "rust");
@@ -90,6 +162,7 @@ fn a_new_c_project_builds_and_serves() {
     let (_dir, project) = new_project("hello-c", "c");
     run(&project, "./build.sh", &[], &[]);
     assert_serves_greeting(&project, "hello-c");
+    assert!(std::fs::read_to_string(project.join("wit/plugin.wit")).unwrap().contains("package corral:plugin@0.3.0;"), "the newest contract");
     let out = corral(&["inspect", project.join("dist/hello-c.wasm").to_str().unwrap()]);
     assert!(out.status.success(), "inspect: {}", String::from_utf8_lossy(&out.stdout));
 }
@@ -100,6 +173,8 @@ fn a_new_js_project_tests_builds_and_serves() {
     run(&project, "./build.sh", &[], &[]);
     run(&project, "npm", &["test"], &[]);
     assert_serves_greeting(&project, "hello-js");
+    assert_tally_runs_as_a_task(&project, "hello-js");
+    assert_tally_resumes_after_a_kill(&project, "hello-js");
 }
 
 #[test]
@@ -107,5 +182,10 @@ fn a_new_python_project_tests_builds_and_serves() {
     let (_dir, project) = new_project("hello-python", "python");
     run(&project, "python3", &["-m", "unittest"], &[]);
     run(&project, "./build.sh", &[], &[]);
+    // A debug build takes over a minute to compile the 18 MB component the first time, longer
+    // than a request waits: inspect compiles it into the cache the hosts below load it from.
+    let out = corral(&["inspect", project.join("dist/hello-python.wasm").to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("corral:plugin@0.3.0"), "inspect: {}", String::from_utf8_lossy(&out.stdout));
     assert_serves_greeting(&project, "hello-python");
+    assert_tally_runs_as_a_task(&project, "hello-python");
 }

@@ -3,6 +3,9 @@
 //! The project holds the contract (`wit/plugin.wit`, or the vendored Rust SDK that carries it),
 //! a starter tool with a test, a manifest `NAME.toml` and `build.sh`, which puts
 //! `dist/NAME.wasm` and its manifest side by side for `corral serve --plugins dist`.
+//! JavaScript, Python and C projects are on the newest contract (0.3.0); the JavaScript and
+//! Python ones carry the same small helper layer (typed arguments, progress, checkpoints and a
+//! host double for their tests) and a second tool that checkpoints and resumes.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -49,38 +49,47 @@ pub const RUST: &[File] = &[
     file!("corral-plugin/wit/v0.3/plugin.wit", "wit/v0.3/plugin.wit"),
 ];
 
+/// JavaScript on contract 0.3.0: the helper layer (`corral.js`: typed arguments, progress,
+/// checkpoints, a host double for `node --test`), the tools written on it, and their tests.
 pub const JS: &[File] = &[
     file!("app.js", "templates/js/app.js"),
-    file!("greet.js", "templates/js/greet.js"),
-    file!("greet.test.js", "templates/js/greet.test.js"),
+    file!("corral.js", "templates/js/corral.js"),
+    file!("tools.js", "templates/js/tools.js"),
+    file!("tools.test.js", "templates/js/tools.test.js"),
     file!("package.json", "templates/js/package.json"),
     file!("package-lock.json", "templates/js/package-lock.json"),
     file!("build.sh", "templates/js/build.sh", executable),
     file!("README.md", "templates/js/README.md"),
     file!(".gitignore", "templates/js/gitignore"),
-    file!("wit/plugin.wit", "wit/plugin.wit"),
+    file!("wit/plugin.wit", "wit/v0.3/plugin.wit"),
 ];
 
+/// Python on contract 0.3.0: the same helper layer as JavaScript's (`corral_kit.py`), the
+/// tools written on it, and their tests.
 pub const PYTHON: &[File] = &[
     file!("app.py", "templates/python/app.py"),
+    file!("corral_kit.py", "templates/python/corral_kit.py"),
+    file!("tools.py", "templates/python/tools.py"),
     file!("test_app.py", "templates/python/test_app.py"),
     file!("requirements.txt", "templates/python/requirements.txt"),
     file!("build.sh", "templates/python/build.sh", executable),
     file!("README.md", "templates/python/README.md"),
     file!(".gitignore", "templates/python/gitignore"),
-    file!("wit/plugin.wit", "wit/plugin.wit"),
+    file!("wit/plugin.wit", "wit/v0.3/plugin.wit"),
 ];
 
+/// C on contract 0.3.0: a minimal tool, and the bindings `wit-bindgen c` 0.63.0 made from
+/// `wit/v0.3` world `plugin` (`templates/c/gen`), so that building needs no wit-bindgen.
 pub const C: &[File] = &[
     file!("greet.c", "templates/c/greet.c"),
-    // The JSON helper and the generated bindings are the `checksum` example's.
+    // The JSON helper is the `checksum` example's.
     file!("json.c", "plugins/checksum/json.c"),
     file!("json.h", "plugins/checksum/json.h"),
-    file!("gen/plugin.c", "plugins/checksum/gen/plugin.c"),
-    file!("gen/plugin.h", "plugins/checksum/gen/plugin.h"),
-    file!("gen/plugin_component_type.o", "plugins/checksum/gen/plugin_component_type.o"),
+    file!("gen/plugin.c", "templates/c/gen/plugin.c"),
+    file!("gen/plugin.h", "templates/c/gen/plugin.h"),
+    file!("gen/plugin_component_type.o", "templates/c/gen/plugin_component_type.o"),
     file!("build.sh", "templates/c/build.sh", executable),
     file!("README.md", "templates/c/README.md"),
     file!(".gitignore", "templates/c/gitignore"),
-    file!("wit/plugin.wit", "wit/plugin.wit"),
+    file!("wit/plugin.wit", "wit/v0.3/plugin.wit"),
 ];

@@ -2,9 +2,10 @@
 //!
 //! A tool result whose size (its strings and bytes, counted as `--max-output` counts them) is
 //! over the plugin's inline limit (`--inline-result-limit`, `[limits] inline-result`) is not put
-//! into the client's (and so the model's) context whole. Each large piece of it — a content
-//! block, or the structured output — is kept in the task store and replaced by the first part
-//! of its text, its size and a `resource_link` to `corral://results/{id}/{n}`, where `id` is the
+//! into the client's (and so the model's) context whole. Each large content block is kept in the
+//! task store and replaced by the first part of its text, its size and a `resource_link` to
+//! `corral://results/{id}/{n}`; the structured output stays inline unless it is itself over the
+//! limit (a client that asked for a tool's `outputSchema` needs `structuredContent`). `id` is the
 //! task's id (kept with the task, deleted with it) or, for a plain call, a fresh id (kept for
 //! `--task-ttl`), and `n` is the block's index in the original result (the structured output is
 //! `n` = the number of blocks). Only the owner that made the call reads it back, with
@@ -104,8 +105,11 @@ pub fn by_reference(result: &CallToolResult, id: &str, limit: u64) -> Option<(Ca
             _ => content.push(block.clone()),
         }
     }
+    // The structured output stays inline while it fits within the limit on its own: a tool with
+    // an output schema MUST return conforming `structuredContent`, and a client validates it.
+    // Only past the limit does it go by reference too.
     let mut structured = result.structured_content.clone();
-    if let Some(value) = structured.take_if(|v| v.to_string().len() > SMALL_PIECE) {
+    if let Some(value) = structured.take_if(|v| v.to_string().len() as u64 > limit) {
         let n = result.content.len();
         keep(n, PartKind::Text, Some("application/json".into()), value.to_string(), &mut content, "structured output (JSON)");
     }
@@ -250,6 +254,23 @@ mod tests {
         assert_eq!(parts.iter().map(|p| (p.part, p.kind)).collect::<Vec<_>>(), [(0, PartKind::Blob), (1, PartKind::Text)]);
         assert_eq!(parts[0].data, data);
         assert!(crate::tasks::result_pages(PartKind::Blob, &data, 4000).iter().all(|p| decodes(p)));
+    }
+
+    #[test]
+    fn structured_output_within_the_limit_stays_inline_while_its_text_goes_by_reference() {
+        let structured = json!({ "rows": "y".repeat(9000) });
+        let result = CallToolResult {
+            content: vec![ContentBlock::Text { text: structured.to_string() }],
+            structured_content: Some(structured.clone()),
+            is_error: false,
+            meta: Map::new(),
+        };
+        let (inline, parts) = by_reference(&result, "s", 10_000).expect("18 KB is over a 10 KB limit");
+        assert_eq!(inline.structured_content, Some(structured), "what the output schema promises is still there");
+        assert_eq!(parts.iter().map(|p| (p.part, p.kind)).collect::<Vec<_>>(), [(0, PartKind::Text)], "only the text block is kept");
+        let v = serde_json::to_value(&inline).unwrap();
+        assert_eq!(v["content"][1]["uri"], "corral://results/s/0");
+        assert_eq!(v["_meta"]["corral/byReference"]["parts"].as_array().unwrap().len(), 1);
     }
 
     #[test]

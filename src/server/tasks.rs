@@ -51,15 +51,15 @@ pub fn task_json(task: &Task) -> Value {
     t
 }
 
-/// For a task that ran again after an interruption: which attempt this is, and its last
-/// checkpoint (0: it ran again from the start).
+/// For a task that ran again after an interruption: which attempt this is, and the checkpoint
+/// it resumed from (0: it ran again from the start), not the ones it made since.
 pub(super) fn resumed_meta(task: &Task) -> Option<Value> {
-    (task.attempts > 1).then(|| json!({ "attempt": task.attempts, "checkpoint": task.checkpoint }))
+    (task.attempts > 1).then(|| json!({ "attempt": task.attempts, "checkpoint": task.resumed_from }))
 }
 
 /// The `statusMessage` a task shows when it runs again after an interruption.
 fn resumed_message(task: &Task) -> String {
-    match task.checkpoint {
+    match task.resumed_from {
         0 => format!("running again from the start after an interruption (attempt {})", task.attempts),
         n => format!("resumed from checkpoint {n} after an interruption (attempt {})", task.attempts),
     }
@@ -280,7 +280,7 @@ impl TaskRunner for ToolRunner {
         let runtime = self.runtime.clone();
         let metrics = self.metrics.clone();
         let (tool, arguments, expires_at) = (task.tool.clone(), task.arguments.clone(), task.expires_at());
-        let resumed_from = if task.attempts > 1 { task.checkpoint } else { 0 };
+        let resumed_from = if task.attempts > 1 { task.resumed_from } else { 0 };
         let has_token = task.progress_token.is_some();
         if task.attempts > 1 {
             control.set_message(resumed_message(task));

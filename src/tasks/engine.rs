@@ -266,6 +266,7 @@ impl Engine {
             runner: inner.runners.id().to_owned(),
             attempts: 0,
             checkpoint: 0,
+            resumed_from: 0,
         };
         let (requestor, events) = (admission.requestor, admission.events);
         let inner = inner.clone();

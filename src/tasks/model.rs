@@ -124,6 +124,9 @@ pub struct Task {
     pub attempts: u32,
     /// The number of the task's last checkpoint (1 for the first); 0 when it has none.
     pub checkpoint: u64,
+    /// The checkpoint the current attempt started from, as it was when a worker took the task
+    /// (0: from the start). `checkpoint` moves on as the attempt checkpoints; this does not.
+    pub resumed_from: u64,
 }
 
 impl Task {

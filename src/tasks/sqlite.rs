@@ -37,7 +37,7 @@ pub enum Durability {
     Power,
 }
 
-const SCHEMA_VERSION: i64 = 6;
+const SCHEMA_VERSION: i64 = 7;
 /// Operations per transaction at most, so one commit's answers are not held back for long.
 const MAX_BATCH: usize = 512;
 /// Operations waiting for a thread at most; a caller beyond it waits (asynchronously) for a
@@ -68,7 +68,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     started_at INTEGER,
     attempts INTEGER NOT NULL DEFAULT 0,
     checkpoint_seq INTEGER NOT NULL DEFAULT 0,
-    checkpoint BLOB
+    checkpoint BLOB,
+    resumed_from INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks(owner, seq);
 CREATE UNIQUE INDEX IF NOT EXISTS tasks_by_key ON tasks(owner, idempotency_key) WHERE idempotency_key IS NOT NULL;
@@ -81,7 +82,7 @@ CREATE TABLE IF NOT EXISTS outcomes (
 );
 ";
 
-const COLUMNS: &str = "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner, attempts, checkpoint_seq";
+const COLUMNS: &str = "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner, attempts, checkpoint_seq, resumed_from";
 
 /// What a write batch's commit came to, told to every operation of the batch.
 type Commit = Result<(), Arc<rusqlite::Error>>;
@@ -273,6 +274,10 @@ fn prepare(conn: &Connection, durability: Durability) -> rusqlite::Result<()> {
             "ALTER TABLE tasks ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0; ALTER TABLE tasks ADD COLUMN checkpoint_seq INTEGER NOT NULL DEFAULT 0; ALTER TABLE tasks ADD COLUMN checkpoint BLOB;",
         )?;
     }
+    if (1..7).contains(&version) {
+        // Version 7 records the checkpoint each attempt started from (issue 16).
+        conn.execute_batch("ALTER TABLE tasks ADD COLUMN resumed_from INTEGER NOT NULL DEFAULT 0")?;
+    }
     conn.execute_batch(SCHEMA)?;
     // Version 4 keeps large results by reference, in pages (`sqlite_blobs`).
     conn.execute_batch(super::sqlite_blobs::SCHEMA)?;
@@ -371,6 +376,7 @@ fn read_task(row: &Row) -> rusqlite::Result<Task> {
         runner: row.get(13)?,
         attempts: row.get(14)?,
         checkpoint: row.get::<_, i64>(15)? as u64,
+        resumed_from: row.get::<_, i64>(16)? as u64,
     })
 }
 
@@ -485,7 +491,7 @@ impl TaskStore for SqliteStore {
         let (owner, id, runner) = (owner.to_owned(), id.to_owned(), runner.to_owned());
         self.write(move |c| {
             c.prepare_cached(&format!(
-                "UPDATE tasks SET started_at = coalesce(started_at, ?4), attempts = attempts + 1 WHERE id = ?1 AND owner = ?2 AND runner = ?3 AND status IN ('working', 'input_required') RETURNING {COLUMNS}"
+                "UPDATE tasks SET started_at = coalesce(started_at, ?4), attempts = attempts + 1, resumed_from = checkpoint_seq WHERE id = ?1 AND owner = ?2 AND runner = ?3 AND status IN ('working', 'input_required') RETURNING {COLUMNS}"
             ))?
             .query_row(params![id, owner, runner, now()], read_task)
             .optional()

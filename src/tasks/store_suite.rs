@@ -28,6 +28,7 @@ pub(crate) fn task(id: &str, owner: &str, runner: &str) -> Task {
         runner: runner.to_owned(),
         attempts: 0,
         checkpoint: 0,
+        resumed_from: 0,
     }
 }
 
@@ -232,6 +233,20 @@ pub(crate) async fn checkpoints_replace_each_other_are_fenced_and_attempts_are_c
     assert_eq!(store.checkpoint("t", "h", b"late".to_vec(), None).await.unwrap(), None, "an ended task takes no checkpoint");
 }
 
+pub(crate) async fn an_attempt_remembers_the_checkpoint_it_started_from(store: &dyn TaskStore) {
+    store.insert(task("t", "o", "h")).await.unwrap();
+    assert_eq!(store.start("o", "t", "h").await.unwrap().expect("started").resumed_from, 0, "the first run starts from nothing");
+    for state in [b"1".to_vec(), b"2".to_vec(), b"3".to_vec()] {
+        store.checkpoint("t", "h", state, None).await.unwrap().expect("stored");
+    }
+    let again = store.start("o", "t", "h").await.unwrap().expect("started again");
+    assert_eq!((again.attempts, again.checkpoint, again.resumed_from), (2, 3, 3), "attempt 2 starts from checkpoint 3");
+    store.checkpoint("t", "h", b"4".to_vec(), None).await.unwrap().expect("stored");
+    store.checkpoint("t", "h", b"5".to_vec(), None).await.unwrap().expect("stored");
+    let row = store.get("o", "t").await.unwrap().unwrap();
+    assert_eq!((row.checkpoint, row.resumed_from), (5, 3), "later checkpoints move `checkpoint`, never where the attempt started");
+}
+
 /// What a suite's store maker returns: a store and whatever must outlive it, or `None` when no
 /// store can be made on this machine (no PostgreSQL server), so the rule skips (the maker says why).
 pub(crate) trait Made<S, K> {
@@ -269,7 +284,8 @@ macro_rules! store_suite {
                 counts_and_unfinished_follow_the_statuses,
                 results_are_kept_in_pages_for_their_owner_until_they_expire,
                 checkpoints_replace_each_other_are_fenced_and_attempts_are_counted,
-                questions_are_kept_answered_once_and_go_with_their_task
+                questions_are_kept_answered_once_and_go_with_their_task,
+                an_attempt_remembers_the_checkpoint_it_started_from
             );
         }
     };

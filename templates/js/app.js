@@ -1,52 +1,14 @@
-// `{{name}}`: a corral plugin in JavaScript (QuickJS, built with componentize-qjs --sync).
+// `{{name}}`: a corral plugin in JavaScript (QuickJS, built with componentize-qjs --sync) on
+// contract corral:plugin@0.3.0 (wit/plugin.wit).
 //
-// The export `tools` implements the WIT interface `corral:plugin/tools` (wit/plugin.wit): WIT
-// records are plain objects with camelCase fields, `option<T>` is a value or `undefined`, a
-// variant is `{ tag, val }`, an enum is its case name as a string. Host functions (`log`,
-// `progress`, `cancelled`) are imported from "corral:plugin/host@0.1.0".
+// The export `tools` implements the WIT interface `corral:plugin/tools`. corral.js turns the
+// tools of tools.js into it, over the host's functions imported here: WIT records are plain
+// objects with camelCase fields, `option<T>` is a value or `undefined` (`null` when returned by
+// the host), `list<u8>` a Uint8Array, and a `result` error is thrown as an Error.
 
-import { log } from "corral:plugin/host@0.1.0";
-import { greet } from "./greet.js";
+import { log, progress, cancelled } from "corral:plugin/host@0.3.0";
+import { checkpoint, resume } from "corral:plugin/checkpoints@0.3.0";
+import { serve } from "./corral.js";
+import { TOOLS } from "./tools.js";
 
-const TOOLS = [
-  {
-    name: "{{tool}}",
-    title: "Greet",
-    description: "Greets someone by name.",
-    // JSON Schema 2020-12 of the arguments, as text; the root must be an object schema.
-    inputSchema: JSON.stringify({
-      type: "object",
-      properties: { name: { type: "string", description: "Who to greet." } },
-      required: ["name"],
-      additionalProperties: false,
-    }),
-    outputSchema: undefined,
-    annotations: { readOnly: true, openWorld: false },
-    taskSupport: "forbidden",
-  },
-];
-
-function text(message, isError) {
-  return { content: [{ tag: "text", val: message }], structured: undefined, isError };
-}
-
-export const tools = {
-  listTools() {
-    return TOOLS;
-  },
-
-  // `args` is the JSON text the client sent, already checked against the input schema.
-  callTool(name, args) {
-    if (name !== "{{tool}}") {
-      return text(`unknown tool \`${name}\``, true);
-    }
-    try {
-      const greeting = greet(JSON.parse(args).name);
-      log("debug", `greeted: ${greeting}`);
-      return text(greeting, false);
-    } catch (e) {
-      // An isError result: the model reads the message and can try again.
-      return text(String(e.message ?? e), true);
-    }
-  },
-};
+export const tools = serve(TOOLS, { log, progress, cancelled, checkpoint, resume });

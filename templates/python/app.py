@@ -1,34 +1,23 @@
-"""`{{name}}`: a corral plugin in Python (built with componentize-py).
+"""`{{name}}`: a corral plugin in Python (built with componentize-py) on contract
+corral:plugin@0.3.0 (wit/plugin.wit).
 
-The class `Tools` implements the WIT interface `corral:plugin/tools` (wit/plugin.wit); the
-bindings, the `wit_world` package, are generated at build time. Records are dataclasses,
-`option<T>` is a value or None, a variant case is a class such as `Content_Text`. Host functions
-(`log`, `progress`, `cancelled`) come from `wit_world.imports.host`.
-
-The logic lives in plain functions that `python3 -m unittest` tests without wasm.
+The class `Tools` implements the WIT interface `corral:plugin/tools`; the bindings, the
+`wit_world` package, are generated at build time. corral_kit.py turns the tools of tools.py into
+it over the host's functions: records are dataclasses, `option<T>` is a value or None, a variant
+case is a class such as `Content_Text`, and a `result` error is raised as
+`componentize_py_types.Err`.
 """
 
 import json
 
-
-def greet(name):
-    who = name.strip()
-    if not who:
-        raise ValueError("`name` is empty: say who to greet")
-    return f"Hello, {who}!"
-
-
-INPUT_SCHEMA = {
-    "type": "object",
-    "properties": {"name": {"type": "string", "description": "Who to greet."}},
-    "required": ["name"],
-    "additionalProperties": False,
-}
+import corral_kit
+from tools import TOOLS
 
 try:
-    # Present only inside the component build; the tests import this file without it.
+    # Present only inside the component build; the tests import the tools without it.
+    from componentize_py_types import Err
     from wit_world import exports
-    from wit_world.imports import host
+    from wit_world.imports import checkpoints, host
     from wit_world.imports.types import Annotations, CallResult, Content_Text, TaskSupport, Tool
 except ImportError:
     exports = None
@@ -36,33 +25,43 @@ except ImportError:
 
 if exports is not None:
 
-    def _text(message, is_error):
-        return CallResult(content=[Content_Text(message)], structured=None, is_error=is_error)
+    class WitHost:
+        """The host's functions as corral_kit wants them."""
+
+        def log(self, level, message):
+            host.log(host.LogLevel[level.upper()], message)
+
+        def progress(self, done, total, message):
+            host.progress(done, total, message)
+
+        def cancelled(self):
+            return host.cancelled()
+
+        def checkpoint(self, state):
+            try:
+                checkpoints.checkpoint(state)
+            except Err as e:
+                raise ValueError(e.value) from None
+
+        def resume(self):
+            return checkpoints.resume()
+
+    def _tool(spec):
+        return Tool(
+            name=spec.name,
+            title=spec.title,
+            description=spec.description,
+            input_schema=json.dumps(corral_kit.schema_of(spec.args)),
+            output_schema=None if spec.output_schema is None else json.dumps(spec.output_schema),
+            annotations=Annotations(title=None, read_only=spec.read_only, destructive=None, idempotent=spec.idempotent, open_world=False),
+            task_support=TaskSupport[spec.task_support.upper()],
+        )
 
     class Tools(exports.Tools):
         def list_tools(self):
-            return [
-                Tool(
-                    name="{{tool}}",
-                    title="Greet",
-                    description="Greets someone by name.",
-                    input_schema=json.dumps(INPUT_SCHEMA),
-                    output_schema=None,
-                    annotations=Annotations(
-                        title=None, read_only=True, destructive=None, idempotent=None, open_world=False
-                    ),
-                    task_support=TaskSupport.FORBIDDEN,
-                )
-            ]
+            return [_tool(spec) for spec in TOOLS]
 
-        # `arguments` is the JSON text the client sent, already checked against the input schema.
         def call_tool(self, name, arguments):
-            if name != "{{tool}}":
-                return _text(f"unknown tool `{name}`", True)
-            try:
-                greeting = greet(json.loads(arguments)["name"])
-            except ValueError as e:
-                # An isError result: the model reads the message and can try again.
-                return _text(str(e), True)
-            host.log(host.LogLevel.DEBUG, f"greeted: {greeting}")
-            return _text(greeting, False)
+            out = corral_kit.call(TOOLS, WitHost(), name, arguments)
+            structured = None if out.structured is None else json.dumps(out.structured)
+            return CallResult(content=[Content_Text(out.text)], structured=structured, is_error=out.is_error)

@@ -94,6 +94,12 @@ impl ModernObserver {
 }
 
 impl CallObserver for ModernObserver {
+    fn checkpoint(&self, state: &[u8]) -> Option<futures_util::future::BoxFuture<'static, Result<(), String>>> {
+        // A plain call keeps its checkpoints for the call only; one that may become a task
+        // makes them durable with the task once it is one (the last one before, at once).
+        self.adopted.as_ref().and_then(|a| a.checkpoint(state))
+    }
+
     fn log(&self, level: LogLevel, message: &str) {
         if self.logs {
             self.notifier.log(level, message);
@@ -101,7 +107,11 @@ impl CallObserver for ModernObserver {
     }
 
     fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
-        self.notifier.progress(progress, total, message);
+        // Once adopted, the request's stream has its CreateTaskResult: progress is the task's.
+        match self.task() {
+            Some(task) => task.progress(progress, total, message),
+            None => self.notifier.progress(progress, total, message),
+        }
     }
 
     fn elicit(&self, task: Option<&str>, message: String, requested_schema: String) -> ClientAnswer<ElicitResponse> {

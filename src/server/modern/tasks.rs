@@ -14,6 +14,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use futures_util::future::BoxFuture;
 use serde_json::{json, Map, Value};
 use tokio::task::JoinHandle;
 
@@ -48,15 +49,58 @@ pub(in crate::server) struct Adopted {
     input: Mutex<Option<Arc<dyn CallObserver>>>,
 }
 
-/// Where an adopted call's questions go once the engine runs it: shared by the call's
-/// `ModernObserver` and its [`Adopted`].
+/// Where an adopted call's questions and checkpoints go once the engine runs it: shared by the
+/// call's `ModernObserver` and its [`Adopted`].
 #[derive(Default)]
-pub(in crate::server) struct AdoptedAsks(Mutex<Option<Arc<dyn CallObserver>>>);
+pub(in crate::server) struct AdoptedAsks {
+    task: Mutex<Option<Arc<dyn CallObserver>>>,
+    /// The call's last checkpoint before it became a task (kept for the call only until then),
+    /// stored with the task the moment it is adopted.
+    pending: Mutex<Option<Vec<u8>>>,
+    /// Keeps the checkpoints of an adopted call in the order the guest made them: the one made
+    /// before adoption is stored first (a fair lock serves its waiters in turn).
+    order: Arc<tokio::sync::Mutex<()>>,
+}
 
 impl AdoptedAsks {
     /// The task's observer, once the call is a task.
     pub(in crate::server) fn task(&self) -> Option<Arc<dyn CallObserver>> {
-        self.0.lock().unwrap().clone()
+        self.task.lock().unwrap().clone()
+    }
+
+    /// Where a checkpoint of the call goes: to the task once there is one (durably, after any
+    /// checkpoint still being stored), else kept here for the moment the call is adopted, and
+    /// for the call only (`None`) until then.
+    pub(in crate::server) fn checkpoint(&self, state: &[u8]) -> Option<BoxFuture<'static, Result<(), String>>> {
+        let mut pending = self.pending.lock().unwrap();
+        let Some(task) = self.task() else {
+            *pending = Some(state.to_vec());
+            return None;
+        };
+        let order = self.order.clone();
+        let stored = task.checkpoint(state)?;
+        Some(Box::pin(async move {
+            let _turn = order.lock().await;
+            stored.await
+        }))
+    }
+
+    /// Makes `observer` the call's from now on; the checkpoint the call made before, if any,
+    /// goes to the task first.
+    fn adopt(&self, observer: Arc<dyn CallObserver>) {
+        let mut pending = self.pending.lock().unwrap();
+        let earlier = pending.take().and_then(|state| observer.checkpoint(&state));
+        *self.task.lock().unwrap() = Some(observer);
+        if let Some(earlier) = earlier {
+            // Taken now, before any later checkpoint can ask for it.
+            let turn = self.order.clone().try_lock_owned().expect("nothing waits before the call is adopted");
+            tokio::spawn(async move {
+                if let Err(e) = earlier.await {
+                    tracing::warn!("the checkpoint an adopted call made before it became a task was not stored: {e}");
+                }
+                drop(turn);
+            });
+        }
     }
 }
 
@@ -78,7 +122,7 @@ impl Adopted {
         let taken = self.running.lock().unwrap().take().map(|running| (running, self.cancel.clone()))?;
         let input = self.input.lock().unwrap().take();
         let observer: Arc<dyn CallObserver> = Arc::new(TaskObserver::new(control.clone(), input));
-        *self.asks.0.lock().unwrap() = Some(observer);
+        self.asks.adopt(observer);
         Some(taken)
     }
 }
@@ -219,4 +263,41 @@ pub(in crate::server) async fn update(host: &Host, owner: &str, params: &Map<Str
     host.engine.get(owner, id).await.map_err(not_found)?;
     host.task_inputs.deliver(id, &responses).await?;
     Ok(wire::result(json!({}), COMPLETE, None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::LogLevel;
+
+    /// Records the checkpoints it is asked to store, in the order they are stored.
+    #[derive(Default)]
+    struct Recorder(Arc<Mutex<Vec<Vec<u8>>>>);
+
+    impl CallObserver for Recorder {
+        fn log(&self, _: LogLevel, _: &str) {}
+        fn progress(&self, _: f64, _: Option<f64>, _: Option<String>) {}
+        fn checkpoint(&self, state: &[u8]) -> Option<BoxFuture<'static, Result<(), String>>> {
+            let (stored, state) = (self.0.clone(), state.to_vec());
+            Some(Box::pin(async move {
+                // Slow to store: a later checkpoint must still come after it.
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                stored.lock().unwrap().push(state);
+                Ok(())
+            }))
+        }
+    }
+
+    #[tokio::test]
+    async fn an_adopted_calls_last_checkpoint_before_adoption_is_stored_first_then_the_later_ones() {
+        let asks = AdoptedAsks::default();
+        assert!(asks.checkpoint(b"1").is_none(), "a plain call keeps its checkpoint for the call only");
+        assert!(asks.checkpoint(b"2").is_none());
+        let recorder = Recorder::default();
+        let stored = recorder.0.clone();
+        asks.adopt(Arc::new(recorder));
+        asks.checkpoint(b"3").expect("a task's checkpoint is stored").await.unwrap();
+        asks.checkpoint(b"4").expect("stored").await.unwrap();
+        assert_eq!(*stored.lock().unwrap(), [b"2".to_vec(), b"3".to_vec(), b"4".to_vec()], "the last one before adoption, then the rest in order");
+    }
 }

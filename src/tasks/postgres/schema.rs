@@ -88,6 +88,10 @@ CREATE TABLE corral_task_inputs (
     UNIQUE (task_id, key)
 );
 ",
+    "
+-- The checkpoint each attempt started from (issue 16): `_meta corral/resumed` names it.
+ALTER TABLE corral_tasks ADD COLUMN resumed_from BIGINT NOT NULL DEFAULT 0;
+",
 ];
 
 /// The schema version this corral writes.

@@ -24,7 +24,7 @@ use crate::tasks::model::{now_ms, Outcome, Progress, Task, TaskStatus};
 use crate::tasks::store::{StoreError, StoreEvent, StoreFuture, StoreResult, TaskQuestion, TaskStore};
 
 /// The columns every query returns, in the order [`read_task`] reads them.
-pub(super) const COLUMNS: &str = "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner, attempts, checkpoint_seq";
+pub(super) const COLUMNS: &str = "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner, attempts, checkpoint_seq, resumed_from";
 
 /// Rows deleted per purge statement; a purge repeats until a batch comes back short.
 const PURGE_BATCH: i64 = 1000;
@@ -209,6 +209,7 @@ pub(super) fn read_task(row: &Row) -> StoreResult<Task> {
         runner: row.try_get(13)?,
         attempts: row.try_get::<_, i32>(14)? as u32,
         checkpoint: row.try_get::<_, i64>(15)? as u64,
+        resumed_from: row.try_get::<_, i64>(16)? as u64,
     })
 }
 
@@ -326,7 +327,7 @@ impl TaskStore for PgStore {
     fn start(&self, owner: &str, id: &str, runner: &str) -> StoreFuture<Option<Task>> {
         self.one(
             format!(
-                "UPDATE corral_tasks SET started_at = coalesce(started_at, $4), attempts = attempts + 1 WHERE id = $1 AND owner = $2 AND runner = $3 AND status IN ('working', 'input_required') RETURNING {COLUMNS}"
+                "UPDATE corral_tasks SET started_at = coalesce(started_at, $4), attempts = attempts + 1, resumed_from = checkpoint_seq WHERE id = $1 AND owner = $2 AND runner = $3 AND status IN ('working', 'input_required') RETURNING {COLUMNS}"
             ),
             Args::new().text(id).text(owner).text(runner).int(now_ms()),
         )
