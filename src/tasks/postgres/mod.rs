@@ -8,11 +8,12 @@
 //! dead and comes back writes nothing over what its successor wrote.
 //!
 //! Pieces: [`pool`] (connections, TLS), [`schema`] (versioned migrations under an advisory
-//! lock), [`store`] (the [`TaskStore`](super::TaskStore) itself), [`hosts`] (heartbeats and
+//! lock), [`counts`] (the admission caps' counter rows), [`store`] (the [`TaskStore`](super::TaskStore) itself), [`hosts`] (heartbeats and
 //! the claim of a dead replica's tasks), [`listen`] (`LISTEN/NOTIFY`, so a replica hears what
 //! the others write) and [`notify`] (which tells them, in batches after each write commits).
 
 mod blobs;
+mod counts;
 mod hosts;
 mod listen;
 mod notify;

@@ -77,6 +77,7 @@ ALTER TABLE corral_tasks
     ADD COLUMN checkpoint_seq BIGINT NOT NULL DEFAULT 0,
     ADD COLUMN checkpoint BYTEA;
 ",
+    super::counts::MIGRATION,
 ];
 
 /// The schema version this corral writes.

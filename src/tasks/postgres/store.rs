@@ -16,6 +16,7 @@ use tokio_postgres::Row;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::counts::{MINE, QUEUED};
 use super::notify::Notifier;
 use super::pool::{get, Target};
 use super::{hosts, listen, schema, PgOptions};
@@ -222,24 +223,23 @@ impl TaskStore for PgStore {
         let (pool, max_queued, max_per_owner, notifier, sync) = (self.pool(), self.max_queued, self.max_per_owner, self.notifier.clone(), self.admit_sync);
         Box::pin(async move {
             let client = get(&pool?).await?;
-            // The caps are counted in the same statement as the insert, across every replica, each
-            // over a partial index of what it counts and no further than its cap (schema 2); the
-            // commit waits for the disk only under `--db-sync power` (`set_config(…, true)` holds
-            // for this statement's own transaction: see `PgOptions::synchronous_commit`). Two
-            // replicas admitting at the same instant may each see room for one more, so a cap can
-            // be passed by as many admissions as race at its edge, never more.
+            // The caps are read in the same statement as the insert, across every replica, from
+            // the counter rows (a few rows whatever the backlog: see `counts`), which the insert's
+            // trigger then moves in the same transaction; the commit waits for the disk only under
+            // `--db-sync power` (`set_config(…, true)` holds for this statement's own
+            // transaction: see `PgOptions::synchronous_commit`). Two replicas admitting at the
+            // same instant may each see room for one more, so a cap can be passed by as many
+            // admissions as race at its edge, never more.
             let statement = client
-                .prepare_cached(
+                .prepare_cached(&format!(
                     "WITH counts AS (
-                         SELECT (SELECT count(*) FROM (SELECT FROM corral_tasks WHERE started_at IS NULL AND status IN ('working', 'input_required') LIMIT $15) w) AS queued,
-                                (SELECT count(*) FROM (SELECT FROM corral_tasks WHERE owner = $2 AND status IN ('working', 'input_required') LIMIT $16) m) AS mine,
-                                set_config('synchronous_commit', $17, true) AS sync),
+                         SELECT {QUEUED} AS queued, {MINE} AS mine, set_config('synchronous_commit', $17, true) AS sync),
                      added AS (
                          INSERT INTO corral_tasks (id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, progress_token, idempotency_key, runner)
                          SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 FROM counts WHERE queued < $15 AND mine < $16
                          RETURNING seq)
-                     SELECT (SELECT seq FROM added), queued, mine FROM counts",
-                )
+                     SELECT (SELECT seq FROM added), queued, mine FROM counts"
+                ))
                 .await?;
             let row = client
                 .query_one(
