@@ -74,7 +74,7 @@ impl PgStore {
 
     /// The store on a prepared database; starts the heartbeat on the current runtime.
     pub(super) fn assemble(target: &Target, options: &PgOptions) -> StoreResult<PgStore> {
-        let pool = target.pool(options.max_connections)?;
+        let pool = target.pool(options.max_connections, !options.synchronous_commit)?;
         let host: Arc<str> = options.host_id.as_str().into();
         let (stop, tracker) = (CancellationToken::new(), TaskTracker::new());
         let every = (options.host_expiry / 3).max(Duration::from_millis(50));
@@ -144,14 +144,19 @@ impl PgStore {
     fn finish_where(&self, id: &str, runner: Option<&str>, status: TaskStatus, message: Option<&str>, outcome: &Outcome) -> StoreFuture<Option<Task>> {
         debug_assert!(status.is_terminal());
         let body = serde_json::to_value(outcome).expect("outcomes serialize");
+        // An end always waits for the flush, whatever `--db-sync` says: it is the one write a
+        // client may have seen (`completed`) that a database crash must not take back, and its
+        // flush makes the task's earlier asynchronous writes (start, status, checkpoint) durable
+        // with it, since the log is written in order.
         let sql = format!(
-            "WITH ended AS (
+            "WITH durable AS (SELECT set_config('synchronous_commit', 'on', true)),
+             ended AS (
                  UPDATE corral_tasks SET status = $2, status_message = $3, updated_at = $4
                  WHERE id = $1 AND ($5::text IS NULL OR runner = $5) AND status IN ('working', 'input_required') RETURNING *),
              kept AS (
                  INSERT INTO corral_outcomes (task_id, body) SELECT id, $6 FROM ended
                  ON CONFLICT (task_id) DO UPDATE SET body = EXCLUDED.body)
-             SELECT {COLUMNS} FROM ended"
+             SELECT {COLUMNS} FROM ended, durable"
         );
         let args = Args::new().text(id).text(status.as_str()).opt_text(message).int(now_ms()).opt_text(runner).json(Some(body));
         self.one_announced(sql, args)
@@ -336,7 +341,8 @@ impl TaskStore for PgStore {
         let (pool, id) = (self.pool(), id.to_owned());
         Box::pin(async move {
             let client = get(&pool?).await?;
-            let row = client.query_opt("SELECT started_at IS NOT NULL FROM corral_tasks WHERE id = $1", &[&id]).await?;
+            let statement = client.prepare_cached("SELECT started_at IS NOT NULL FROM corral_tasks WHERE id = $1").await?;
+            let row = client.query_opt(&statement, &[&id]).await?;
             Ok(match row {
                 Some(row) => row.try_get(0)?,
                 None => false,
@@ -385,7 +391,8 @@ impl TaskStore for PgStore {
         let (pool, id) = (self.pool(), id.to_owned());
         Box::pin(async move {
             let client = get(&pool?).await?;
-            let row = client.query_opt("SELECT checkpoint_seq, checkpoint FROM corral_tasks WHERE id = $1", &[&id]).await?;
+            let statement = client.prepare_cached("SELECT checkpoint_seq, checkpoint FROM corral_tasks WHERE id = $1").await?;
+            let row = client.query_opt(&statement, &[&id]).await?;
             let Some(row) = row else { return Ok(None) };
             let (seq, state): (i64, Option<Vec<u8>>) = (row.try_get(0)?, row.try_get(1)?);
             Ok(state.map(|s| (seq as u64, s)))
@@ -429,7 +436,8 @@ impl TaskStore for PgStore {
         let pool = self.pool();
         Box::pin(async move {
             let client = get(&pool?).await?;
-            let rows = client.query("SELECT status, count(*) FROM corral_tasks GROUP BY status", &[]).await?;
+            let statement = client.prepare_cached("SELECT status, count(*) FROM corral_tasks GROUP BY status").await?;
+            let rows = client.query(&statement, &[]).await?;
             let mut counts = Vec::new();
             for row in rows {
                 let (status, n): (String, i64) = (row.try_get(0)?, row.try_get(1)?);
