@@ -23,7 +23,8 @@
 //! successor ends them). Writing the deltas from Rust in each statement instead would have to be
 //! repeated in every statement that changes a status, and forgetting one would drift.
 //!
-//! **[`repair`] recounts from the truth** at every heartbeat, for whatever bypassed the
+//! **[`repair`] recounts from the truth** once per heartbeat period ([`keep_repaired`], a loop of
+//! its own so a slow recount never delays a heartbeat), for whatever bypassed the
 //! trigger (a hand edit under `session_replication_role = replica`, a restored table, a bug): it
 //! corrects the sums by the difference it finds in one snapshot, and deletes owner rows that
 //! reached zero so the table holds only owners with unfinished tasks. It walks the unfinished
@@ -34,6 +35,13 @@
 //! count changes. Two purges deleting several expired *unfinished* tasks of the same owners in
 //! different orders could still deadlock; PostgreSQL then aborts one, which the next purge redoes.
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use deadpool_postgres::Pool;
+use tokio_util::sync::CancellationToken;
+
+use super::pool::get;
 use crate::tasks::store::StoreResult;
 
 /// The advisory lock key a repair holds ("counts" in ASCII).
@@ -152,4 +160,24 @@ pub(super) async fn repair(client: &mut deadpool_postgres::Object) -> StoreResul
     txn.execute(&statement, &[]).await?;
     txn.commit().await?;
     Ok(Some(Repaired { waiting, owners: names.len() }))
+}
+
+/// Runs [`repair`] every `every` until `stop` fires, and says when it corrected anything.
+pub(super) async fn keep_repaired(pool: Pool, host: Arc<str>, every: Duration, stop: CancellationToken) {
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = ticks.tick() => {}
+        }
+        let repaired = async { repair(&mut get(&pool).await?).await };
+        match repaired.await {
+            Ok(Some(repaired)) if repaired != Repaired::default() => {
+                tracing::warn!(host = %host, waiting = repaired.waiting, owners = repaired.owners, "the admission counters were off; repaired from the tasks")
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(host = %host, "recounting the admission counters failed: {e}"),
+        }
+    }
 }

@@ -14,7 +14,6 @@ use std::time::Duration;
 use deadpool_postgres::Pool;
 use tokio_util::sync::CancellationToken;
 
-use super::counts::{self, Repaired};
 use super::pool::get;
 use super::store::{read_task, COLUMNS};
 use crate::tasks::model::Task;
@@ -40,20 +39,13 @@ pub(super) async fn beat(pool: Pool, host: Arc<str>, every: Duration, events: to
             _ = ticks.tick() => {}
         }
         let beat = async {
-            let mut client = get(&pool).await?;
+            let client = get(&pool).await?;
             let statement = client.prepare_cached("UPDATE corral_hosts SET heartbeat_at = now() WHERE id = $1").await?;
             let kept = client.execute(&statement, &[&&*host]).await?;
             if kept == 0 {
                 tracing::warn!(host = %host, "this replica was taken for dead and its tasks went to others; registering again");
                 register(&client, &host).await?;
                 let _ = events.send(StoreEvent::TakenForDead);
-            }
-            // The caps' counters, checked against the tasks once per beat (see `counts`).
-            match counts::repair(&mut client).await? {
-                Some(repaired) if repaired != Repaired::default() => {
-                    tracing::warn!(host = %host, waiting = repaired.waiting, owners = repaired.owners, "the admission counters were off; repaired from the tasks")
-                }
-                _ => {}
             }
             StoreResult::Ok(())
         };

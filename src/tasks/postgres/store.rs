@@ -80,6 +80,7 @@ impl PgStore {
         let every = (options.host_expiry / 3).max(Duration::from_millis(50));
         let (events, _) = tokio::sync::broadcast::channel(EVENT_BUFFER);
         tracker.spawn(hosts::beat(pool.clone(), host.clone(), every, events.clone(), stop.clone()));
+        tracker.spawn(super::counts::keep_repaired(pool.clone(), host.clone(), every, stop.clone()));
         tracker.spawn(listen::listen(target.clone(), events.clone(), stop.clone()));
         let (notifier, sender) = Notifier::start(pool.clone(), stop.clone());
         tracker.spawn(sender);
