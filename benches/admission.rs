@@ -185,7 +185,7 @@ impl Client {
     /// overloaded (only with `CORRAL_BENCH_MAX_QUEUED`: counted in [`REFUSED`], not timed).
     fn admit(&mut self) -> Option<Duration> {
         let start = Instant::now();
-        let answer = self.request("tools/call", json!({"name": "tick", "arguments": {"count": 1, "interval_ms": 0}, "task": {}}));
+        let answer = self.call("tools/call", json!({"name": "tick", "arguments": {"count": 1, "interval_ms": 0}, "task": {}}));
         let took = start.elapsed();
         if answer["error"]["message"].as_str().is_some_and(|m| m.contains("overloaded")) && std::env::var_os("CORRAL_BENCH_MAX_QUEUED").is_some() {
             REFUSED.fetch_add(1, Ordering::Relaxed);

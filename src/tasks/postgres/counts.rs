@@ -11,8 +11,10 @@
 //!   concurrent writers, on one replica or many, do not queue behind one hot row; the count is
 //!   the sum of the stripes, and a single stripe may well be negative (a task admitted through
 //!   one connection and started through another).
-//! - `corral_owner_counts`: unfinished tasks per owner, one row each. Only one owner's own
-//!   admissions and the ends of its own tasks meet on that row.
+//! - `corral_owner_counts`: unfinished tasks per owner, striped the same way (`owner, stripe`).
+//!   With one row per owner, an admission waited behind the end of one of that owner's own
+//!   tasks, whose commit holds the row until the server has flushed it (BENCHMARKS §12.3: that
+//!   wait was the p99); striped, the two meet only when their connections share a stripe.
 //!
 //! **A trigger keeps them**, in the same transaction as the change to `corral_tasks`, for every
 //! statement that inserts, deletes, starts or ends a task: the admission, `start`, the end,
@@ -26,8 +28,10 @@
 //! **[`repair`] recounts from the truth** once per heartbeat period ([`keep_repaired`], a loop of
 //! its own so a slow recount never delays a heartbeat), for whatever bypassed the
 //! trigger (a hand edit under `session_replication_role = replica`, a restored table, a bug): it
-//! corrects the sums by the difference it finds in one snapshot, and deletes owner rows that
-//! reached zero so the table holds only owners with unfinished tasks. It walks the unfinished
+//! corrects the sums by the difference it finds in one snapshot, folds the stripes of owners
+//! without unfinished tasks into one row (moving each value, which keeps every sum right whatever
+//! commits meanwhile), and deletes rows at zero, so the table holds about the owners with
+//! unfinished tasks. It walks the unfinished
 //! set once per beat of one replica (an advisory lock keeps two replicas from repairing at
 //! once), off every client's path.
 //!
@@ -58,11 +62,13 @@ CREATE TABLE corral_queue_counts (
 INSERT INTO corral_queue_counts (stripe) SELECT generate_series(0, 63);
 UPDATE corral_queue_counts SET waiting = (SELECT count(*) FROM corral_tasks WHERE started_at IS NULL AND status IN ('working', 'input_required')) WHERE stripe = 0;
 CREATE TABLE corral_owner_counts (
-    owner TEXT PRIMARY KEY,
-    unfinished BIGINT NOT NULL
+    owner TEXT NOT NULL,
+    stripe INTEGER NOT NULL,
+    unfinished BIGINT NOT NULL,
+    PRIMARY KEY (owner, stripe)
 );
-INSERT INTO corral_owner_counts (owner, unfinished)
-    SELECT owner, count(*) FROM corral_tasks WHERE status IN ('working', 'input_required') GROUP BY owner;
+INSERT INTO corral_owner_counts (owner, stripe, unfinished)
+    SELECT owner, 0, count(*) FROM corral_tasks WHERE status IN ('working', 'input_required') GROUP BY owner;
 CREATE FUNCTION corral_count_tasks() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     was_open BOOLEAN := false;
@@ -84,17 +90,17 @@ BEGIN
     END IF;
     IF TG_OP = 'UPDATE' AND OLD.owner = NEW.owner THEN
         IF is_open <> was_open THEN
-            INSERT INTO corral_owner_counts AS c (owner, unfinished) VALUES (NEW.owner, is_open::INTEGER - was_open::INTEGER)
-            ON CONFLICT (owner) DO UPDATE SET unfinished = c.unfinished + EXCLUDED.unfinished;
+            INSERT INTO corral_owner_counts AS c (owner, stripe, unfinished) VALUES (NEW.owner, pg_backend_pid() % 64, is_open::INTEGER - was_open::INTEGER)
+            ON CONFLICT (owner, stripe) DO UPDATE SET unfinished = c.unfinished + EXCLUDED.unfinished;
         END IF;
     ELSE
         IF was_open THEN
-            INSERT INTO corral_owner_counts AS c (owner, unfinished) VALUES (OLD.owner, -1)
-            ON CONFLICT (owner) DO UPDATE SET unfinished = c.unfinished - 1;
+            INSERT INTO corral_owner_counts AS c (owner, stripe, unfinished) VALUES (OLD.owner, pg_backend_pid() % 64, -1)
+            ON CONFLICT (owner, stripe) DO UPDATE SET unfinished = c.unfinished - 1;
         END IF;
         IF is_open THEN
-            INSERT INTO corral_owner_counts AS c (owner, unfinished) VALUES (NEW.owner, 1)
-            ON CONFLICT (owner) DO UPDATE SET unfinished = c.unfinished + 1;
+            INSERT INTO corral_owner_counts AS c (owner, stripe, unfinished) VALUES (NEW.owner, pg_backend_pid() % 64, 1)
+            ON CONFLICT (owner, stripe) DO UPDATE SET unfinished = c.unfinished + 1;
         END IF;
     END IF;
     RETURN NULL;
@@ -141,7 +147,7 @@ pub(super) async fn repair(client: &mut deadpool_postgres::Object) -> StoreResul
         .prepare_cached(
             "SELECT owner, coalesce(t.n, 0) - coalesce(c.n, 0)
              FROM (SELECT owner, count(*) AS n FROM corral_tasks WHERE status IN ('working', 'input_required') GROUP BY owner) t
-             FULL JOIN (SELECT owner, unfinished AS n FROM corral_owner_counts) c USING (owner)
+             FULL JOIN (SELECT owner, sum(unfinished)::BIGINT AS n FROM corral_owner_counts GROUP BY owner) c USING (owner)
              WHERE coalesce(t.n, 0) <> coalesce(c.n, 0)",
         )
         .await?;
@@ -149,9 +155,32 @@ pub(super) async fn repair(client: &mut deadpool_postgres::Object) -> StoreResul
     let (names, deltas): (Vec<String>, Vec<i64>) = off.iter().map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1))).unzip();
     if !names.is_empty() {
         txn.execute(
-            "INSERT INTO corral_owner_counts AS c (owner, unfinished) SELECT * FROM unnest($1::TEXT[], $2::BIGINT[])
-             ON CONFLICT (owner) DO UPDATE SET unfinished = c.unfinished + EXCLUDED.unfinished",
+            "INSERT INTO corral_owner_counts AS c (owner, stripe, unfinished) SELECT o, 0, n FROM unnest($1::TEXT[], $2::BIGINT[]) AS d(o, n)
+             ON CONFLICT (owner, stripe) DO UPDATE SET unfinished = c.unfinished + EXCLUDED.unfinished",
             &[&names, &deltas],
+        )
+        .await?;
+    }
+    // Idle owners' stripes into stripe 0: each value read is subtracted where it was and added
+    // there, in this transaction, so the sums stay right even if a write lands meanwhile.
+    let idle = txn
+        .prepare_cached(
+            "SELECT c.owner, c.stripe, c.unfinished FROM corral_owner_counts c
+             WHERE c.stripe <> 0 AND c.unfinished <> 0
+               AND NOT EXISTS (SELECT 1 FROM corral_tasks t WHERE t.owner = c.owner AND t.status IN ('working', 'input_required'))",
+        )
+        .await?;
+    let rows = txn.query(&idle, &[]).await?;
+    if !rows.is_empty() {
+        let owners: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+        let stripes: Vec<i32> = rows.iter().map(|r| r.get(1)).collect();
+        let values: Vec<i64> = rows.iter().map(|r| r.get(2)).collect();
+        txn.execute(
+            "WITH m AS (SELECT * FROM unnest($1::TEXT[], $2::INTEGER[], $3::BIGINT[]) AS m(owner, stripe, v)),
+                  taken AS (UPDATE corral_owner_counts c SET unfinished = c.unfinished - m.v FROM m WHERE c.owner = m.owner AND c.stripe = m.stripe RETURNING c.owner)
+             INSERT INTO corral_owner_counts AS c (owner, stripe, unfinished) SELECT owner, 0, sum(v) FROM m GROUP BY owner
+             ON CONFLICT (owner, stripe) DO UPDATE SET unfinished = c.unfinished + EXCLUDED.unfinished",
+            &[&owners, &stripes, &values],
         )
         .await?;
     }
