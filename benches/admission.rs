@@ -21,7 +21,12 @@
 //! `CORRAL_BENCH_DB=postgres://…` keeps the tasks in that PostgreSQL database instead of a fresh
 //! SQLite file, and `CORRAL_BENCH_REPLICAS=N` starts N hosts on it: the sixteen sessions of
 //! `admit ×16` are spread over them round robin (`scripts/pg-cluster.sh` starts a server).
+//! `CORRAL_BENCH_MAX_QUEUED=N` runs the hosts with `--max-queued N` instead of 100 000 (which
+//! lets the waiting set grow all run): refusals are counted, not timed.
+//! `CORRAL_BASELINE_DB` gives the baseline a database of its own: a newer build migrates the
+//! schema past what an older one accepts, so the two cannot share one.
 
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -37,6 +42,8 @@ mod http;
 use http::{Client, HttpHost};
 
 const ROUNDS: usize = 3;
+/// Admissions refused as overloaded, with `CORRAL_BENCH_MAX_QUEUED` set.
+static REFUSED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 const ADMIT_ONE: usize = 1_000;
 const ADMIT_EACH: usize = 300;
 const CLIENTS: usize = 16;
@@ -45,19 +52,20 @@ const STDIO_N: usize = 5_000;
 
 fn main() {
     let dist = http::example_dist();
-    let mut builds = vec![("after", http::corral_bin())];
+    let mut builds = vec![("after", http::corral_bin(), std::env::var_os("CORRAL_BENCH_DB"))];
     if let Ok(baseline) = std::env::var("CORRAL_BASELINE") {
-        builds.insert(0, ("before", PathBuf::from(baseline)));
+        let db = std::env::var_os("CORRAL_BASELINE_DB").or_else(|| std::env::var_os("CORRAL_BENCH_DB"));
+        builds.insert(0, ("before", PathBuf::from(baseline), db));
     }
-    for (_, bin) in &builds {
+    for (_, bin, _) in &builds {
         assert!(bin.exists(), "no corral binary at {} (cargo build --release, or set CORRAL_BIN)", bin.display());
     }
     println!("load average at start: {}", load_average());
     let mut results: Vec<Vec<Figures>> = vec![Vec::new(); builds.len()];
     for round in 0..ROUNDS {
-        for (i, (label, bin)) in builds.iter().enumerate() {
-            let figures = measure(bin, &dist);
-            println!("round {} {label}: {}", round + 1, figures.line());
+        for (i, (label, bin, db)) in builds.iter().enumerate() {
+            let figures = measure(bin, &dist, db.as_deref());
+            println!("round {} {label}: {} (refused as overloaded so far: {})", round + 1, figures.line(), REFUSED.load(Ordering::Relaxed));
             results[i].push(figures);
         }
     }
@@ -65,7 +73,7 @@ fn main() {
     println!();
     println!("| build | admit ×1 p50 / p99 | admit ×1 /s | admit ×16 p50 / p99 | admit ×16 /s | ping under ×16 p50 / p99 | stdio echo p50 / p99 |");
     println!("|---|---|---|---|---|---|---|");
-    for (i, (label, _)) in builds.iter().enumerate() {
+    for (i, (label, _, _)) in builds.iter().enumerate() {
         println!("| {label} | {} |", Figures::median(&results[i]).cells());
     }
 }
@@ -144,9 +152,9 @@ fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg").map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" ")).unwrap_or_default()
 }
 
-fn measure(bin: &Path, dist: &Path) -> Figures {
+fn measure(bin: &Path, dist: &Path, db: Option<&OsStr>) -> Figures {
     let replicas = std::env::var("CORRAL_BENCH_REPLICAS").ok().and_then(|n| n.parse().ok()).unwrap_or(1usize).max(1);
-    let servers: Vec<HttpHost> = (0..replicas).map(|_| serve_http(bin, dist)).collect();
+    let servers: Vec<HttpHost> = (0..replicas).map(|_| serve_http(bin, dist, db)).collect();
     let urls: Vec<String> = servers.iter().map(|s| s.url.clone()).collect();
     for url in &urls {
         http::wait_for_tool(url, None, "tick");
@@ -158,33 +166,41 @@ fn measure(bin: &Path, dist: &Path) -> Figures {
     Figures { one, one_rate, many, many_rate, ping, echo }
 }
 
-/// `corral serve --http` on a fresh database file (or `CORRAL_BENCH_DB`), stopped on drop.
-fn serve_http(bin: &Path, dist: &Path) -> HttpHost {
+/// `corral serve --http` on a fresh database file (or `db`), stopped on drop.
+fn serve_http(bin: &Path, dist: &Path, db_url: Option<&OsStr>) -> HttpHost {
     let db = tempfile::tempdir().unwrap();
     let mut command = Command::new(bin);
     command
         .args(["serve", "--plugins"])
         .arg(dist)
-        .args(["--http", "127.0.0.1:0", "--log-level", "info", "--max-queued", "100000", "--max-tasks-per-client", "100000", "--db"])
-        .arg(std::env::var_os("CORRAL_BENCH_DB").unwrap_or_else(|| db.path().join("tasks.db").into_os_string()));
+        .args(["--http", "127.0.0.1:0", "--log-level", "info", "--max-tasks-per-client", "100000", "--max-queued"])
+        .arg(std::env::var_os("CORRAL_BENCH_MAX_QUEUED").unwrap_or_else(|| "100000".into()))
+        .arg("--db")
+        .arg(db_url.map_or_else(|| db.path().join("tasks.db").into_os_string(), OsStr::to_owned));
     HttpHost::spawn(command, Some(db))
 }
 
 impl Client {
-    fn admit(&mut self) -> Duration {
+    /// The time to a `CreateTaskResult`, or `None` when the host refused the task as
+    /// overloaded (only with `CORRAL_BENCH_MAX_QUEUED`: counted in [`REFUSED`], not timed).
+    fn admit(&mut self) -> Option<Duration> {
         let start = Instant::now();
-        let answer = self.request("tools/call", json!({"name": "tick", "arguments": {"count": 1, "interval_ms": 0}, "task": {}}));
+        let answer = self.call("tools/call", json!({"name": "tick", "arguments": {"count": 1, "interval_ms": 0}, "task": {}}));
         let took = start.elapsed();
+        if answer["error"]["message"].as_str().is_some_and(|m| m.contains("overloaded")) && std::env::var_os("CORRAL_BENCH_MAX_QUEUED").is_some() {
+            REFUSED.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
         assert!(answer["result"]["task"]["taskId"].is_string(), "not a CreateTaskResult: {answer}");
-        took
+        Some(took)
     }
 }
 
 fn admit_sequentially(url: &str) -> (Stats, f64) {
     let mut client = Client::connect(url);
     let start = Instant::now();
-    let samples: Vec<Duration> = (0..ADMIT_ONE).map(|_| client.admit()).collect();
-    let rate = ADMIT_ONE as f64 / start.elapsed().as_secs_f64();
+    let samples: Vec<Duration> = (0..ADMIT_ONE).filter_map(|_| client.admit()).collect();
+    let rate = samples.len() as f64 / start.elapsed().as_secs_f64();
     (Stats::of(samples), rate)
 }
 
@@ -198,7 +214,7 @@ fn admit_concurrently(urls: &[String]) -> (Stats, f64, Stats) {
             thread::spawn(move || {
                 let mut client = Client::connect(&url);
                 barrier.wait();
-                (0..ADMIT_EACH).map(|_| client.admit()).collect::<Vec<_>>()
+                (0..ADMIT_EACH).filter_map(|_| client.admit()).collect::<Vec<_>>()
             })
         })
         .collect();

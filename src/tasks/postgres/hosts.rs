@@ -40,7 +40,8 @@ pub(super) async fn beat(pool: Pool, host: Arc<str>, every: Duration, events: to
         }
         let beat = async {
             let client = get(&pool).await?;
-            let kept = client.execute("UPDATE corral_hosts SET heartbeat_at = now() WHERE id = $1", &[&&*host]).await?;
+            let statement = client.prepare_cached("UPDATE corral_hosts SET heartbeat_at = now() WHERE id = $1").await?;
+            let kept = client.execute(&statement, &[&&*host]).await?;
             if kept == 0 {
                 tracing::warn!(host = %host, "this replica was taken for dead and its tasks went to others; registering again");
                 register(&client, &host).await?;
@@ -99,19 +100,17 @@ pub(super) async fn claim_orphans(pool: &Pool, to: &str, expiry: Duration) -> St
 pub(super) async fn claim_waiting(pool: &Pool, to: &str, limit: usize, waited_ms: i64) -> StoreResult<Vec<Task>> {
     let client = get(pool).await?;
     let created_before = crate::tasks::model::now_ms() - waited_ms;
-    let rows = client
-        .query(
-            &format!(
-                "WITH waiting AS MATERIALIZED (
+    let statement = client
+        .prepare_cached(&format!(
+            "WITH waiting AS MATERIALIZED (
                      SELECT seq FROM corral_tasks
                      WHERE status = 'working' AND started_at IS NULL AND runner <> $1 AND created_at <= $3
                      ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED)
                  UPDATE corral_tasks t SET runner = $1, epoch = t.epoch + 1 FROM waiting WHERE t.seq = waiting.seq
                  RETURNING {}",
-                COLUMNS.split(", ").map(|c| format!("t.{c}")).collect::<Vec<_>>().join(", ")
-            ),
-            &[&to, &(limit as i64), &created_before],
-        )
+            COLUMNS.split(", ").map(|c| format!("t.{c}")).collect::<Vec<_>>().join(", ")
+        ))
         .await?;
+    let rows = client.query(&statement, &[&to, &(limit as i64), &created_before]).await?;
     rows.iter().map(read_task).collect()
 }

@@ -8,11 +8,12 @@
 //! dead and comes back writes nothing over what its successor wrote.
 //!
 //! Pieces: [`pool`] (connections, TLS), [`schema`] (versioned migrations under an advisory
-//! lock), [`store`] (the [`TaskStore`](super::TaskStore) itself), [`hosts`] (heartbeats and
+//! lock), [`counts`] (the admission caps' counter rows), [`store`] (the [`TaskStore`](super::TaskStore) itself), [`hosts`] (heartbeats and
 //! the claim of a dead replica's tasks), [`listen`] (`LISTEN/NOTIFY`, so a replica hears what
 //! the others write) and [`notify`] (which tells them, in batches after each write commits).
 
 mod blobs;
+mod counts;
 mod hosts;
 mod inputs;
 mod listen;
@@ -45,13 +46,14 @@ pub struct PgOptions {
     pub max_queued: Option<usize>,
     /// Unfinished tasks of one owner, across all replicas, at most (`--max-tasks-per-client`).
     pub max_per_owner: Option<usize>,
-    /// Whether an admission's commit waits until the server has flushed it to disk (`--db-sync
-    /// power`). Without (`process`, the CLI's default) the server acknowledges the insert once it
-    /// holds it (`synchronous_commit = off` for that transaction alone): the task survives corral
-    /// being killed, as a SQLite store's does by default, but a crash of the database server may
-    /// lose the admissions of its last fraction of a second (never half of one). The workers'
-    /// writes (start, status, outcome) always wait for the flush: they are off every client's
-    /// path, and an end any replica has reported stays.
+    /// Whether every commit waits until the server has flushed it to disk (`--db-sync power`).
+    /// Without (`process`, the CLI's default) the pool's connections commit with
+    /// `synchronous_commit = off`: the server acknowledges an admission, a `start`, a status or
+    /// a checkpoint once it holds it in memory. That is a SQLite store's `process` durability:
+    /// everything survives corral being killed, but a crash of the database server may lose the
+    /// last fraction of a second of those writes (never half of one). The end of a task (its
+    /// outcome and terminal status) always waits for the flush, which makes the task's earlier
+    /// writes durable too: an end a client has seen stays.
     pub synchronous_commit: bool,
 }
 

@@ -53,9 +53,20 @@ impl Target {
         Ok(client)
     }
 
-    /// The pool for store calls; connections are made on demand.
-    pub(super) fn pool(&self, max_size: usize) -> StoreResult<Pool> {
-        let manager = Manager::from_config(self.config.clone(), self.tls.clone(), ManagerConfig { recycling_method: RecyclingMethod::Fast });
+    /// The pool for store calls; connections are made on demand. With `asynchronous`, every
+    /// transaction on them commits with `synchronous_commit = off` unless its statement asks for
+    /// the flush itself (see [`PgOptions::synchronous_commit`](super::PgOptions::synchronous_commit));
+    /// the connections of [`Target::connect`] (migrations, `LISTEN`) keep the server's default.
+    pub(super) fn pool(&self, max_size: usize, asynchronous: bool) -> StoreResult<Pool> {
+        let mut config = self.config.clone();
+        if asynchronous {
+            let options = match config.get_options() {
+                Some(given) => format!("{given} -c synchronous_commit=off"),
+                None => "-c synchronous_commit=off".to_owned(),
+            };
+            config.options(options);
+        }
+        let manager = Manager::from_config(config, self.tls.clone(), ManagerConfig { recycling_method: RecyclingMethod::Fast });
         Pool::builder(manager)
             .max_size(max_size.max(1))
             .runtime(Runtime::Tokio1)

@@ -92,6 +92,7 @@ CREATE TABLE corral_task_inputs (
 -- The checkpoint each attempt started from (issue 16): `_meta corral/resumed` names it.
 ALTER TABLE corral_tasks ADD COLUMN resumed_from BIGINT NOT NULL DEFAULT 0;
 ",
+    super::counts::MIGRATION,
 ];
 
 /// The schema version this corral writes.

@@ -16,6 +16,7 @@ use tokio_postgres::Row;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::counts::{MINE, QUEUED};
 use super::notify::{Notifier, ANSWERED};
 use super::pool::{get, Target};
 use super::{hosts, listen, schema, PgOptions};
@@ -73,12 +74,13 @@ impl PgStore {
 
     /// The store on a prepared database; starts the heartbeat on the current runtime.
     pub(super) fn assemble(target: &Target, options: &PgOptions) -> StoreResult<PgStore> {
-        let pool = target.pool(options.max_connections)?;
+        let pool = target.pool(options.max_connections, !options.synchronous_commit)?;
         let host: Arc<str> = options.host_id.as_str().into();
         let (stop, tracker) = (CancellationToken::new(), TaskTracker::new());
         let every = (options.host_expiry / 3).max(Duration::from_millis(50));
         let (events, _) = tokio::sync::broadcast::channel(EVENT_BUFFER);
         tracker.spawn(hosts::beat(pool.clone(), host.clone(), every, events.clone(), stop.clone()));
+        tracker.spawn(super::counts::keep_repaired(pool.clone(), host.clone(), every, stop.clone()));
         tracker.spawn(listen::listen(target.clone(), events.clone(), stop.clone()));
         let (notifier, sender) = Notifier::start(pool.clone(), stop.clone());
         tracker.spawn(sender);
@@ -143,14 +145,19 @@ impl PgStore {
     fn finish_where(&self, id: &str, runner: Option<&str>, status: TaskStatus, message: Option<&str>, outcome: &Outcome) -> StoreFuture<Option<Task>> {
         debug_assert!(status.is_terminal());
         let body = serde_json::to_value(outcome).expect("outcomes serialize");
+        // An end always waits for the flush, whatever `--db-sync` says: it is the one write a
+        // client may have seen (`completed`) that a database crash must not take back, and its
+        // flush makes the task's earlier asynchronous writes (start, status, checkpoint) durable
+        // with it, since the log is written in order.
         let sql = format!(
-            "WITH ended AS (
+            "WITH durable AS (SELECT set_config('synchronous_commit', 'on', true)),
+             ended AS (
                  UPDATE corral_tasks SET status = $2, status_message = $3, updated_at = $4
                  WHERE id = $1 AND ($5::text IS NULL OR runner = $5) AND status IN ('working', 'input_required') RETURNING *),
              kept AS (
                  INSERT INTO corral_outcomes (task_id, body) SELECT id, $6 FROM ended
                  ON CONFLICT (task_id) DO UPDATE SET body = EXCLUDED.body)
-             SELECT {COLUMNS} FROM ended"
+             SELECT {COLUMNS} FROM ended, durable"
         );
         let args = Args::new().text(id).text(status.as_str()).opt_text(message).int(now_ms()).opt_text(runner).json(Some(body));
         self.one_announced(sql, args)
@@ -223,24 +230,23 @@ impl TaskStore for PgStore {
         let (pool, max_queued, max_per_owner, notifier, sync) = (self.pool(), self.max_queued, self.max_per_owner, self.notifier.clone(), self.admit_sync);
         Box::pin(async move {
             let client = get(&pool?).await?;
-            // The caps are counted in the same statement as the insert, across every replica, each
-            // over a partial index of what it counts and no further than its cap (schema 2); the
-            // commit waits for the disk only under `--db-sync power` (`set_config(…, true)` holds
-            // for this statement's own transaction: see `PgOptions::synchronous_commit`). Two
-            // replicas admitting at the same instant may each see room for one more, so a cap can
-            // be passed by as many admissions as race at its edge, never more.
+            // The caps are read in the same statement as the insert, across every replica, from
+            // the counter rows (a few rows whatever the backlog: see `counts`), which the insert's
+            // trigger then moves in the same transaction; the commit waits for the disk only under
+            // `--db-sync power` (`set_config(…, true)` holds for this statement's own
+            // transaction: see `PgOptions::synchronous_commit`). Two replicas admitting at the
+            // same instant may each see room for one more, so a cap can be passed by as many
+            // admissions as race at its edge, never more.
             let statement = client
-                .prepare_cached(
+                .prepare_cached(&format!(
                     "WITH counts AS (
-                         SELECT (SELECT count(*) FROM (SELECT FROM corral_tasks WHERE started_at IS NULL AND status IN ('working', 'input_required') LIMIT $15) w) AS queued,
-                                (SELECT count(*) FROM (SELECT FROM corral_tasks WHERE owner = $2 AND status IN ('working', 'input_required') LIMIT $16) m) AS mine,
-                                set_config('synchronous_commit', $17, true) AS sync),
+                         SELECT {QUEUED} AS queued, {MINE} AS mine, set_config('synchronous_commit', $17, true) AS sync),
                      added AS (
                          INSERT INTO corral_tasks (id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, progress_token, idempotency_key, runner)
                          SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 FROM counts WHERE queued < $15 AND mine < $16
                          RETURNING seq)
-                     SELECT (SELECT seq FROM added), queued, mine FROM counts",
-                )
+                     SELECT (SELECT seq FROM added), queued, mine FROM counts"
+                ))
                 .await?;
             let row = client
                 .query_one(
@@ -337,7 +343,8 @@ impl TaskStore for PgStore {
         let (pool, id) = (self.pool(), id.to_owned());
         Box::pin(async move {
             let client = get(&pool?).await?;
-            let row = client.query_opt("SELECT started_at IS NOT NULL FROM corral_tasks WHERE id = $1", &[&id]).await?;
+            let statement = client.prepare_cached("SELECT started_at IS NOT NULL FROM corral_tasks WHERE id = $1").await?;
+            let row = client.query_opt(&statement, &[&id]).await?;
             Ok(match row {
                 Some(row) => row.try_get(0)?,
                 None => false,
@@ -392,7 +399,8 @@ impl TaskStore for PgStore {
         let (pool, id) = (self.pool(), id.to_owned());
         Box::pin(async move {
             let client = get(&pool?).await?;
-            let row = client.query_opt("SELECT checkpoint_seq, checkpoint FROM corral_tasks WHERE id = $1", &[&id]).await?;
+            let statement = client.prepare_cached("SELECT checkpoint_seq, checkpoint FROM corral_tasks WHERE id = $1").await?;
+            let row = client.query_opt(&statement, &[&id]).await?;
             let Some(row) = row else { return Ok(None) };
             let (seq, state): (i64, Option<Vec<u8>>) = (row.try_get(0)?, row.try_get(1)?);
             Ok(state.map(|s| (seq as u64, s)))
@@ -460,7 +468,8 @@ impl TaskStore for PgStore {
         let pool = self.pool();
         Box::pin(async move {
             let client = get(&pool?).await?;
-            let rows = client.query("SELECT status, count(*) FROM corral_tasks GROUP BY status", &[]).await?;
+            let statement = client.prepare_cached("SELECT status, count(*) FROM corral_tasks GROUP BY status").await?;
+            let rows = client.query(&statement, &[]).await?;
             let mut counts = Vec::new();
             for row in rows {
                 let (status, n): (String, i64) = (row.try_get(0)?, row.try_get(1)?);

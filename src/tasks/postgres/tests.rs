@@ -168,3 +168,85 @@ async fn the_caps_are_counted_across_replicas() {
     a.close().await;
     b.close().await;
 }
+
+/// The counters of the caps beside the truth they stand for, as `counted/true` for the waiting
+/// set and for `owner`'s unfinished tasks.
+fn counters(url: &str, owner: &str) -> String {
+    let sql = format!(
+        "SELECT (SELECT coalesce(sum(waiting), 0) FROM corral_queue_counts) || '/' ||
+                (SELECT count(*) FROM corral_tasks WHERE started_at IS NULL AND status IN ('working', 'input_required')) || ' ' ||
+                (SELECT coalesce(sum(unfinished), 0) FROM corral_owner_counts WHERE owner = '{owner}') || '/' ||
+                (SELECT count(*) FROM corral_tasks WHERE owner = '{owner}' AND status IN ('working', 'input_required'))"
+    );
+    testing::psql(url, &sql).unwrap()
+}
+
+#[tokio::test]
+async fn a_crashed_replicas_tasks_stay_counted_until_its_successor_ends_them() {
+    let Some(url) = database() else { return };
+    // Replica "a" admits three of alice's tasks, starts one, and dies: its runtime goes away
+    // mid-flight, so it never deregisters.
+    let crashed = url.clone();
+    std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+            let a = open(&crashed, "a").await;
+            for id in ["t1", "t2", "t3"] {
+                a.insert(task(id, "alice", "a")).await.unwrap();
+            }
+            a.start("alice", "t1", "a").await.unwrap().unwrap();
+            std::mem::forget(a);
+        })
+    })
+    .join()
+    .unwrap();
+    assert_eq!(counters(&url, "alice"), "2/2 3/3", "what a counted before it died");
+    testing::psql(&url, "UPDATE corral_hosts SET heartbeat_at = now() - interval '1 hour' WHERE id = 'a'").unwrap();
+    let capped = PgOptions { host_expiry: Duration::from_millis(300), max_queued: Some(3), max_per_owner: Some(3), ..PgOptions::new(&url, "b") };
+    let b = PgStore::open(capped).await.unwrap();
+    let e = b.insert(task("b1", "alice", "b")).await.unwrap_err();
+    assert!(matches!(e, StoreError::OwnerFull { active: 3, limit: 3 }), "the dead replica's tasks still count: {e:?}");
+    let claimed = b.claim_orphans("b").await.unwrap();
+    assert_eq!(claimed.len(), 3, "b takes a's tasks");
+    assert_eq!(counters(&url, "alice"), "2/2 3/3", "a claim moves no count");
+    b.finish_as("t1", "b", TaskStatus::Failed, Some("interrupted"), &Outcome::Interrupted).await.unwrap().unwrap();
+    b.start("alice", "t2", "b").await.unwrap().unwrap();
+    b.finish("t3", TaskStatus::Cancelled, None, &Outcome::Cancelled).await.unwrap().unwrap();
+    assert_eq!(counters(&url, "alice"), "0/0 1/1", "each end and start moved the counts in its own transaction");
+    b.insert(task("b2", "alice", "b")).await.unwrap();
+    assert_eq!(counters(&url, "alice"), "1/1 2/2");
+    assert_eq!(b.purge_expired(i64::MAX).await.unwrap(), 4, "every task expired");
+    assert_eq!(counters(&url, "alice"), "0/0 0/0", "a purge of unfinished tasks uncounts them");
+    b.close().await;
+}
+
+#[tokio::test]
+async fn counters_that_drifted_from_the_tasks_are_repaired_at_the_next_heartbeat() {
+    let Some(url) = database() else { return };
+    let capped = PgOptions { host_expiry: Duration::from_millis(300), max_queued: Some(3), max_per_owner: Some(2), ..PgOptions::new(&url, "h") };
+    let store = PgStore::open(capped).await.unwrap();
+    store.insert(task("t1", "alice", "h")).await.unwrap();
+    // Written past the trigger, as a hand edit or a restored table would: the counts now say
+    // more than the tasks, and admission believes them.
+    testing::psql(
+        &url,
+        "UPDATE corral_queue_counts SET waiting = waiting + 5 WHERE stripe = 7;
+         UPDATE corral_owner_counts SET unfinished = 40 WHERE owner = 'alice';
+         INSERT INTO corral_owner_counts VALUES ('ghost', 5, 3), ('carol', 1, 4), ('carol', 2, -4)",
+    )
+    .unwrap();
+    let e = store.insert(task("t2", "bob", "h")).await.unwrap_err();
+    assert!(matches!(e, StoreError::Full { queued: 6, limit: 3 }), "{e:?}");
+    // A beat every 100 ms: within a few, the counts are the tasks' again.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while counters(&url, "alice") != "1/1 1/1" {
+        assert!(std::time::Instant::now() < deadline, "never repaired: {}", counters(&url, "alice"));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let left = testing::psql(&url, "SELECT count(*) FROM corral_owner_counts WHERE owner IN ('ghost', 'carol')").unwrap();
+    assert_eq!(left, "0", "owners without tasks are dropped, their stripes folded even where they summed to zero");
+    store.insert(task("t2", "bob", "h")).await.unwrap();
+    store.insert(task("t3", "alice", "h")).await.unwrap();
+    let e = store.insert(task("t4", "alice", "h")).await.unwrap_err();
+    assert!(matches!(e, StoreError::Full { queued: 3, limit: 3 }), "the repaired counts hold the caps again: {e:?}");
+    store.close().await;
+}
