@@ -124,6 +124,11 @@ pub struct Task {
     pub attempts: u32,
     /// The number of the task's last checkpoint (1 for the first); 0 when it has none.
     pub checkpoint: u64,
+    /// What the client that created the task declared it can answer (a 2026-07-28 request's
+    /// client capabilities), kept opaque: a replica that runs the task without that request in
+    /// hand (load spreading, a crash) still asks the client only what it declared. `None` for
+    /// tasks whose requestor is a session (2025-11-25) and for rows written before it existed.
+    pub client_capabilities: Option<Value>,
 }
 
 impl Task {

@@ -24,7 +24,7 @@ use crate::tasks::model::{now_ms, Outcome, Progress, Task, TaskStatus};
 use crate::tasks::store::{StoreError, StoreEvent, StoreFuture, StoreResult, TaskQuestion, TaskStore};
 
 /// The columns every query returns, in the order [`read_task`] reads them.
-pub(super) const COLUMNS: &str = "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner, attempts, checkpoint_seq";
+pub(super) const COLUMNS: &str = "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner, attempts, checkpoint_seq, client_capabilities";
 
 /// Rows deleted per purge statement; a purge repeats until a batch comes back short.
 const PURGE_BATCH: i64 = 1000;
@@ -209,6 +209,7 @@ pub(super) fn read_task(row: &Row) -> StoreResult<Task> {
         runner: row.try_get(13)?,
         attempts: row.try_get::<_, i32>(14)? as u32,
         checkpoint: row.try_get::<_, i64>(15)? as u64,
+        client_capabilities: row.try_get(16)?,
     })
 }
 
@@ -235,8 +236,8 @@ impl TaskStore for PgStore {
                                 (SELECT count(*) FROM (SELECT FROM corral_tasks WHERE owner = $2 AND status IN ('working', 'input_required') LIMIT $16) m) AS mine,
                                 set_config('synchronous_commit', $17, true) AS sync),
                      added AS (
-                         INSERT INTO corral_tasks (id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, progress_token, idempotency_key, runner)
-                         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 FROM counts WHERE queued < $15 AND mine < $16
+                         INSERT INTO corral_tasks (id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, progress_token, idempotency_key, runner, client_capabilities)
+                         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $18 FROM counts WHERE queued < $15 AND mine < $16
                          RETURNING seq)
                      SELECT (SELECT seq FROM added), queued, mine FROM counts",
                 )
@@ -262,6 +263,7 @@ impl TaskStore for PgStore {
                         &max_queued,
                         &max_per_owner,
                         &sync,
+                        &task.client_capabilities,
                     ],
                 )
                 .await?;
