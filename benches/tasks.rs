@@ -63,7 +63,7 @@ async fn setup(settings: TaskSettings) -> Setup {
     let db = tempfile::tempdir().unwrap();
     let path = db.path().join("tasks.db");
     let store = Arc::new(SqliteStore::open(&path, Durability::Process).unwrap());
-    let runner = Arc::new(ToolRunner { registry, runtime: runtime.clone(), metrics: Default::default() });
+    let runner = Arc::new(ToolRunner { registry, runtime: runtime.clone(), metrics: Default::default(), task_inputs: Default::default() });
     let engine = Engine::start(store, Runners::register(&path).unwrap(), settings, runner, runtime.waker(), CancellationToken::new()).await.unwrap();
     Setup { engine, runtime, _plugins: plugins, _db: db }
 }
@@ -78,6 +78,7 @@ fn tick(owner: &str) -> Admission {
         idempotency_key: None,
         requestor: None,
         events: None,
+        client_capabilities: None,
     }
 }
 

@@ -74,7 +74,8 @@ fn host() -> &'static (tokio::runtime::Runtime, Arc<Host>) {
             let memory = Path::new(":memory:");
             let store = Arc::new(SqliteStore::open(memory, Durability::Process).expect("an in-memory store"));
             let metrics = Arc::new(Metrics::default());
-            let runner = Arc::new(ToolRunner { registry: registry.clone(), runtime: runtime.clone(), metrics: metrics.clone() });
+            let runner =
+                Arc::new(ToolRunner { registry: registry.clone(), runtime: runtime.clone(), metrics: metrics.clone(), task_inputs: Default::default() });
             let runners = Runners::register(memory).expect("the runner");
             let engine = Engine::start(store, runners, TaskSettings::default(), runner, runtime.waker(), tokio_util::sync::CancellationToken::new())
                 .await

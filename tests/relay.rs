@@ -223,3 +223,49 @@ fn a_task_asks_on_one_replica_and_is_answered_on_another() {
         let _ = host.child.wait();
     }
 }
+
+/// Load spreading moves a 2026-07-28 task to the replica that did not admit it, which has no
+/// requestor for it: the guest still asks there, for what the creating request declared (kept
+/// with the task), and the answer given to the admitting replica reaches it.
+#[test]
+fn a_task_moved_to_another_replica_asks_there_and_is_answered_on_the_first() {
+    let Some(db) = database() else { return };
+    let plugins = tempfile::tempdir().unwrap();
+    std::fs::copy(common::test_guests().join("mrtr.wasm"), plugins.path().join("mrtr.wasm")).unwrap();
+    let tokens = plugins.path().join("tokens");
+    std::fs::write(&tokens, format!("alice {ALICE}\nbob {BOB}\n")).unwrap();
+    let tokens = tokens.to_str().unwrap();
+    let start = |extra: &[&str]| {
+        let mut args = vec!["--auth-tokens-file", tokens, "--host-expiry", "5s"];
+        args.extend_from_slice(extra);
+        HttpServe::spawn(serve_command(plugins.path(), &db, &args), Duration::from_secs(60))
+    };
+    // A has one worker, kept busy by a task that waits for its answers.
+    let (mut a, mut b) = (start(&["--max-running", "1"]), start(&[]));
+    let (on_a, on_b) = (a.url.strip_suffix("/mcp").unwrap().to_owned(), b.url.strip_suffix("/mcp").unwrap().to_owned());
+    let call = |base: &str| {
+        let created = post(base, ALICE, "tools/call", json!({ "name": "multi_input", "arguments": {} }));
+        created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("{created}")).to_owned()
+    };
+    let busy = call(&on_a);
+    poll(&on_a, &busy, "busy asking on a", |t| keys(t).len() == 2);
+    let a_runner = stored(&db, &busy).0;
+
+    let moved = call(&on_a);
+    let waiting = poll(&on_a, &moved, "the moved task asking, seen on a", |t| keys(t).len() == 2);
+    assert_eq!(waiting["status"], "input_required", "{waiting}");
+    let (runner, started) = stored(&db, &moved);
+    assert!(started && runner != a_runner, "the task runs on b, not on a: {runner} vs {a_runner}");
+
+    let ack =
+        post(&on_a, ALICE, "tasks/update", json!({ "taskId": moved, "inputResponses": { "first": accept(json!("Ada")), "second": accept(json!("Bo")) } }));
+    assert!(ack.get("result").is_some(), "{ack}");
+    let done = poll(&on_b, &moved, "completed", |t| t["status"] == "completed");
+    assert_eq!(done["result"]["content"][0]["text"], "Answers: Ada and Bo", "{done}");
+
+    post(&on_a, ALICE, "tasks/cancel", json!({ "taskId": busy }));
+    for host in [&mut a, &mut b] {
+        let _ = host.child.kill();
+        let _ = host.child.wait();
+    }
+}

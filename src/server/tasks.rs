@@ -10,6 +10,7 @@ use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use futures_util::future::BoxFuture;
 use serde_json::{json, Map, Value};
+use tokio::sync::SetOnce;
 
 use super::modern::Adopted;
 use super::notify::ProgressGate;
@@ -126,6 +127,8 @@ pub async fn create(
         idempotency_key,
         requestor: Some(Arc::new(observer) as Arc<dyn Any + Send + Sync>),
         events: Some(Arc::new(StatusNotifier { outlet, progress: Mutex::default() })),
+        // A session's requestor lives on one replica: its tasks ask only there.
+        client_capabilities: None,
     };
     let task = host.engine.admit(admission).await.map_err(engine_error)?;
     Ok(json!({ "task": task_json(&task) }))
@@ -254,6 +257,10 @@ pub struct ToolRunner {
     pub runtime: Arc<Runtime>,
     /// Counts the call like any other.
     pub metrics: Arc<super::Metrics>,
+    /// The host's [`TaskInputs`](super::TaskInputs), set once the host exists (it is made after
+    /// the engine, which needs this runner first): a 2026-07-28 task that runs here without its
+    /// requestor asks through them.
+    pub task_inputs: Arc<SetOnce<Arc<super::TaskInputs>>>,
 }
 
 impl TaskRunner for ToolRunner {
@@ -282,6 +289,9 @@ impl TaskRunner for ToolRunner {
         let (tool, arguments, expires_at) = (task.tool.clone(), task.arguments.clone(), task.expires_at());
         let resumed_from = if task.attempts > 1 { task.resumed_from } else { 0 };
         let has_token = task.progress_token.is_some();
+        // A 2026-07-28 task whose creating request declared what its client answers.
+        let kept_capabilities = task.client_capabilities.clone().filter(|_| super::modern::owns(&task.owner));
+        let (task_inputs, rerun) = (self.task_inputs.clone(), task.attempts > 1);
         if task.attempts > 1 {
             control.set_message(resumed_message(task));
         }
@@ -308,6 +318,21 @@ impl TaskRunner for ToolRunner {
             // No requestor here, yet one that asked for progress: it is on the replica that admitted
             // the task, and hears the progress through the store.
             let publish = forward.is_none() && has_token;
+            // No requestor here for a 2026-07-28 task: another replica admitted it, or it runs
+            // again after a crash. Its client holds the task id and polls any replica, so its
+            // guest asks through the store, for what the creating request declared.
+            let forward = match (forward, kept_capabilities) {
+                (None, Some(kept)) => {
+                    let inputs = task_inputs.wait().await.clone();
+                    if rerun {
+                        if let Err(e) = inputs.forget_earlier(control.id()).await {
+                            tracing::warn!(task = %control.id(), "cannot forget an earlier attempt's questions: {}", e.message);
+                        }
+                    }
+                    Some(Arc::new(super::modern::TaskInput::stored(inputs, &kept)) as Arc<dyn CallObserver>)
+                }
+                (forward, _) => forward,
+            };
             let observer = Arc::new(TaskObserver::new(control.clone(), forward).resuming(resume.map(|(_, state)| state)).publishing(publish));
             let mut limits = entry.plugin.limits.clone();
             limits.timeout = limits.task_timeout;

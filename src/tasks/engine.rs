@@ -48,6 +48,8 @@ pub struct Admission {
     pub requestor: Option<Arc<dyn Any + Send + Sync>>,
     /// Told about every status change while the requestor is connected.
     pub events: Option<Arc<dyn TaskEvents>>,
+    /// Kept with the task as [`Task::client_capabilities`], opaque to the engine.
+    pub client_capabilities: Option<Value>,
 }
 
 /// Why the engine refused or failed a request. The messages are what clients read.
@@ -267,6 +269,7 @@ impl Engine {
             attempts: 0,
             checkpoint: 0,
             resumed_from: 0,
+            client_capabilities: admission.client_capabilities,
         };
         let (requestor, events) = (admission.requestor, admission.events);
         let inner = inner.clone();

@@ -111,6 +111,7 @@ fn call(owner: &str, tool: &str) -> Admission {
         idempotency_key: None,
         requestor: None,
         events: None,
+        client_capabilities: None,
     }
 }
 

@@ -127,6 +127,11 @@ pub struct Task {
     /// The checkpoint the current attempt started from, as it was when a worker took the task
     /// (0: from the start). `checkpoint` moves on as the attempt checkpoints; this does not.
     pub resumed_from: u64,
+    /// What the client that created the task declared it can answer (a 2026-07-28 request's
+    /// client capabilities), kept opaque: a replica that runs the task without that request in
+    /// hand (load spreading, a crash) still asks the client only what it declared. `None` for
+    /// tasks whose requestor is a session (2025-11-25) and for rows written before it existed.
+    pub client_capabilities: Option<Value>,
 }
 
 impl Task {

@@ -37,7 +37,7 @@ pub enum Durability {
     Power,
 }
 
-const SCHEMA_VERSION: i64 = 7;
+const SCHEMA_VERSION: i64 = 8;
 /// Operations per transaction at most, so one commit's answers are not held back for long.
 const MAX_BATCH: usize = 512;
 /// Operations waiting for a thread at most; a caller beyond it waits (asynchronously) for a
@@ -69,7 +69,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     attempts INTEGER NOT NULL DEFAULT 0,
     checkpoint_seq INTEGER NOT NULL DEFAULT 0,
     checkpoint BLOB,
-    resumed_from INTEGER NOT NULL DEFAULT 0
+    resumed_from INTEGER NOT NULL DEFAULT 0,
+    client_capabilities TEXT
 );
 CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks(owner, seq);
 CREATE UNIQUE INDEX IF NOT EXISTS tasks_by_key ON tasks(owner, idempotency_key) WHERE idempotency_key IS NOT NULL;
@@ -82,7 +83,7 @@ CREATE TABLE IF NOT EXISTS outcomes (
 );
 ";
 
-const COLUMNS: &str = "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner, attempts, checkpoint_seq, resumed_from";
+const COLUMNS: &str = "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner, attempts, checkpoint_seq, resumed_from, client_capabilities";
 
 /// What a write batch's commit came to, told to every operation of the batch.
 type Commit = Result<(), Arc<rusqlite::Error>>;
@@ -278,6 +279,10 @@ fn prepare(conn: &Connection, durability: Durability) -> rusqlite::Result<()> {
         // Version 7 records the checkpoint each attempt started from (issue 16).
         conn.execute_batch("ALTER TABLE tasks ADD COLUMN resumed_from INTEGER NOT NULL DEFAULT 0")?;
     }
+    if (1..8).contains(&version) {
+        // Version 8 keeps what a 2026-07-28 task's client declared, so any host may run it and ask.
+        conn.execute_batch("ALTER TABLE tasks ADD COLUMN client_capabilities TEXT")?;
+    }
     conn.execute_batch(SCHEMA)?;
     // Version 4 keeps large results by reference, in pages (`sqlite_blobs`).
     conn.execute_batch(super::sqlite_blobs::SCHEMA)?;
@@ -377,6 +382,7 @@ fn read_task(row: &Row) -> rusqlite::Result<Task> {
         attempts: row.get(14)?,
         checkpoint: row.get::<_, i64>(15)? as u64,
         resumed_from: row.get::<_, i64>(16)? as u64,
+        client_capabilities: json(row.get(17)?),
     })
 }
 
@@ -394,8 +400,8 @@ impl TaskStore for SqliteStore {
     fn insert(&self, task: Task) -> StoreFuture<Task> {
         self.write(move |c| {
             let seq = c.query_row(
-                "INSERT INTO tasks (id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, progress_token, idempotency_key, runner)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) RETURNING seq",
+                "INSERT INTO tasks (id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, progress_token, idempotency_key, runner, client_capabilities)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) RETURNING seq",
                 params![
                     task.id,
                     task.owner,
@@ -410,7 +416,8 @@ impl TaskStore for SqliteStore {
                     task.poll_interval_ms,
                     task.progress_token.as_ref().map(Value::to_string),
                     task.idempotency_key,
-                    task.runner
+                    task.runner,
+                    task.client_capabilities.as_ref().map(Value::to_string)
                 ],
                 |r| r.get(0),
             )?;

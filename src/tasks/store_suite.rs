@@ -29,6 +29,7 @@ pub(crate) fn task(id: &str, owner: &str, runner: &str) -> Task {
         attempts: 0,
         checkpoint: 0,
         resumed_from: 0,
+        client_capabilities: None,
     }
 }
 
@@ -41,6 +42,18 @@ pub(crate) async fn insert_then_get_scoped_by_owner(store: &dyn TaskStore) {
     assert_eq!(store.get("bob", "t1").await.unwrap(), None, "another owner sees nothing");
     assert_eq!(store.get("alice", "nope").await.unwrap(), None);
     assert!(store.insert(task("t1", "alice", "h")).await.is_err(), "ids are unique");
+}
+
+/// What the creating client declared travels with the task, through a claim by another host,
+/// so whichever host runs it may ask that client; a task without it reads back as none.
+pub(crate) async fn client_capabilities_go_with_their_task(store: &dyn TaskStore) {
+    let declared = json!({ "elicitation": true, "sampling": false, "roots": true });
+    store.insert(Task { client_capabilities: Some(declared.clone()), ..task("t", "o", "dead") }).await.unwrap();
+    assert_eq!(store.get("o", "t").await.unwrap().unwrap().client_capabilities, Some(declared.clone()));
+    let claimed = store.claim("t", "dead", "me").await.unwrap().expect("claimed");
+    assert_eq!(claimed.client_capabilities, Some(declared), "a claimed task keeps what its client declared");
+    store.insert(task("plain", "o", "h")).await.unwrap();
+    assert_eq!(store.get("o", "plain").await.unwrap().unwrap().client_capabilities, None);
 }
 
 pub(crate) async fn claim_is_fenced(store: &dyn TaskStore) {
@@ -285,7 +298,8 @@ macro_rules! store_suite {
                 results_are_kept_in_pages_for_their_owner_until_they_expire,
                 checkpoints_replace_each_other_are_fenced_and_attempts_are_counted,
                 questions_are_kept_answered_once_and_go_with_their_task,
-                an_attempt_remembers_the_checkpoint_it_started_from
+                an_attempt_remembers_the_checkpoint_it_started_from,
+                client_capabilities_go_with_their_task
             );
         }
     };

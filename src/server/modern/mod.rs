@@ -31,12 +31,12 @@ use crate::mcp::{Method, Params, RequestId, RpcError};
 use crate::registry::Plugin;
 use crate::runtime::{CallContext, CallObserver, TaskSupport, TimeLimit};
 
-use self::task_input::TaskInput;
+pub(super) use self::task_input::TaskInput;
 use self::tasks::AdoptedAsks;
 pub(super) use discover::discover;
 pub use state::StateSecret;
 pub use task_input::TaskInputs;
-pub(super) use tasks::Adopted;
+pub(super) use tasks::{owns, Adopted};
 
 /// How long a list may be cached when plugins are not watched (the list cannot change).
 const STATIC_LIST_TTL_MS: u64 = 5 * 60 * 1000;

@@ -25,6 +25,19 @@ use crate::runtime::{
 use crate::server::tasks::engine_error;
 use crate::tasks::Inputs;
 
+/// The capabilities a task's creating request declared, as kept with the task: in the wire's own
+/// `clientCapabilities` form (only what a task may ask), so [`ClientCapabilities::read`] reads
+/// them back on whichever replica runs it.
+pub(in crate::server) fn kept(capabilities: ClientCapabilities) -> Value {
+    let mut kept = Map::new();
+    for (declared, name) in [(capabilities.elicitation, "elicitation"), (capabilities.sampling, "sampling"), (capabilities.roots, "roots")] {
+        if declared {
+            kept.insert(name.into(), Value::Object(Map::new()));
+        }
+    }
+    Value::Object(kept)
+}
+
 /// One question waiting here for its answer.
 struct Waiting {
     key: String,
@@ -66,6 +79,16 @@ impl TaskInputs {
         }
         let stored = self.store.outstanding(task).await.map_err(engine_error)?;
         Ok((!stored.is_empty()).then(|| stored.into_iter().map(|q| (q.key, q.request)).collect()))
+    }
+
+    /// Forgets the questions an earlier attempt of the task left in the store (its host died
+    /// while it waited): the attempt that runs now asks afresh.
+    pub(in crate::server) async fn forget_earlier(&self, task: &str) -> Result<(), RpcError> {
+        let left: Vec<String> = self.store.questions(task).await.map_err(engine_error)?.into_iter().map(|q| q.key).collect();
+        if !left.is_empty() {
+            self.store.withdraw(task, left);
+        }
+        Ok(())
     }
 
     fn outstanding_here(&self, task: &str) -> Option<Map<String, Value>> {
@@ -186,6 +209,14 @@ pub(in crate::server) struct TaskInput {
 impl TaskInput {
     pub(in crate::server) fn new(inputs: Arc<TaskInputs>, capabilities: ClientCapabilities) -> TaskInput {
         TaskInput { inputs, capabilities, used: Mutex::default() }
+    }
+
+    /// For a task this replica runs without its creating request (another replica admitted it,
+    /// or it runs again after a crash): what that request declared, as [`kept`] stored it. The
+    /// client holds the task id and polls, so its questions wait in the store like any other's.
+    pub(in crate::server) fn stored(inputs: Arc<TaskInputs>, kept: &Value) -> TaskInput {
+        let declared = kept.as_object().map(ClientCapabilities::read).unwrap_or_default();
+        TaskInput::new(inputs, declared)
     }
 
     /// `key`, or `key-2`, `key-3`, … when the task used it before.

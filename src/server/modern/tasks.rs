@@ -34,9 +34,16 @@ use crate::tasks::{Admission, EngineError, Outcome, Task, TaskControl, TaskStatu
 /// `resultType` of a `CreateTaskResult`.
 const TASK: &str = "task";
 
+const MODERN: &str = "modern:";
+
 /// The owner of the tasks a requestor creates on this wire.
 pub(in crate::server) fn owner(requestor: &str) -> String {
-    format!("modern:{requestor}")
+    format!("{MODERN}{requestor}")
+}
+
+/// Whether `owner` is one of this wire's (see [`owner`]).
+pub(in crate::server) fn owns(owner: &str) -> bool {
+    owner.starts_with(MODERN)
 }
 
 /// A call that was already running when it became a task: the engine's runner awaits it instead
@@ -156,6 +163,7 @@ pub(in crate::server) async fn create(
     adopted: Option<Adopted>,
     capabilities: ClientCapabilities,
 ) -> Result<Value, RpcError> {
+    let kept = super::task_input::kept(capabilities);
     let requestor: Arc<dyn std::any::Any + Send + Sync> = match adopted {
         Some(adopted) => Arc::new(adopted),
         None => {
@@ -172,6 +180,7 @@ pub(in crate::server) async fn create(
         idempotency_key: None,
         requestor: Some(requestor),
         events: None,
+        client_capabilities: Some(kept),
     };
     let task = host.engine.admit(admission).await.map_err(engine_error)?;
     Ok(wire::result(Value::Object(task_fields(&task, task.status.as_str())), TASK, None))

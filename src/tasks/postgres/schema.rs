@@ -93,6 +93,11 @@ CREATE TABLE corral_task_inputs (
 ALTER TABLE corral_tasks ADD COLUMN resumed_from BIGINT NOT NULL DEFAULT 0;
 ",
     super::counts::MIGRATION,
+    "
+-- What a 2026-07-28 task's client declared it can answer, so a replica that runs the task without
+-- its request (load spreading, recovery) still asks it (issue 14).
+ALTER TABLE corral_tasks ADD COLUMN IF NOT EXISTS client_capabilities JSONB;
+",
 ];
 
 /// The schema version this corral writes.

@@ -25,7 +25,7 @@ use crate::tasks::model::{now_ms, Outcome, Progress, Task, TaskStatus};
 use crate::tasks::store::{StoreError, StoreEvent, StoreFuture, StoreResult, TaskQuestion, TaskStore};
 
 /// The columns every query returns, in the order [`read_task`] reads them.
-pub(super) const COLUMNS: &str = "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner, attempts, checkpoint_seq, resumed_from";
+pub(super) const COLUMNS: &str = "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner, attempts, checkpoint_seq, resumed_from, client_capabilities";
 
 /// Rows deleted per purge statement; a purge repeats until a batch comes back short.
 const PURGE_BATCH: i64 = 1000;
@@ -217,6 +217,7 @@ pub(super) fn read_task(row: &Row) -> StoreResult<Task> {
         attempts: row.try_get::<_, i32>(14)? as u32,
         checkpoint: row.try_get::<_, i64>(15)? as u64,
         resumed_from: row.try_get::<_, i64>(16)? as u64,
+        client_capabilities: row.try_get(17)?,
     })
 }
 
@@ -242,8 +243,8 @@ impl TaskStore for PgStore {
                     "WITH counts AS (
                          SELECT {QUEUED} AS queued, {MINE} AS mine, set_config('synchronous_commit', $17, true) AS sync),
                      added AS (
-                         INSERT INTO corral_tasks (id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, progress_token, idempotency_key, runner)
-                         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 FROM counts WHERE queued < $15 AND mine < $16
+                         INSERT INTO corral_tasks (id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, progress_token, idempotency_key, runner, client_capabilities)
+                         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $18 FROM counts WHERE queued < $15 AND mine < $16
                          RETURNING seq)
                      SELECT (SELECT seq FROM added), queued, mine FROM counts"
                 ))
@@ -269,6 +270,7 @@ impl TaskStore for PgStore {
                         &max_queued,
                         &max_per_owner,
                         &sync,
+                        &task.client_capabilities,
                     ],
                 )
                 .await?;
