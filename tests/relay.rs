@@ -169,9 +169,9 @@ fn accept(name: Value) -> Value {
     json!({ "action": "accept", "content": { "name": name } })
 }
 
-#[test]
-fn a_task_asks_on_one_replica_and_is_answered_on_another() {
-    let Some(db) = database() else { return };
+/// Two replicas A (with `a_args`) and B on `db` serving the `mrtr` guest, with tokens for alice and
+/// bob; the directory holds the plugin and the tokens for as long as the replicas run.
+fn mrtr_replicas(db: &str, a_args: &[&str]) -> (tempfile::TempDir, HttpServe, HttpServe) {
     let plugins = tempfile::tempdir().unwrap();
     std::fs::copy(common::test_guests().join("mrtr.wasm"), plugins.path().join("mrtr.wasm")).unwrap();
     let tokens = plugins.path().join("tokens");
@@ -180,10 +180,17 @@ fn a_task_asks_on_one_replica_and_is_answered_on_another() {
     let start = |extra: &[&str]| {
         let mut args = vec!["--auth-tokens-file", tokens, "--host-expiry", "5s"];
         args.extend_from_slice(extra);
-        HttpServe::spawn(serve_command(plugins.path(), &db, &args), Duration::from_secs(60))
+        HttpServe::spawn(serve_command(plugins.path(), db, &args), Duration::from_secs(60))
     };
+    let (a, b) = (start(a_args), start(&[]));
+    (plugins, a, b)
+}
+
+#[test]
+fn a_task_asks_on_one_replica_and_is_answered_on_another() {
+    let Some(db) = database() else { return };
     // A runs the guest and polls only once a minute: only a notification wakes it within the test.
-    let (mut a, mut b) = (start(&["--task-poll-interval", "60s"]), start(&[]));
+    let (_plugins, mut a, mut b) = mrtr_replicas(&db, &["--task-poll-interval", "60s"]);
     let (on_a, on_b) = (a.url.strip_suffix("/mcp").unwrap().to_owned(), b.url.strip_suffix("/mcp").unwrap().to_owned());
 
     let created = post(&on_a, ALICE, "tools/call", json!({ "name": "multi_input", "arguments": {} }));
@@ -230,18 +237,8 @@ fn a_task_asks_on_one_replica_and_is_answered_on_another() {
 #[test]
 fn a_task_moved_to_another_replica_asks_there_and_is_answered_on_the_first() {
     let Some(db) = database() else { return };
-    let plugins = tempfile::tempdir().unwrap();
-    std::fs::copy(common::test_guests().join("mrtr.wasm"), plugins.path().join("mrtr.wasm")).unwrap();
-    let tokens = plugins.path().join("tokens");
-    std::fs::write(&tokens, format!("alice {ALICE}\nbob {BOB}\n")).unwrap();
-    let tokens = tokens.to_str().unwrap();
-    let start = |extra: &[&str]| {
-        let mut args = vec!["--auth-tokens-file", tokens, "--host-expiry", "5s"];
-        args.extend_from_slice(extra);
-        HttpServe::spawn(serve_command(plugins.path(), &db, &args), Duration::from_secs(60))
-    };
     // A has one worker, kept busy by a task that waits for its answers.
-    let (mut a, mut b) = (start(&["--max-running", "1"]), start(&[]));
+    let (_plugins, mut a, mut b) = mrtr_replicas(&db, &["--max-running", "1"]);
     let (on_a, on_b) = (a.url.strip_suffix("/mcp").unwrap().to_owned(), b.url.strip_suffix("/mcp").unwrap().to_owned());
     let call = |base: &str| {
         let created = post(base, ALICE, "tools/call", json!({ "name": "multi_input", "arguments": {} }));
