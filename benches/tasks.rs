@@ -79,6 +79,7 @@ fn tick(owner: &str) -> Admission {
         requestor: None,
         events: None,
         client_capabilities: None,
+        running: false,
     }
 }
 

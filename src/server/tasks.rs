@@ -129,6 +129,7 @@ pub async fn create(
         events: Some(Arc::new(StatusNotifier { outlet, progress: Mutex::default() })),
         // A session's requestor lives on one replica: its tasks ask only there.
         client_capabilities: None,
+        running: false,
     };
     let task = host.engine.admit(admission).await.map_err(engine_error)?;
     Ok(json!({ "task": task_json(&task) }))

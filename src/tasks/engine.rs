@@ -50,6 +50,8 @@ pub struct Admission {
     pub events: Option<Arc<dyn TaskEvents>>,
     /// Kept with the task as [`Task::client_capabilities`], opaque to the engine.
     pub client_capabilities: Option<Value>,
+    /// The call already runs (a 2026-07-28 call adopted past `task_after`): stored as started.
+    pub running: bool,
 }
 
 /// Why the engine refused or failed a request. The messages are what clients read.
@@ -270,6 +272,7 @@ impl Engine {
             checkpoint: 0,
             resumed_from: 0,
             client_capabilities: admission.client_capabilities,
+            started: admission.running,
         };
         let (requestor, events) = (admission.requestor, admission.events);
         let inner = inner.clone();

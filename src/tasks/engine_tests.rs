@@ -112,6 +112,7 @@ fn call(owner: &str, tool: &str) -> Admission {
         requestor: None,
         events: None,
         client_capabilities: None,
+        running: false,
     }
 }
 

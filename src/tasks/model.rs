@@ -132,6 +132,10 @@ pub struct Task {
     /// hand (load spreading, a crash) still asks the client only what it declared. `None` for
     /// tasks whose requestor is a session (2025-11-25) and for rows written before it existed.
     pub client_capabilities: Option<Value>,
+    /// Whether a worker has taken the task (`started_at` is set). A 2026-07-28 call adopted as a
+    /// task is stored started: its guest already runs, so no other replica may claim it as
+    /// waiting, and a crash before its worker's `start` must not make it look never run.
+    pub started: bool,
 }
 
 impl Task {

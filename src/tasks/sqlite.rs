@@ -83,7 +83,7 @@ CREATE TABLE IF NOT EXISTS outcomes (
 );
 ";
 
-const COLUMNS: &str = "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner, attempts, checkpoint_seq, resumed_from, client_capabilities";
+const COLUMNS: &str = "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner, attempts, checkpoint_seq, resumed_from, client_capabilities, started_at IS NOT NULL";
 
 /// What a write batch's commit came to, told to every operation of the batch.
 type Commit = Result<(), Arc<rusqlite::Error>>;
@@ -383,6 +383,7 @@ fn read_task(row: &Row) -> rusqlite::Result<Task> {
         checkpoint: row.get::<_, i64>(15)? as u64,
         resumed_from: row.get::<_, i64>(16)? as u64,
         client_capabilities: json(row.get(17)?),
+        started: row.get(18)?,
     })
 }
 
@@ -400,8 +401,8 @@ impl TaskStore for SqliteStore {
     fn insert(&self, task: Task) -> StoreFuture<Task> {
         self.write(move |c| {
             let seq = c.query_row(
-                "INSERT INTO tasks (id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, progress_token, idempotency_key, runner, client_capabilities)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) RETURNING seq",
+                "INSERT INTO tasks (id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, progress_token, idempotency_key, runner, client_capabilities, started_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16) RETURNING seq",
                 params![
                     task.id,
                     task.owner,
@@ -417,7 +418,8 @@ impl TaskStore for SqliteStore {
                     task.progress_token.as_ref().map(Value::to_string),
                     task.idempotency_key,
                     task.runner,
-                    task.client_capabilities.as_ref().map(Value::to_string)
+                    task.client_capabilities.as_ref().map(Value::to_string),
+                    task.started.then_some(task.created_at)
                 ],
                 |r| r.get(0),
             )?;

@@ -30,6 +30,7 @@ pub(crate) fn task(id: &str, owner: &str, runner: &str) -> Task {
         checkpoint: 0,
         resumed_from: 0,
         client_capabilities: None,
+        started: false,
     }
 }
 
@@ -42,6 +43,22 @@ pub(crate) async fn insert_then_get_scoped_by_owner(store: &dyn TaskStore) {
     assert_eq!(store.get("bob", "t1").await.unwrap(), None, "another owner sees nothing");
     assert_eq!(store.get("alice", "nope").await.unwrap(), None);
     assert!(store.insert(task("t1", "alice", "h")).await.is_err(), "ids are unique");
+}
+
+/// A task stored started (an adopted call whose guest already runs) is never claimed as waiting
+/// by another host and counts as started when its host dies; one stored plain is waiting until
+/// a worker's `start`.
+pub(crate) async fn a_task_stored_started_is_never_taken_as_waiting(store: &dyn TaskStore) {
+    let old = |id: &str, started: bool| Task { started, created_at: 0, updated_at: 0, ..task(id, "o", "admitting") };
+    store.insert(old("running", true)).await.unwrap();
+    store.insert(old("queued", false)).await.unwrap();
+    assert!(store.get("o", "running").await.unwrap().unwrap().started);
+    assert!(store.started("running").await.unwrap(), "a task stored started counts as run after a crash");
+    assert!(!store.started("queued").await.unwrap());
+    let claimed: Vec<String> = store.claim_waiting("idle", 10, 0).await.unwrap().into_iter().map(|t| t.id).collect();
+    assert!(!claimed.contains(&"running".to_owned()), "an adopted call's task was claimed as waiting: {claimed:?}");
+    let started = store.start("o", "running", "admitting").await.unwrap().expect("its own host starts it");
+    assert_eq!(started.attempts, 1, "storing it started does not count an attempt");
 }
 
 /// What the creating client declared travels with the task, through a claim by another host,
@@ -299,7 +316,8 @@ macro_rules! store_suite {
                 checkpoints_replace_each_other_are_fenced_and_attempts_are_counted,
                 questions_are_kept_answered_once_and_go_with_their_task,
                 an_attempt_remembers_the_checkpoint_it_started_from,
-                client_capabilities_go_with_their_task
+                client_capabilities_go_with_their_task,
+                a_task_stored_started_is_never_taken_as_waiting
             );
         }
     };

@@ -164,6 +164,7 @@ pub(in crate::server) async fn create(
     capabilities: ClientCapabilities,
 ) -> Result<Value, RpcError> {
     let kept = super::task_input::kept(capabilities);
+    let running = adopted.is_some();
     let requestor: Arc<dyn std::any::Any + Send + Sync> = match adopted {
         Some(adopted) => Arc::new(adopted),
         None => {
@@ -181,6 +182,7 @@ pub(in crate::server) async fn create(
         requestor: Some(requestor),
         events: None,
         client_capabilities: Some(kept),
+        running,
     };
     let task = host.engine.admit(admission).await.map_err(engine_error)?;
     Ok(wire::result(Value::Object(task_fields(&task, task.status.as_str())), TASK, None))

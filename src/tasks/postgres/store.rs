@@ -25,7 +25,7 @@ use crate::tasks::model::{now_ms, Outcome, Progress, Task, TaskStatus};
 use crate::tasks::store::{StoreError, StoreEvent, StoreFuture, StoreResult, TaskQuestion, TaskStore};
 
 /// The columns every query returns, in the order [`read_task`] reads them.
-pub(super) const COLUMNS: &str = "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner, attempts, checkpoint_seq, resumed_from, client_capabilities";
+pub(super) const COLUMNS: &str = "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner, attempts, checkpoint_seq, resumed_from, client_capabilities, started_at IS NOT NULL";
 
 /// Rows deleted per purge statement; a purge repeats until a batch comes back short.
 const PURGE_BATCH: i64 = 1000;
@@ -218,6 +218,7 @@ pub(super) fn read_task(row: &Row) -> StoreResult<Task> {
         checkpoint: row.try_get::<_, i64>(15)? as u64,
         resumed_from: row.try_get::<_, i64>(16)? as u64,
         client_capabilities: row.try_get(17)?,
+        started: row.try_get(18)?,
     })
 }
 
@@ -243,8 +244,8 @@ impl TaskStore for PgStore {
                     "WITH counts AS (
                          SELECT {QUEUED} AS queued, {MINE} AS mine, set_config('synchronous_commit', $17, true) AS sync),
                      added AS (
-                         INSERT INTO corral_tasks (id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, progress_token, idempotency_key, runner, client_capabilities)
-                         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $18 FROM counts WHERE queued < $15 AND mine < $16
+                         INSERT INTO corral_tasks (id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, progress_token, idempotency_key, runner, client_capabilities, started_at)
+                         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $18, $19 FROM counts WHERE queued < $15 AND mine < $16
                          RETURNING seq)
                      SELECT (SELECT seq FROM added), queued, mine FROM counts"
                 ))
@@ -271,6 +272,7 @@ impl TaskStore for PgStore {
                         &max_per_owner,
                         &sync,
                         &task.client_capabilities,
+                        &task.started.then_some(task.created_at),
                     ],
                 )
                 .await?;
