@@ -23,7 +23,7 @@ mod pg_cluster;
 use std::time::{Duration, Instant};
 
 use common::serve::{serve_command, HttpServe};
-use common::{example_plugins, McpProcess, Transport, TIMEOUT};
+use common::{example_plugins, input_keys, poll_task, McpProcess, Transport, TIMEOUT};
 use serde_json::{json, Value};
 
 /// The bearer token both sessions present: its holder owns the tasks on every replica.
@@ -148,21 +148,7 @@ fn post(base: &str, token: &str, method: &str, params: Value) -> Value {
 
 /// `tasks/get` of `id` on `base` until `done` holds.
 fn poll(base: &str, id: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + TIMEOUT;
-    loop {
-        let task = post(base, ALICE, "tasks/get", json!({ "taskId": id }))["result"].clone();
-        if done(&task) {
-            return task;
-        }
-        assert!(Instant::now() < deadline, "never {what}: {task}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn keys(task: &Value) -> Vec<String> {
-    let mut keys: Vec<String> = task["inputRequests"].as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
-    keys.sort();
-    keys
+    poll_task(|| post(base, ALICE, "tasks/get", json!({ "taskId": id }))["result"].clone(), what, done)
 }
 
 fn accept(name: Value) -> Value {
@@ -196,7 +182,7 @@ fn a_task_asks_on_one_replica_and_is_answered_on_another() {
     let created = post(&on_a, ALICE, "tools/call", json!({ "name": "multi_input", "arguments": {} }));
     let id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("{created}")).to_owned();
     // B shows the questions A's guest waits for.
-    let waiting = poll(&on_b, &id, "asking on b", |t| keys(t).len() == 2);
+    let waiting = poll(&on_b, &id, "asking on b", |t| input_keys(t).len() == 2);
     assert_eq!(waiting["status"], "input_required", "{waiting}");
     assert_eq!(waiting["inputRequests"]["first"]["params"]["message"], "First question", "{waiting}");
 
@@ -207,13 +193,13 @@ fn a_task_asks_on_one_replica_and_is_answered_on_another() {
     let foreign = post(&on_b, BOB, "tasks/update", json!({ "taskId": id, "inputResponses": { "first": accept(json!("Eve")) } }));
     assert_eq!(foreign["error"]["code"], -32602, "{foreign}");
     assert_eq!(post(&on_b, BOB, "tasks/get", json!({ "taskId": id }))["error"]["code"], -32602);
-    assert_eq!(keys(&poll(&on_a, &id, "asking on a", |t| t["status"] == "input_required")), ["first", "second"], "nothing was delivered");
+    assert_eq!(input_keys(&poll(&on_a, &id, "asking on a", |t| t["status"] == "input_required")), ["first", "second"], "nothing was delivered");
 
     // One of two (and a key nobody asked for) on B: both replicas then wait for the other only.
     let ack = post(&on_b, ALICE, "tasks/update", json!({ "taskId": id, "inputResponses": { "first": accept(json!("Ada")), "extra": {} } }));
     assert!(ack.get("result").is_some(), "{ack}");
-    assert_eq!(keys(&poll(&on_b, &id, "first answered, on b", |_| true)), ["second"]);
-    poll(&on_a, &id, "first answered, on a", |t| keys(t) == ["second"]);
+    assert_eq!(input_keys(&poll(&on_b, &id, "first answered, on b", |_| true)), ["second"]);
+    poll(&on_a, &id, "first answered, on a", |t| input_keys(t) == ["second"]);
 
     let answered_at = Instant::now();
     post(&on_b, ALICE, "tasks/update", json!({ "taskId": id, "inputResponses": { "second": accept(json!("Bo")) } }));
@@ -245,11 +231,11 @@ fn a_task_moved_to_another_replica_asks_there_and_is_answered_on_the_first() {
         created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("{created}")).to_owned()
     };
     let busy = call(&on_a);
-    poll(&on_a, &busy, "busy asking on a", |t| keys(t).len() == 2);
+    poll(&on_a, &busy, "busy asking on a", |t| input_keys(t).len() == 2);
     let a_runner = stored(&db, &busy).0;
 
     let moved = call(&on_a);
-    let waiting = poll(&on_a, &moved, "the moved task asking, seen on a", |t| keys(t).len() == 2);
+    let waiting = poll(&on_a, &moved, "the moved task asking, seen on a", |t| input_keys(t).len() == 2);
     assert_eq!(waiting["status"], "input_required", "{waiting}");
     let (runner, started) = stored(&db, &moved);
     assert!(started && runner != a_runner, "the task runs on b, not on a: {runner} vs {a_runner}");

@@ -8,10 +8,11 @@
 mod common;
 
 use std::io::Write;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::client::{McpProcess, TIMEOUT};
 use common::serve::{serve_command, HttpServe};
+use common::task_wait::{input_keys, poll_task};
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
@@ -40,25 +41,6 @@ fn accept(content: Value) -> Value {
     json!({ "action": "accept", "content": content })
 }
 
-/// Polls `tasks/get` until `done` holds.
-fn poll(mut get: impl FnMut() -> Value, what: &str, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + TIMEOUT;
-    loop {
-        let task = get();
-        if done(&task) {
-            return task;
-        }
-        assert!(Instant::now() < deadline, "never {what}: {task}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn keys(task: &Value) -> Vec<String> {
-    let mut keys: Vec<String> = task["inputRequests"].as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
-    keys.sort();
-    keys
-}
-
 #[test]
 fn a_task_asks_through_tasks_get_and_resumes_on_tasks_update_partial_answers_included() {
     let dir = plugins();
@@ -66,9 +48,9 @@ fn a_task_asks_through_tasks_get_and_resumes_on_tasks_update_partial_answers_inc
     let created = mcp.result("tools/call", modern(json!({ "name": "multi_input", "arguments": {} })));
     assert_eq!(created["resultType"], "task", "{created}");
     let id = created["taskId"].as_str().unwrap().to_owned();
-    let waiting = poll(|| mcp_get(&mut mcp, &id), "two questions", |t| keys(t).len() == 2);
+    let waiting = poll_task(|| mcp_get(&mut mcp, &id), "two questions", |t| input_keys(t).len() == 2);
     assert_eq!(waiting["status"], "input_required", "{waiting}");
-    assert_eq!(keys(&waiting), ["first", "second"]);
+    assert_eq!(input_keys(&waiting), ["first", "second"]);
     assert_eq!(waiting["inputRequests"]["first"]["method"], "elicitation/create", "{waiting}");
     assert_eq!(waiting["inputRequests"]["first"]["params"]["message"], "First question", "{waiting}");
 
@@ -81,10 +63,10 @@ fn a_task_asks_through_tasks_get_and_resumes_on_tasks_update_partial_answers_inc
     let ack = mcp.result("tasks/update", modern(json!({ "taskId": id, "inputResponses": { "first": accept(json!({ "name": "Ada" })), "extra": {} } })));
     assert_eq!(ack.as_object().unwrap().keys().filter(|k| *k != "_meta").collect::<Vec<_>>(), ["resultType"], "an empty ack: {ack}");
     let still = mcp_get(&mut mcp, &id);
-    assert_eq!((still["status"].as_str(), keys(&still)), (Some("input_required"), vec!["second".to_owned()]), "{still}");
+    assert_eq!((still["status"].as_str(), input_keys(&still)), (Some("input_required"), vec!["second".to_owned()]), "{still}");
 
     mcp.result("tasks/update", modern(json!({ "taskId": id, "inputResponses": { "second": accept(json!({ "name": "Bo" })) } })));
-    let done = poll(|| mcp_get(&mut mcp, &id), "completed", |t| t["status"] == "completed");
+    let done = poll_task(|| mcp_get(&mut mcp, &id), "completed", |t| t["status"] == "completed");
     assert_eq!(done["result"]["content"][0]["text"], "Answers: Ada and Bo", "{done}");
     assert!(done.get("inputRequests").is_none(), "{done}");
 }
@@ -95,16 +77,16 @@ fn keys_stay_unique_over_a_tasks_life_and_unknown_tasks_are_invalid_params() {
     let mut mcp = McpProcess::spawn(&["serve", "--plugins", dir.path().to_str().unwrap(), "--db", ":memory:"]);
     let created = mcp.result("tools/call", modern(json!({ "name": "confirm_twice", "arguments": {} })));
     let id = created["taskId"].as_str().unwrap().to_owned();
-    assert_eq!(keys(&poll(|| mcp_get(&mut mcp, &id), "asking", |t| !keys(t).is_empty())), ["confirm"]);
+    assert_eq!(input_keys(&poll_task(|| mcp_get(&mut mcp, &id), "asking", |t| !input_keys(t).is_empty())), ["confirm"]);
     mcp.result("tasks/update", modern(json!({ "taskId": id, "inputResponses": { "confirm": accept(json!({ "ok": true })) } })));
     // The second question under the plugin's same key gets a new one on the wire.
-    let second = poll(|| mcp_get(&mut mcp, &id), "asking again", |t| keys(t) == ["confirm-2"]);
+    let second = poll_task(|| mcp_get(&mut mcp, &id), "asking again", |t| input_keys(t) == ["confirm-2"]);
     assert_eq!(second["inputRequests"]["confirm-2"]["params"]["message"], "Really sure?", "{second}");
     // The old key is answered already: ignored.
     mcp.result("tasks/update", modern(json!({ "taskId": id, "inputResponses": { "confirm": accept(json!({ "ok": false })) } })));
-    assert_eq!(keys(&mcp_get(&mut mcp, &id)), ["confirm-2"]);
+    assert_eq!(input_keys(&mcp_get(&mut mcp, &id)), ["confirm-2"]);
     mcp.result("tasks/update", modern(json!({ "taskId": id, "inputResponses": { "confirm-2": accept(json!({ "ok": false })) } })));
-    let done = poll(|| mcp_get(&mut mcp, &id), "completed", |t| t["status"] == "completed");
+    let done = poll_task(|| mcp_get(&mut mcp, &id), "completed", |t| t["status"] == "completed");
     assert_eq!(done["result"]["content"][0]["text"], "confirmed true then false", "{done}");
 
     let unknown = mcp.request("tasks/update", modern(json!({ "taskId": "no-such-task", "inputResponses": {} })));
@@ -120,10 +102,10 @@ fn an_optional_call_that_became_a_task_asks_through_the_task() {
     let created = mcp.result("tools/call", modern(json!({ "name": "work_then_ask", "arguments": {} })));
     assert_eq!(created["resultType"], "task", "past --task-after: {created}");
     let id = created["taskId"].as_str().unwrap().to_owned();
-    let waiting = poll(|| mcp_get(&mut mcp, &id), "asking", |t| !keys(t).is_empty());
-    assert_eq!((waiting["status"].as_str(), keys(&waiting)), (Some("input_required"), vec!["confirm".to_owned()]), "{waiting}");
+    let waiting = poll_task(|| mcp_get(&mut mcp, &id), "asking", |t| !input_keys(t).is_empty());
+    assert_eq!((waiting["status"].as_str(), input_keys(&waiting)), (Some("input_required"), vec!["confirm".to_owned()]), "{waiting}");
     mcp.result("tasks/update", modern(json!({ "taskId": id, "inputResponses": { "confirm": accept(json!({ "ok": true })) } })));
-    let done = poll(|| mcp_get(&mut mcp, &id), "completed", |t| t["status"] == "completed");
+    let done = poll_task(|| mcp_get(&mut mcp, &id), "completed", |t| t["status"] == "completed");
     assert_eq!(done["result"]["content"][0]["text"], "kept: true", "{done}");
 }
 
@@ -165,13 +147,13 @@ fn another_owners_task_cannot_be_answered_or_read() {
     let (alice, bob) = ("token-alice-0123456789", "token-bob-0123456789");
     let created = post(&base, alice, 1, "tools/call", json!({ "name": "multi_input", "arguments": {} }));
     let id = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("{created}")).to_owned();
-    poll(|| post(&base, alice, 2, "tasks/get", json!({ "taskId": id }))["result"].clone(), "asking", |t| keys(t).len() == 2);
+    poll_task(|| post(&base, alice, 2, "tasks/get", json!({ "taskId": id }))["result"].clone(), "asking", |t| input_keys(t).len() == 2);
 
     let foreign = post(&base, bob, 3, "tasks/update", json!({ "taskId": id, "inputResponses": { "first": accept(json!({ "name": "Eve" })) } }));
     assert_eq!(foreign["error"]["code"], -32602, "{foreign}");
     assert_eq!(post(&base, bob, 4, "tasks/get", json!({ "taskId": id }))["error"]["code"], -32602);
     // Nothing was delivered: Alice still sees both questions.
-    assert_eq!(keys(&post(&base, alice, 5, "tasks/get", json!({ "taskId": id }))["result"]), ["first", "second"]);
+    assert_eq!(input_keys(&post(&base, alice, 5, "tasks/get", json!({ "taskId": id }))["result"]), ["first", "second"]);
     let _ = child.kill();
     let _ = child.wait();
 }

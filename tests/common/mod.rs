@@ -4,6 +4,7 @@
 pub mod client;
 pub mod fixture;
 pub mod serve;
+pub mod task_wait;
 
 use std::path::{Path, PathBuf};
 
@@ -14,6 +15,8 @@ pub use client::*;
 pub use fixture::*;
 #[allow(unused_imports)]
 pub use serve::*;
+#[allow(unused_imports)]
+pub use task_wait::*;
 
 /// Writes `DIR/NAME.wasm`; the host names the plugin after the file stem.
 pub fn write_plugin(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {

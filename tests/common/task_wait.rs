@@ -1,0 +1,29 @@
+//! Waiting on a task from a test: poll `tasks/get` until a condition holds, and read the keys of
+//! the questions it waits on.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::client::TIMEOUT;
+
+/// Calls `get` (a `tasks/get` result) every 20 ms until `done` holds, failing with `what` after
+/// [`TIMEOUT`].
+pub fn poll_task(mut get: impl FnMut() -> Value, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let task = get();
+        if done(&task) {
+            return task;
+        }
+        assert!(Instant::now() < deadline, "never {what}: {task}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The keys of the task's outstanding `inputRequests`, sorted.
+pub fn input_keys(task: &Value) -> Vec<String> {
+    let mut keys: Vec<String> = task["inputRequests"].as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
+    keys.sort();
+    keys
+}
