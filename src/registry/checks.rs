@@ -50,6 +50,22 @@ pub fn check_prompt(prompt: &crate::runtime::Prompt) -> Result<(), String> {
     Ok(())
 }
 
+/// Builds the JSON Schema 2020-12 meta-schema's validator on a thread of its own, once per
+/// process, for [`compile_schema`] to find ready.
+///
+/// Every schema is checked against the meta-schema, and the first check builds its validator:
+/// about 3 ms, longer than the rest of a warm plugin's load. Built beside the compiles, it is off
+/// the path to the first plugin being served (BENCHMARKS.md, section 17).
+pub fn prepare_schema_checks() {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        let build = || jsonschema::meta::is_valid(&serde_json::json!({ "type": "object" }));
+        if let Err(e) = std::thread::Builder::new().name("corral-schemas".into()).spawn(build) {
+            tracing::debug!("the meta-schema is built by the first check instead: no thread ({e})");
+        }
+    });
+}
+
 /// Parses a schema the plugin sent as text and compiles it. `which` says "input" or "output".
 pub fn compile_schema(text: &str, which: &str) -> Result<(Value, jsonschema::Validator), String> {
     let schema: Value = serde_json::from_str(text).map_err(|e| format!("{which} schema is not JSON: {e}"))?;

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::checks::{check_name, check_prompt, compile_schema};
+use super::checks::{check_name, check_prompt, compile_schema, prepare_schema_checks};
 use super::uri::{check_uri, UriTemplate};
 use super::{stamp, Catalog, Plugin, PromptEntry, Refusal, RefusalKind, ResourceEntry, Stamp, TemplateEntry, ToolEntry};
 use crate::config::{self, Limits, ManifestError};
@@ -63,6 +63,7 @@ pub async fn load_dir(dir: &Path, runtime: &Runtime, settings: &LoadSettings) ->
 /// cores; the checks against the plugins before it then run in the order of `files`, so who
 /// keeps a contested name does not depend on which compile finished first.
 pub async fn load_files(files: &[PathBuf], runtime: &Runtime, settings: &LoadSettings) -> Catalog {
+    prepare_schema_checks();
     let compiled: Vec<std::sync::Mutex<Option<Result<Compiled, Refusal>>>> = files.iter().map(|_| std::sync::Mutex::new(None)).collect();
     compile_each(files, runtime, settings, |i, c| *compiled[i].lock().unwrap() = Some(c));
     let staged = futures_util::future::join_all(compiled.into_iter().map(|c| stage(runtime, c.into_inner().unwrap().expect("every file was compiled")))).await;
@@ -83,6 +84,7 @@ pub fn load_files_serving(
     handle: &tokio::runtime::Handle,
     serve_partly: impl FnMut(Catalog, Catalog) + Send,
 ) -> Catalog {
+    prepare_schema_checks();
     let (compiled, mut arriving) = tokio::sync::mpsc::unbounded_channel();
     std::thread::scope(|scope| {
         let lists = scope.spawn(move || {

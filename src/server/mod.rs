@@ -101,15 +101,22 @@ impl Host {
 
 /// Runs one call of a plugin under its concurrency limit (`max-concurrency`), waiting for a
 /// turn unless `cancel` fires first.
-pub(crate) async fn with_permit<T>(
+///
+/// `work` makes the call's future once the turn came. A future passed in by value would be
+/// stored twice in this one's state (once as the argument, once while awaited), and a call's
+/// future is kilobytes that every layer above copies (BENCHMARKS.md, section 17).
+pub(crate) async fn with_permit<T, F>(
     plugin: &crate::registry::Plugin,
     cancel: &crate::cancel::CancelHandle,
-    work: impl std::future::Future<Output = Result<T, crate::runtime::Failure>>,
-) -> Result<T, crate::runtime::Failure> {
+    work: impl FnOnce() -> F,
+) -> Result<T, crate::runtime::Failure>
+where
+    F: std::future::Future<Output = Result<T, crate::runtime::Failure>>,
+{
     let _permit = tokio::select! {
         biased;
         _ = cancel.cancelled() => return Err(crate::runtime::Failure::Cancelled),
         permit = plugin.permits.acquire() => permit.expect("plugin semaphores are never closed"),
     };
-    work.await
+    work().await
 }

@@ -93,7 +93,7 @@ pub async fn get(host: &Host, admitted: &AdmittedPrompt, ctx: CallContext) -> Re
     let (plugin, name) = (&admitted.entry.plugin, &admitted.entry.prompt.name);
     let cancel = ctx.cancel.clone();
     let own_name = &admitted.entry.own_name;
-    let got = super::with_permit(plugin, &cancel, host.runtime.get_prompt(&plugin.code, own_name, &admitted.arguments, ctx)).await;
+    let got = super::with_permit(plugin, &cancel, || host.runtime.get_prompt(&plugin.code, own_name, &admitted.arguments, ctx)).await;
     let subject = format!("prompt `{name}`");
     Ok(match got {
         Err(Failure::Cancelled) => return Err(Failure::Cancelled),
@@ -161,7 +161,7 @@ pub fn admit_completion(host: &Host, params: Params<'_>) -> Result<AdmittedCompl
 pub async fn complete(host: &Host, admitted: &AdmittedCompletion, ctx: CallContext) -> Result<Result<Value, RpcError>, Failure> {
     let plugin = &admitted.plugin;
     let cancel = ctx.cancel.clone();
-    let work = host.runtime.complete(&plugin.code, &admitted.reference, &admitted.argument, &admitted.value, &admitted.context, ctx);
+    let work = || host.runtime.complete(&plugin.code, &admitted.reference, &admitted.argument, &admitted.value, &admitted.context, ctx);
     let completed = super::with_permit(plugin, &cancel, work).await;
     let subject = format!("completing `{}`", admitted.argument);
     Ok(match completed {

@@ -89,7 +89,7 @@ pub fn owner(host: &Host, uri: &str) -> Result<Arc<Plugin>, RpcError> {
 pub async fn read(host: &Host, plugin: &Plugin, uri: &str, ctx: CallContext) -> Result<Result<Value, RpcError>, Failure> {
     let denials = ctx.denials.clone();
     let cancel = ctx.cancel.clone();
-    let read = super::with_permit(plugin, &cancel, host.runtime.read_resource(&plugin.code, uri, ctx)).await;
+    let read = super::with_permit(plugin, &cancel, || host.runtime.read_resource(&plugin.code, uri, ctx)).await;
     let subject = format!("reading resource `{uri}`");
     let mut result = match read {
         Err(Failure::Cancelled) => return Err(Failure::Cancelled),

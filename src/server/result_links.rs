@@ -137,9 +137,14 @@ fn summary(kind: PartKind, data: &str, uri: &str, label: &str) -> String {
 /// `owner` when it is over `limit`. A result that cannot be kept is an error result saying so,
 /// never a huge answer.
 pub async fn keep_plain(host: &Host, owner: &str, tool: &str, limit: u64, result: CallToolResult) -> CallToolResult {
+    // Most results fit: they need no id (a `getrandom` call) and no store.
+    if payload_size(&result) <= limit {
+        return result;
+    }
     let id = uuid::Uuid::new_v4().to_string();
     let Some((inline, parts)) = by_reference(&result, &id, limit) else { return result };
-    match host.engine.keep_result(owner, &id, Some(host.engine.default_expiry()), parts).await {
+    // Boxed: the store's future is large, and every plain call's future would carry its room.
+    match Box::pin(host.engine.keep_result(owner, &id, Some(host.engine.default_expiry()), parts)).await {
         Ok(()) => inline,
         Err(e) => not_kept(tool, payload_size(&result), limit, &e.to_string()),
     }

@@ -500,18 +500,21 @@ impl Session {
 
     /// Runs a request that may take a while on the runtime, cancellable by
     /// `notifications/cancelled`. `work` answers `None` when it was cancelled: no response.
+    ///
+    /// `work` makes its future inside the request's: a future captured by value would be stored
+    /// twice in the request's state, and a call's is kilobytes that its first poll would copy
+    /// (BENCHMARKS.md, section 17).
     pub(super) fn spawn_request<F, Fut>(&self, id: RequestId, reply: &Arc<dyn Outlet>, work: F)
     where
-        F: FnOnce(CancelHandle) -> Fut,
+        F: FnOnce(CancelHandle) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = Option<Result<Value, RpcError>>> + Send + 'static,
     {
         let shared = &self.shared;
         let Some(cancel) = self.enter(&id, reply) else { return };
-        let future = work(cancel);
         let task_shared = shared.clone();
         let reply = reply.clone();
         let request = shared.calls.track_future(async move {
-            let answer = future.await;
+            let answer = work(cancel).await;
             // Whoever takes the entry answers: a shutdown that answered first leaves nothing.
             if task_shared.in_flight.lock().unwrap().remove(&id).is_none() {
                 return;

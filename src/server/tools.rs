@@ -126,7 +126,7 @@ async fn run_checked(runtime: &Runtime, call: &AdmittedCall, ctx: CallContext, v
     let arguments = call.arguments.to_string();
     let denials = ctx.denials.clone();
     let cancel = ctx.cancel.clone();
-    let outcome = with_permit(&entry.plugin, &cancel, runtime.call_tool(&entry.plugin.code, &entry.own_name, &arguments, ctx)).await;
+    let outcome = with_permit(&entry.plugin, &cancel, || runtime.call_tool(&entry.plugin.code, &entry.own_name, &arguments, ctx)).await;
     let mut result = match outcome.and_then(|result| tool_result(entry, result)) {
         Ok(result) => result,
         Err(Failure::Cancelled) => return Err(Cancelled),

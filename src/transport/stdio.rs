@@ -258,8 +258,15 @@ struct Slot(Arc<Slots>);
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        *self.0.used.lock().unwrap() -= 1;
-        self.0.freed.notify_one();
+        let mut used = self.0.used.lock().unwrap();
+        // Only the reader waits, and only at the bound: a notify costs a futex call even with
+        // nobody waiting, once per request.
+        let reader_may_wait = *used >= self.0.max;
+        *used -= 1;
+        drop(used);
+        if reader_may_wait {
+            self.0.freed.notify_one();
+        }
     }
 }
 
@@ -514,6 +521,19 @@ mod tests {
             assert!(answers[0]["result"]["content"].is_array(), "{}", answers[0]);
         }
         assert_eq!(out.len(), 4, "{out:?}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_reader_waiting_at_the_in_flight_bound_goes_on_when_a_call_answers() {
+        let out = Shared::default();
+        // `count` computes past its first epoch tick, so it answers from a worker while the
+        // reader waits for its slot; each answer must wake the reader for the next line.
+        let bytes = input(&[initialize(), call(2, "count"), call(3, "count"), request(4, "ping", json!({}))]);
+        let settings = StdioSettings { max_in_flight: 1, ..StdioSettings::default() };
+        let served = serve_with(slow_host().await, Cursor::new(bytes), out.clone(), settings, std::future::pending());
+        tokio::time::timeout(PATIENCE, served).await.expect("the reader is woken when a slot frees").unwrap();
+        let ids: Vec<Value> = out.lines().iter().map(|m| m["id"].clone()).collect();
+        assert_eq!(ids, [json!(1), json!(2), json!(3), json!(4)], "one at a time, in order: {:?}", out.lines());
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
