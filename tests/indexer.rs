@@ -136,12 +136,8 @@ fn on_sqlite(t: Transport) {
 }
 
 fn on_postgres(t: Transport) {
-    match pg_cluster::fresh_database() {
-        Ok(url) => killed_halfway_the_task_resumes_from_its_checkpoint(Setup::new(t, Some(url))),
-        Err(why) => {
-            assert!(std::env::var_os("CORRAL_REQUIRE_POSTGRES").is_none(), "{}", pg_cluster::skip_notice(&why));
-            eprintln!("{}", pg_cluster::skip_notice(&why));
-        }
+    if let Some(url) = pg_cluster::database_or_skip() {
+        killed_halfway_the_task_resumes_from_its_checkpoint(Setup::new(t, Some(url)));
     }
 }
 

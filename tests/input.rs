@@ -22,8 +22,7 @@ fn host(t: Transport, capabilities: &[&str]) -> (TempDir, McpProcess) {
     std::fs::copy(guests.join("mrtr.wasm"), dir.path().join("mrtr.wasm")).unwrap();
     std::fs::copy(guests.join("conformance.wasm"), dir.path().join("fixture.wasm")).unwrap();
     let mut mcp = McpProcess::spawn_with(t, &["serve", "--plugins", dir.path().to_str().unwrap()]);
-    let caps: serde_json::Map<String, Value> = capabilities.iter().map(|c| (c.to_string(), json!({}))).collect();
-    mcp.initialize_with(Value::Object(caps));
+    mcp.initialize_declaring(capabilities);
     (dir, mcp)
 }
 

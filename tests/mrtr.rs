@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::client::McpProcess;
+use common::client::{error_of, McpProcess};
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
@@ -50,11 +50,6 @@ fn retry(mut params: Value, responses: Value, state: &Value) -> Value {
 
 fn accept(content: Value) -> Value {
     json!({ "action": "accept", "content": content })
-}
-
-fn error_of(reply: &Value) -> (i64, String) {
-    let e = reply.get("error").unwrap_or_else(|| panic!("expected an error: {reply}"));
-    (e["code"].as_i64().unwrap(), e["message"].as_str().unwrap().to_owned())
 }
 
 #[test]

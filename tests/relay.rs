@@ -22,24 +22,13 @@ mod pg_cluster;
 
 use std::time::{Duration, Instant};
 
+use common::modern_http::{post_modern, MODERN_VERSION as VERSION};
 use common::serve::{serve_command, HttpServe};
 use common::{example_plugins, input_keys, poll_task, McpProcess, Transport, TIMEOUT};
 use serde_json::{json, Value};
 
 /// The bearer token both sessions present: its holder owns the tasks on every replica.
 const TOKEN: &str = "relay-test-token";
-
-/// A fresh database, or `None` when the test skips.
-fn database() -> Option<String> {
-    match pg_cluster::fresh_database() {
-        Ok(url) => Some(url),
-        Err(why) => {
-            assert!(std::env::var_os("CORRAL_REQUIRE_POSTGRES").is_none(), "{}", pg_cluster::skip_notice(&why));
-            eprintln!("{}", pg_cluster::skip_notice(&why));
-            None
-        }
-    }
-}
 
 /// A replica serving the ticker plugin over HTTP on database `db`, with a session open.
 fn replica(plugins: &str, db: &str, tokens: &str, extra: &[&str]) -> McpProcess {
@@ -65,7 +54,7 @@ fn stored(db: &str, id: &str) -> (String, bool) {
 
 #[test]
 fn a_task_run_by_another_replica_reports_progress_and_status_to_its_session_and_wakes_its_result() {
-    let Some(db) = database() else { return };
+    let Some(db) = pg_cluster::database_or_skip() else { return };
     let plugins = example_plugins(&["ticker"]);
     let tokens = plugins.path().join("tokens");
     std::fs::write(&tokens, format!("relay {TOKEN}\n")).unwrap();
@@ -115,35 +104,16 @@ fn a_task_run_by_another_replica_reports_progress_and_status_to_its_session_and_
     assert_eq!(a.result("tasks/cancel", json!({ "taskId": busy }))["status"], "cancelled");
 }
 
-const VERSION: &str = "2026-07-28";
 const ALICE: &str = "token-alice-0123456789";
 const BOB: &str = "token-bob-0123456789";
 
 /// A 2026-07-28 POST to `base` as the holder of `token`, with the headers that repeat its body.
-fn post(base: &str, token: &str, method: &str, params: Value) -> Value {
-    let mut params = params;
+fn post(base: &str, token: &str, method: &str, mut params: Value) -> Value {
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": VERSION,
         "io.modelcontextprotocol/clientCapabilities": { "elicitation": {}, "extensions": { "io.modelcontextprotocol/tasks": {} } },
     });
-    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(TIMEOUT)).build().new_agent();
-    let mut request = ureq::http::Request::builder()
-        .method("POST")
-        .uri(format!("{base}/mcp"))
-        .header("accept", "application/json, text/event-stream")
-        .header("content-type", "application/json")
-        .header("authorization", format!("Bearer {token}"))
-        .header("mcp-protocol-version", VERSION)
-        .header("mcp-method", method);
-    if let Some(name) = params.get("name").or_else(|| params.get("taskId")).and_then(Value::as_str) {
-        request = request.header("mcp-name", name);
-    }
-    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params }).to_string();
-    let response = agent.run(request.body(body).unwrap()).unwrap();
-    let event_stream = response.headers().get("content-type").is_some_and(|t| t.as_bytes().starts_with(b"text/event-stream"));
-    let text = response.into_body().read_to_string().unwrap();
-    let text = if event_stream { text.lines().filter_map(|l| l.strip_prefix("data:")).next_back().unwrap_or("").trim().to_owned() } else { text };
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+    post_modern(base, token, 1, method, params)
 }
 
 /// `tasks/get` of `id` on `base` until `done` holds.
@@ -174,7 +144,7 @@ fn mrtr_replicas(db: &str, a_args: &[&str]) -> (tempfile::TempDir, HttpServe, Ht
 
 #[test]
 fn a_task_asks_on_one_replica_and_is_answered_on_another() {
-    let Some(db) = database() else { return };
+    let Some(db) = pg_cluster::database_or_skip() else { return };
     // A runs the guest and polls only once a minute: only a notification wakes it within the test.
     let (_plugins, mut a, mut b) = mrtr_replicas(&db, &["--task-poll-interval", "60s"]);
     let (on_a, on_b) = (a.url.strip_suffix("/mcp").unwrap().to_owned(), b.url.strip_suffix("/mcp").unwrap().to_owned());
@@ -222,7 +192,7 @@ fn a_task_asks_on_one_replica_and_is_answered_on_another() {
 /// with the task), and the answer given to the admitting replica reaches it.
 #[test]
 fn a_task_moved_to_another_replica_asks_there_and_is_answered_on_the_first() {
-    let Some(db) = database() else { return };
+    let Some(db) = pg_cluster::database_or_skip() else { return };
     // A has one worker, kept busy by a task that waits for its answers.
     let (_plugins, mut a, mut b) = mrtr_replicas(&db, &["--max-running", "1"]);
     let (on_a, on_b) = (a.url.strip_suffix("/mcp").unwrap().to_owned(), b.url.strip_suffix("/mcp").unwrap().to_owned());

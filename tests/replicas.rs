@@ -22,6 +22,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::client::TIMEOUT;
+use common::modern_http::{agent, try_post_modern, MODERN_VERSION as VERSION};
 use common::serve::{serve_command, HttpServe};
 use serde_json::{json, Value};
 
@@ -29,7 +30,6 @@ use serde_json::{json, Value};
 const TOKEN: &str = "replicas-test-token";
 /// `--host-expiry`: short, so a dead replica's tasks move within seconds.
 const EXPIRY: Duration = Duration::from_secs(3);
-const VERSION: &str = "2026-07-28";
 const TASKS: &str = "io.modelcontextprotocol/tasks";
 /// Tasks in the batch, and how many are created before one replica is killed.
 const BATCH: usize = 300;
@@ -176,18 +176,6 @@ fn nginx() -> Option<PathBuf> {
     found
 }
 
-/// A fresh database, or why the test cannot run (a failure under `CORRAL_REQUIRE_POSTGRES`).
-fn database() -> Option<String> {
-    match pg_cluster::fresh_database() {
-        Ok(url) => Some(url),
-        Err(why) => {
-            assert!(std::env::var_os("CORRAL_REQUIRE_POSTGRES").is_none(), "{}", pg_cluster::skip_notice(&why));
-            eprintln!("{}", pg_cluster::skip_notice(&why));
-            None
-        }
-    }
-}
-
 /// A 2026-07-28 request with the headers that repeat its body and the bearer token; the
 /// JSON-RPC answer (the body, or the last `data:` event of an SSE answer), or why there is none.
 fn modern(agent: &ureq::Agent, url: &str, id: u64, method: &str, mut params: Value) -> Result<Value, String> {
@@ -196,29 +184,7 @@ fn modern(agent: &ureq::Agent, url: &str, id: u64, method: &str, mut params: Val
         "io.modelcontextprotocol/clientInfo": { "name": "replicas-test", "version": "1" },
         "io.modelcontextprotocol/clientCapabilities": { "extensions": { TASKS: {} } },
     });
-    let name = params.get("name").or_else(|| params.get("taskId")).and_then(Value::as_str).unwrap_or("").to_owned();
-    let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
-    let request = ureq::http::Request::builder()
-        .method("POST")
-        .uri(url)
-        .header("accept", "application/json, text/event-stream")
-        .header("content-type", "application/json")
-        .header("authorization", format!("Bearer {TOKEN}"))
-        .header("mcp-protocol-version", VERSION)
-        .header("mcp-method", method)
-        .header("mcp-name", name)
-        .body(body.to_string())
-        .unwrap();
-    let response = agent.run(request).map_err(|e| format!("{method}: {e}"))?;
-    let status = response.status().as_u16();
-    let sse = response.headers().get("content-type").is_some_and(|t| t.as_bytes().starts_with(b"text/event-stream"));
-    let text = response.into_body().read_to_string().map_err(|e| format!("{method}: reading the body: {e}"))?;
-    let text = if sse { text.lines().filter_map(|l| l.strip_prefix("data:")).next_back().unwrap_or("").trim().to_owned() } else { text };
-    serde_json::from_str(&text).map_err(|e| format!("{method}: HTTP {status}, not JSON ({e}): {text}"))
-}
-
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(TIMEOUT)).build().new_agent()
+    try_post_modern(agent, url, TOKEN, id, method, params)
 }
 
 /// Creates a `runlog` task; its id.
@@ -272,7 +238,7 @@ fn python_client() -> PathBuf {
 
 #[test]
 fn three_replicas_behind_nginx_lose_no_task_and_run_none_twice_when_one_is_killed() {
-    let (Some(nginx), Some(db)) = (nginx(), database()) else { return };
+    let (Some(nginx), Some(db)) = (nginx(), pg_cluster::database_or_skip()) else { return };
     let scratch = tempfile::tempdir().unwrap();
     let runs_dir = scratch.path().join("runs");
     std::fs::create_dir(&runs_dir).unwrap();

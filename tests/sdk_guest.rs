@@ -8,7 +8,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{McpProcess, Transport, TIMEOUT};
+use common::{error_of, McpProcess, Transport, TIMEOUT};
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
@@ -18,14 +18,8 @@ fn host(t: Transport, capabilities: &[&str]) -> (TempDir, McpProcess) {
     let guests: &Path = common::test_guests();
     std::fs::copy(guests.join("notes.wasm"), dir.path().join("notes.wasm")).unwrap();
     let mut mcp = McpProcess::spawn_with(t, &["serve", "--plugins", dir.path().to_str().unwrap()]);
-    let caps: serde_json::Map<String, Value> = capabilities.iter().map(|c| (c.to_string(), json!({}))).collect();
-    mcp.initialize_with(Value::Object(caps));
+    mcp.initialize_declaring(capabilities);
     (dir, mcp)
-}
-
-fn error_of(response: &Value) -> (i64, String) {
-    let e = response.get("error").unwrap_or_else(|| panic!("expected an error, got {response}"));
-    (e["code"].as_i64().unwrap(), e["message"].as_str().unwrap().to_owned())
 }
 
 scenarios! {

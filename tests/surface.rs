@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{McpProcess, Transport, TIMEOUT};
+use common::{error_of, McpProcess, Transport, TIMEOUT};
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
@@ -46,14 +46,8 @@ fn spawn(t: Transport, dir: &Path, extra: &[&str]) -> McpProcess {
 fn host(t: Transport, capabilities: &[&str]) -> (TempDir, McpProcess) {
     let dir = plugin_dir(false);
     let mut mcp = spawn(t, dir.path(), &[]);
-    let caps: serde_json::Map<String, Value> = capabilities.iter().map(|c| (c.to_string(), json!({}))).collect();
-    mcp.initialize_with(Value::Object(caps));
+    mcp.initialize_declaring(capabilities);
     (dir, mcp)
-}
-
-fn error_of(response: &Value) -> (i64, String) {
-    let e = response.get("error").unwrap_or_else(|| panic!("expected an error, got {response}"));
-    (e["code"].as_i64().unwrap(), e["message"].as_str().unwrap().to_owned())
 }
 
 /// The JSON a fixture tool (`ask_user`, `ask_model`) answered with.

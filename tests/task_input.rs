@@ -10,13 +10,12 @@ mod common;
 use std::io::Write;
 use std::time::Duration;
 
-use common::client::{McpProcess, TIMEOUT};
+use common::client::McpProcess;
+use common::modern_http::{post_modern, MODERN_VERSION as VERSION};
 use common::serve::{serve_command, HttpServe};
 use common::task_wait::{input_keys, poll_task};
 use serde_json::{json, Value};
 use tempfile::TempDir;
-
-const VERSION: &str = "2026-07-28";
 
 fn plugins() -> TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -115,25 +114,7 @@ fn mcp_get(mcp: &mut McpProcess, id: &str) -> Value {
 
 /// A modern HTTP POST with the headers that repeat its body and a bearer token.
 fn post(base: &str, token: &str, id: u64, method: &str, params: Value) -> Value {
-    let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(TIMEOUT)).build().new_agent();
-    let name = params.get("name").or_else(|| params.get("taskId")).and_then(Value::as_str).map(str::to_owned);
-    let mut request = ureq::http::Request::builder()
-        .method("POST")
-        .uri(format!("{base}/mcp"))
-        .header("accept", "application/json, text/event-stream")
-        .header("content-type", "application/json")
-        .header("authorization", format!("Bearer {token}"))
-        .header("mcp-protocol-version", VERSION)
-        .header("mcp-method", method);
-    if let Some(name) = &name {
-        request = request.header("mcp-name", name.as_str());
-    }
-    let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": modern(params) }).to_string();
-    let response = agent.run(request.body(body).unwrap()).unwrap();
-    let event_stream = response.headers().get("content-type").is_some_and(|t| t.as_bytes().starts_with(b"text/event-stream"));
-    let text = response.into_body().read_to_string().unwrap();
-    let text = if event_stream { text.lines().filter_map(|l| l.strip_prefix("data:")).next_back().unwrap_or("").trim().to_owned() } else { text };
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+    post_modern(base, token, id, method, modern(params))
 }
 
 #[test]

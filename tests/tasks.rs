@@ -16,7 +16,7 @@ use std::cell::RefCell;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{example_plugins, write_plugin, Fixture, McpProcess, TaskSupport, ToolDef, Transport, TIMEOUT};
+use common::{error_of, example_plugins, write_plugin, Fixture, McpProcess, TaskSupport, ToolDef, Transport, TIMEOUT};
 use serde_json::{json, Value};
 
 const SPIN: &str = "(loop $l (br $l)) unreachable";
@@ -42,14 +42,8 @@ thread_local! {
 /// Runs `scenario` with its hosts on a fresh PostgreSQL database. Without a server it is
 /// skipped, loudly (and fails when `CORRAL_REQUIRE_POSTGRES` is set, as in CI).
 fn on_postgres(scenario: impl FnOnce()) {
-    match pg_cluster::fresh_database() {
-        Ok(url) => POSTGRES.with(|pg| *pg.borrow_mut() = Some(url)),
-        Err(why) => {
-            assert!(std::env::var_os("CORRAL_REQUIRE_POSTGRES").is_none(), "{}", pg_cluster::skip_notice(&why));
-            eprintln!("{}", pg_cluster::skip_notice(&why));
-            return;
-        }
-    }
+    let Some(url) = pg_cluster::database_or_skip() else { return };
+    POSTGRES.with(|pg| *pg.borrow_mut() = Some(url));
     scenario();
 }
 
@@ -159,11 +153,6 @@ impl Host {
 fn create(mcp: &mut McpProcess, tool: &str, arguments: Value, task: Value) -> Value {
     let result = mcp.result("tools/call", json!({ "name": tool, "arguments": arguments, "task": task }));
     result["task"].clone()
-}
-
-fn error_of(response: &Value) -> (i64, String) {
-    let e = response.get("error").unwrap_or_else(|| panic!("expected an error, got {response}"));
-    (e["code"].as_i64().unwrap(), e["message"].as_str().unwrap().to_owned())
 }
 
 /// Polls `tasks/get` until the status is terminal.

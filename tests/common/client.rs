@@ -321,6 +321,13 @@ impl McpProcess {
         result
     }
 
+    /// [`McpProcess::initialize_with`] declaring each of `capabilities` (`"elicitation"`,
+    /// `"sampling"`, `"roots"`) as `{}`.
+    pub fn initialize_declaring(&mut self, capabilities: &[&str]) -> Value {
+        let declared: serde_json::Map<String, Value> = capabilities.iter().map(|c| (c.to_string(), json!({}))).collect();
+        self.initialize_with(Value::Object(declared))
+    }
+
     /// Waits for a request from the server (`elicitation/create`, ...) with this method and
     /// takes it out of the buffer.
     pub fn wait_request(&mut self, method: &str, timeout: Duration) -> Value {
@@ -927,4 +934,10 @@ fn read_sse(reader: impl Read, mut on_event: impl FnMut(Option<&str>, &str)) -> 
             _ => {}
         }
     }
+}
+
+/// The `(code, message)` of a JSON-RPC error answer; panics on any other answer.
+pub fn error_of(response: &Value) -> (i64, String) {
+    let e = response.get("error").unwrap_or_else(|| panic!("expected an error, got {response}"));
+    (e["code"].as_i64().unwrap(), e["message"].as_str().unwrap().to_owned())
 }
