@@ -1,4 +1,4 @@
-//! What checkpoints cost (issue 16), against the real binary over HTTP:
+//! What checkpoints cost, against the real binary over HTTP:
 //!
 //! * `checkpoint`: the `resumable` test guest checkpoints `STEPS` times in one task, with a 1 KiB
 //!   and a 64 KiB state, on SQLite (a file, `--db-sync` default) and on PostgreSQL; each

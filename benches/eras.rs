@@ -11,6 +11,11 @@
 //! * `switch-over`: an `optional` tool (`slow_compute`, 2 s) called by a client that declares
 //!   the tasks extension, with `--task-after 200ms`: time from sending the call to reading the
 //!   `CreateTaskResult`, p50 and p99 (the floor is the 200 ms threshold itself).
+//! * `finished tasks/get`: a 2026-07-28 `tasks/get` of a task that has ended (its outcome inlined),
+//!   one client: calls/s, p50, p99.
+//! * `ERAS_BASELINE=/path/to/corral` runs the HTTP groups for that binary too (say, main's
+//!   release build), alternating with this one for `ERAS_ROUNDS` rounds (default 2), so both
+//!   see the same machine.
 //! * `cold discover` (stdio): `corral serve` over every example plugin (`plugins/dist`) with an
 //!   empty compile cache, spawn → first answer, for a `server/discover` first line against an
 //!   `initialize` one, interleaved (the bar: discover within 50 ms of spawn while the
@@ -49,8 +54,8 @@ impl Drop for Server {
     }
 }
 
-fn start(plugins: &Path, extra: &[&str]) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_corral"))
+fn start(bin: &Path, plugins: &Path, extra: &[&str]) -> Server {
+    let mut child = Command::new(bin)
         .args(["serve", "--plugins", plugins.to_str().unwrap(), "--http", "127.0.0.1:0", "--db", ":memory:"])
         .args(extra)
         .env_remove("RUST_LOG")
@@ -197,6 +202,40 @@ fn switch_over(url: &str) {
     summary("call start -> CreateTaskResult (--task-after 200ms)", started_all.elapsed(), samples);
 }
 
+const GETS: usize = 2_000;
+
+fn finished_get(url: &str) {
+    let agent = agent();
+    let ext = json!({ "extensions": { "io.modelcontextprotocol/tasks": {} } });
+    // Adopted past 200 ms, done at 300 ms.
+    let params = json!({ "name": "slow_compute", "arguments": { "seconds": 0.3, "label": "bench" }, "_meta": envelope(ext.clone()) });
+    let headers = [("mcp-protocol-version", VERSION), ("mcp-method", "tools/call"), ("mcp-name", "slow_compute")];
+    let (_, created) = post(&agent, url, &headers, &json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params }));
+    let task = created["result"]["taskId"].as_str().expect("a task").to_owned();
+    let headers = [("mcp-protocol-version", VERSION), ("mcp-method", "tasks/get")];
+    let get = |id: usize| {
+        let params = json!({ "taskId": task, "_meta": envelope(ext.clone()) });
+        let (_, answer) = post(&agent, url, &headers, &json!({ "jsonrpc": "2.0", "id": id, "method": "tasks/get", "params": params }));
+        answer
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while get(0)["result"]["status"] != "completed" {
+        assert!(Instant::now() < deadline, "the task never completed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let started_all = Instant::now();
+    let samples: Vec<Duration> = (0..GETS)
+        .map(|id| {
+            let started = Instant::now();
+            let answer = get(id);
+            let took = started.elapsed();
+            assert_eq!(answer["result"]["result"]["content"][0]["text"], "Computed bench", "{answer}");
+            took
+        })
+        .collect();
+    summary("tasks/get 2026-07-28 of an ended task, 1 client", started_all.elapsed(), samples);
+}
+
 const COLD_RUNS: usize = 7;
 
 /// Spawn → the answer to `first`, one cold start over copies of `plugins` (and their manifests).
@@ -271,11 +310,23 @@ fn main() {
     std::fs::copy(&fixture, dir.path().join("fixture.wasm")).unwrap();
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("== eras over HTTP   [load average {}]", load.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
-    println!("{:<44} {:>6} {:>10} {:>12} {:>12}", "measurement", "n", "calls/s", "p50", "p99");
-    let server = start(dir.path(), &["--task-after", "200ms", "--max-sessions", "64"]);
-    calls(&server.url);
-    switch_over(&server.url);
-    drop(server);
+    let this = PathBuf::from(env!("CARGO_BIN_EXE_corral"));
+    let baseline = std::env::var_os("ERAS_BASELINE").map(PathBuf::from);
+    let rounds = std::env::var("ERAS_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(2);
+    let mut binaries = vec![("this build", this)];
+    if let Some(baseline) = baseline {
+        binaries.insert(0, ("baseline", baseline));
+    }
+    for round in 1..=(if binaries.len() > 1 { rounds } else { 1 }) {
+        for (label, bin) in &binaries {
+            println!("-- {label} ({}), round {round}", bin.display());
+            println!("{:<44} {:>6} {:>10} {:>12} {:>12}", "measurement", "n", "calls/s", "p50", "p99");
+            let server = start(bin, dir.path(), &["--task-after", "200ms", "--max-sessions", "64"]);
+            calls(&server.url);
+            switch_over(&server.url);
+            finished_get(&server.url);
+        }
+    }
     if std::env::var("ERAS_COLD").as_deref() != Ok("0") {
         cold_discover(root);
     }

@@ -1,4 +1,4 @@
-//! Plugins from OCI registries (issue 15; see BENCHMARKS.md for results).
+//! Plugins from OCI registries (see BENCHMARKS.md for results).
 //!
 //! ```text
 //! cargo bench --bench oci              # both groups

@@ -1,4 +1,4 @@
-//! Overload refusals under a burst (issue 17, finding 6): how long a `tools/call` with `task`
+//! Overload refusals under a burst: how long a `tools/call` with `task`
 //! takes to be refused as overloaded while 10 000 such calls arrive at once, beside the same
 //! refusal in isolation, in the same run on the same host.
 //!

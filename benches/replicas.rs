@@ -1,4 +1,4 @@
-//! Two replicas of the real binary on one PostgreSQL database (issue 14), with bearer auth so a
+//! Two replicas of the real binary on one PostgreSQL database, with bearer auth so a
 //! client is one owner on both:
 //!
 //! * `cancel B → stopped on A`: a `tick` task runs on replica A; its `tasks/cancel` is sent to

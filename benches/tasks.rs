@@ -63,7 +63,7 @@ async fn setup(settings: TaskSettings) -> Setup {
     let db = tempfile::tempdir().unwrap();
     let path = db.path().join("tasks.db");
     let store = Arc::new(SqliteStore::open(&path, Durability::Process).unwrap());
-    let runner = Arc::new(ToolRunner { registry, runtime: runtime.clone(), metrics: Default::default(), task_inputs: Default::default() });
+    let runner = Arc::new(ToolRunner::new(registry, runtime.clone(), Default::default()));
     let engine = Engine::start(store, Runners::register(&path).unwrap(), settings, runner, runtime.waker(), CancellationToken::new()).await.unwrap();
     Setup { engine, runtime, _plugins: plugins, _db: db }
 }
@@ -76,10 +76,9 @@ fn tick(owner: &str) -> Admission {
         requested_ttl_ms: None,
         progress_token: None,
         idempotency_key: None,
-        requestor: None,
+        launch: corral::tasks::Launch::Queue,
         events: None,
         client_capabilities: None,
-        running: false,
     }
 }
 

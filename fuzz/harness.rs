@@ -1,5 +1,5 @@
 //! What every fuzz target runs, shared with `tests/fuzz_corpus.rs`, which replays the committed
-//! corpora through the same functions in a plain `cargo test` (issue 17, standing suite).
+//! corpora through the same functions in a plain `cargo test`.
 //!
 //! Each entry point asserts the invariants of its parser: no panic, and for a session, every
 //! request answered exactly once, notifications never, error codes from the JSON-RPC set, every
@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use corral::config::Limits;
 use corral::mcp::jsonrpc::{self, Incoming};
+use corral::principal::{Owner, Principal, Wire};
 use corral::registry::uri::UriTemplate;
 use corral::registry::{load_dir, LoadSettings, Registry};
 use corral::runtime::{EngineSettings, Runtime, RuntimeSettings};
@@ -74,13 +75,13 @@ fn host() -> &'static (tokio::runtime::Runtime, Arc<Host>) {
             let memory = Path::new(":memory:");
             let store = Arc::new(SqliteStore::open(memory, Durability::Process).expect("an in-memory store"));
             let metrics = Arc::new(Metrics::default());
-            let runner =
-                Arc::new(ToolRunner { registry: registry.clone(), runtime: runtime.clone(), metrics: metrics.clone(), task_inputs: Default::default() });
+            let runner = ToolRunner::new(registry.clone(), runtime.clone(), metrics.clone());
             let runners = Runners::register(memory).expect("the runner");
-            let engine = Engine::start(store, runners, TaskSettings::default(), runner, runtime.waker(), tokio_util::sync::CancellationToken::new())
-                .await
-                .expect("the task engine");
-            Arc::new(Host::new(registry, runtime, engine, ServerOptions::default(), metrics))
+            let engine =
+                Engine::start(store, runners, TaskSettings::default(), Arc::new(runner.clone()), runtime.waker(), tokio_util::sync::CancellationToken::new())
+                    .await
+                    .expect("the task engine");
+            Arc::new(Host::new(registry, runtime, engine, ServerOptions::default(), metrics, runner))
         });
         (rt, host)
     })
@@ -161,7 +162,7 @@ pub fn session(data: &[u8]) {
     let mut cancelled: Vec<String> = Vec::new();
     rt.block_on(async {
         let outlet: Arc<dyn Outlet> = out.clone();
-        let session = Session::new(host.clone(), outlet.clone(), "fuzz");
+        let session = Session::new(host.clone(), outlet.clone(), Owner::new(Principal::Local, Wire::Sessions));
         for line in data.split(|b| *b == b'\n') {
             let Ok(text) = std::str::from_utf8(line) else { continue };
             if text.trim_matches([' ', '\t', '\r']).is_empty() {

@@ -27,13 +27,20 @@ forbid() {
         fi
     done
 }
-forbid mcp config cancel runtime registry tasks server transport oci cli
-forbid config mcp cancel runtime registry tasks server transport oci cli
-forbid cancel mcp config runtime registry tasks server transport oci cli
-forbid oci mcp config cancel runtime registry tasks server transport cli
-forbid runtime mcp oci registry tasks server transport cli
-forbid registry mcp tasks server transport cli
+forbid mcp config cancel principal runtime registry tasks server transport oci cli
+forbid config mcp cancel principal runtime registry tasks server transport oci cli
+forbid cancel mcp config principal runtime registry tasks server transport oci cli
+forbid principal mcp config cancel runtime registry tasks server transport oci cli
+forbid oci mcp config cancel principal runtime registry tasks server transport cli
+forbid runtime mcp oci principal registry tasks server transport cli
+forbid registry mcp principal tasks server transport cli
 forbid tasks mcp oci runtime registry server transport cli
 forbid server transport cli
 forbid transport cli
+
+echo "== import circles"
+# Within a room, files import each other one way (a module and its own submodules aside).
+for room in mcp config oci registry server transport; do
+    python3 scripts/import_cycles.py "$room" || status=1
+done
 exit "$status"

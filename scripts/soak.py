@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Soak and crash suite for corral (issue 17); `scripts/soak.sh` runs it. Not in CI.
+"""Soak and crash suite for corral; `scripts/soak.sh` runs it. Not in CI.
 
 Parts (all by default, or `--only a,b`):
   mixed    MINUTES of mixed load over stdio and HTTP at once (plain calls, tasks, cancels,

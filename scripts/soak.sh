@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The soak and crash suite (issue 17): mixed load with RSS / open-file plateaus, a kill -9 loop,
+# The soak and crash suite: mixed load with RSS / open-file plateaus, a kill -9 loop,
 # the 10 000-task burst, idle-connection and slowloris attacks, SIGTERM with work in flight.
 # Not in CI (it takes about 20 minutes); figures go to RELIABILITY.md.
 #

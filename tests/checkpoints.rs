@@ -1,4 +1,4 @@
-//! Checkpoints beyond the indexer (issue 16): a 2026-07-28 call that outgrew `--task-after` and
+//! Checkpoints beyond the indexer: a 2026-07-28 call that outgrew `--task-after` and
 //! was adopted as a task keeps its checkpoints durably from then on — the last one it made
 //! before, too — so a host SIGKILLed afterwards resumes it from there on the same database.
 

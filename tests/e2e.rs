@@ -413,7 +413,7 @@ scenarios! {
     /// DELETE the session, then SIGTERM.
     fn closing_stdin_exits_cleanly_even_with_a_call_in_flight(t: Transport) {
         let dir = plugins(&["ticker"]);
-        // The tick outlasts the shutdown grace (issue 17: calls in flight get it to answer).
+        // The tick outlasts the shutdown grace (calls in flight get it to answer).
         let mut mcp = serve(t, dir.path(), &["--shutdown-grace", "1s"]);
         mcp.send_request("tools/call", json!({"name": "tick", "arguments": {"count": 10000, "interval_ms": 50}}));
         mcp.wait_notification("notifications/message", TIMEOUT); // the tick is running
@@ -426,7 +426,7 @@ scenarios! {
     /// while the client is still connected.
     fn a_signal_exits_cleanly_even_with_a_call_in_flight(t: Transport) {
         let dir = plugins(&["ticker"]);
-        // The tick outlasts the shutdown grace (issue 17: calls in flight get it to answer).
+        // The tick outlasts the shutdown grace (calls in flight get it to answer).
         let mut mcp = serve(t, dir.path(), &["--shutdown-grace", "1s"]);
         mcp.send_request("tools/call", json!({"name": "tick", "arguments": {"count": 10000, "interval_ms": 50}}));
         mcp.wait_notification("notifications/message", TIMEOUT); // the tick is running

@@ -1,4 +1,4 @@
-//! `plugins/indexer` killed halfway and resumed (issue 16): a task over a few thousand files, the
+//! `plugins/indexer` killed halfway and resumed: a task over a few thousand files, the
 //! host SIGKILLed once the task has checkpointed, a new host on the same database. The task runs
 //! again from its last checkpoint (fewer files processed the second time than in all), ends with
 //! the index a clean run writes, and counts no file twice — over stdio and HTTP, on SQLite and

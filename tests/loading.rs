@@ -1,4 +1,4 @@
-//! Loading off the request path (issue 18): `corral serve` answers `initialize` and `ping` while
+//! Loading off the request path: `corral serve` answers `initialize` and `ping` while
 //! its plugins still load; a call of a tool whose plugin has loaded goes on at once, while
 //! lists wait for every plugin, up to `--load-wait` (then they get the catalog as it stands,
 //! and `list_changed` once the load is done); a request waiting for the load can be cancelled;

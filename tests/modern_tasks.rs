@@ -199,3 +199,130 @@ fn stdio_an_adopted_call_runs_on_under_the_tasks_timeout() {
 fn http_an_adopted_call_runs_on_under_the_tasks_timeout() {
     an_adopted_call_runs_on_under_the_tasks_timeout(Transport::Http);
 }
+
+/// A guest that computes forever without calling the host: only its cancel handle (or a limit)
+/// stops it.
+const SPIN: &str = "(loop $l (br $l)) unreachable";
+/// Fuel no spinning guest uses up within the tests' time.
+const HUGE_FUEL: &str = "1000000000000000";
+
+/// Beside the fixture, two spinning tools: `hold` (always a task) and `spin` (optional: a task
+/// once it outgrows `--task-after`).
+fn spinners() -> TempDir {
+    let dir = plugins(None);
+    let spinners = common::Fixture::new()
+        .tool(common::ToolDef::new("hold").task_support(common::TaskSupport::Required).body(SPIN))
+        .tool(common::ToolDef::new("spin").task_support(common::TaskSupport::Optional).body(SPIN));
+    common::write_plugin(dir.path(), "spinners", &spinners.build());
+    dir
+}
+
+/// The CPU time (user + system) the process has used, in seconds.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+    ticks / 100.0
+}
+
+/// The CPU the host burns over a second and a half of wall time, as a share of that time.
+fn cpu_share(mcp: &McpProcess) -> f64 {
+    let (before, started) = (cpu_seconds(mcp.pid()), std::time::Instant::now());
+    std::thread::sleep(Duration::from_millis(1500));
+    (cpu_seconds(mcp.pid()) - before) / started.elapsed().as_secs_f64()
+}
+
+/// A `required` task holding the only worker (`--max-running 1`): its task id.
+fn busy_worker(mcp: &mut McpProcess) -> String {
+    let held = mcp.result("tools/call", modern(json!({ "name": "hold", "arguments": {} }), tasks_ext()));
+    assert_eq!(held["resultType"], "task", "{held}");
+    held["taskId"].as_str().unwrap().to_owned()
+}
+
+/// Polls `tasks/get` until `task` is no longer `working`.
+fn ended(mcp: &mut McpProcess, task: &str) -> Value {
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    loop {
+        let got = mcp.result("tasks/get", modern(json!({ "taskId": task }), tasks_ext()));
+        if got["status"] != "working" {
+            return got;
+        }
+        assert!(std::time::Instant::now() < deadline, "the task never ended: {got}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn a_cancelled_adopted_call_stops_its_guest_while_the_workers_are_busy(transport: Transport) {
+    let dir = spinners();
+    let mut mcp = serve(transport, &dir, &["--max-running", "1", "--task-after", "200ms", "--fuel", HUGE_FUEL]);
+    let held = busy_worker(&mut mcp);
+    let created = mcp.result("tools/call", modern(json!({ "name": "spin", "arguments": {} }), tasks_ext()));
+    assert_eq!(created["resultType"], "task", "a spinning optional call becomes a task: {created}");
+    let spinning = created["taskId"].as_str().unwrap().to_owned();
+
+    mcp.result("tasks/cancel", modern(json!({ "taskId": spinning }), tasks_ext()));
+    assert_eq!(mcp.result("tasks/get", modern(json!({ "taskId": spinning }), tasks_ext()))["status"], "cancelled");
+    // The worker's task too: then nothing may compute any more.
+    mcp.result("tasks/cancel", modern(json!({ "taskId": held }), tasks_ext()));
+    assert_eq!(ended(&mut mcp, &held)["status"], "cancelled");
+    // A guest still spinning keeps a core busy until the plain call's 30 s timeout.
+    let share = cpu_share(&mcp);
+    assert!(share < 0.3, "the host still computes after both tasks were cancelled ({:.0} % of a core)", share * 100.0);
+}
+
+#[test]
+fn stdio_a_cancelled_adopted_call_stops_its_guest_while_the_workers_are_busy() {
+    a_cancelled_adopted_call_stops_its_guest_while_the_workers_are_busy(Transport::Stdio);
+}
+
+#[test]
+fn http_a_cancelled_adopted_call_stops_its_guest_while_the_workers_are_busy() {
+    a_cancelled_adopted_call_stops_its_guest_while_the_workers_are_busy(Transport::Http);
+}
+
+fn an_adopted_call_ends_at_once_beside_a_busy_worker(transport: Transport) {
+    let dir = spinners();
+    let mut mcp = serve(transport, &dir, &["--max-running", "1", "--task-after", "200ms", "--fuel", HUGE_FUEL]);
+    let held = busy_worker(&mut mcp);
+    // Adopted past 200 ms, done after 1 s: not held back by `--max-running` (README, "Tasks").
+    let adopted = slow_task(&mut mcp, 1.0, "beside");
+    let done = ended(&mut mcp, &adopted);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["content"][0]["text"], "Computed beside", "{done}");
+    let still = mcp.result("tasks/get", modern(json!({ "taskId": held }), tasks_ext()));
+    assert_eq!(still["status"], "working", "the worker's task still holds the worker: {still}");
+    mcp.result("tasks/cancel", modern(json!({ "taskId": held }), tasks_ext()));
+}
+
+#[test]
+fn stdio_an_adopted_call_ends_at_once_beside_a_busy_worker() {
+    an_adopted_call_ends_at_once_beside_a_busy_worker(Transport::Stdio);
+}
+
+#[test]
+fn http_an_adopted_call_ends_at_once_beside_a_busy_worker() {
+    an_adopted_call_ends_at_once_beside_a_busy_worker(Transport::Http);
+}
+
+fn shutdown_stops_an_adopted_call(transport: Transport) {
+    let dir = spinners();
+    let mut mcp = serve(transport, &dir, &["--max-running", "1", "--task-after", "200ms", "--fuel", HUGE_FUEL, "--shutdown-grace", "1s"]);
+    busy_worker(&mut mcp);
+    let created = mcp.result("tools/call", modern(json!({ "name": "spin", "arguments": {} }), tasks_ext()));
+    assert_eq!(created["resultType"], "task", "{created}");
+    mcp.close_stdin();
+    // Well inside the plain call's 30 s timeout, which would stop a guest nobody holds.
+    let status = mcp.wait_exit(Duration::from_secs(20));
+    assert!(status.success(), "{status:?}: {}", mcp.stderr_text());
+}
+
+#[test]
+fn stdio_shutdown_stops_an_adopted_call() {
+    shutdown_stops_an_adopted_call(Transport::Stdio);
+}
+
+#[test]
+fn http_shutdown_stops_an_adopted_call() {
+    shutdown_stops_an_adopted_call(Transport::Http);
+}

@@ -1,5 +1,5 @@
 //! Two replicas of the real binary on one throwaway PostgreSQL, over real HTTP: what a task
-//! reports reaches the session that created it even when another replica runs it (issue 14).
+//! reports reaches the session that created it even when another replica runs it.
 //!
 //! The session is on replica A, whose only worker is kept busy, so the task it creates waits
 //! there and replica B (idle) takes it over (load spreading). B has no session for it: the

@@ -1,4 +1,4 @@
-//! Shutdown through the binary (issue 17, finding 4): `printf … | corral serve` gets every
+//! Shutdown through the binary: `printf … | corral serve` gets every
 //! answer, and SIGTERM answers the calls in flight (or ends them with a precise error) before
 //! the process exits.
 

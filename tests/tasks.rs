@@ -376,7 +376,7 @@ store_scenarios! {
         let rerun = create(&mut mcp, "tick", json!({ "count": 20, "interval_ms": 50 }), json!({}))["taskId"].as_str().unwrap().to_owned();
         let interrupted = create(&mut mcp, "spin", json!({}), json!({}))["taskId"].as_str().unwrap().to_owned();
         // Let a worker take it: a task that was only admitted runs again after a crash,
-        // whatever its tool (issue 17, finding 3), and this one must have started.
+        // whatever its tool, and this one must have started.
         std::thread::sleep(Duration::from_millis(300));
         let completed_result = mcp.result("tasks/result", json!({ "taskId": completed }));
         drop(mcp); // SIGKILL: no shutdown code runs.

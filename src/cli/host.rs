@@ -168,13 +168,10 @@ pub async fn build_host(
         .map_err(|e| anyhow::anyhow!("cannot start a thread to load the plugins: {e}"))?;
     let (store, runners) = open_store(db, durability, &tasks).await?;
     let metrics = Arc::new(server::Metrics::default());
-    let task_inputs_slot = Arc::new(tokio::sync::SetOnce::new());
-    let runner = Arc::new(ToolRunner { registry: registry.clone(), runtime: runtime.clone(), metrics: metrics.clone(), task_inputs: task_inputs_slot.clone() });
+    let runner = ToolRunner::new(registry.clone(), runtime.clone(), metrics.clone());
     // Stopped by `Engine::shutdown` once the transport has returned (or when the host is dropped).
-    let engine = Engine::start(store, runners, tasks, runner, runtime.waker(), tokio_util::sync::CancellationToken::new()).await?;
-    let host = Arc::new(Host::new(registry, runtime, engine, options, metrics));
-    // The runner's tasks may ask from now on (those recovered at start wait for this).
-    let _ = task_inputs_slot.set(host.task_inputs.clone());
+    let engine = Engine::start(store, runners, tasks, Arc::new(runner.clone()), runtime.waker(), tokio_util::sync::CancellationToken::new()).await?;
+    let host = Arc::new(Host::new(registry, runtime, engine, options, metrics, runner));
     Ok((host, load))
 }
 

@@ -44,7 +44,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Raises the open-file soft limit to its hard limit: the common default of 1024 is what a
-/// burst of idle connections exhausted (issue 17, finding 1).
+/// burst of idle connections exhausted.
 fn raise_open_files() {
     match rlimit::increase_nofile_limit(u64::MAX) {
         Ok(limit) => tracing::debug!("open-file limit: {limit}"),

@@ -24,7 +24,7 @@ pub enum RequestId {
     /// A string id.
     Str(String),
     /// Any other JSON number (2^64-1, a fraction) that a [`Number`] holds exactly as the
-    /// client wrote it, so the answer echoes the same text (issue 17, finding 7).
+    /// client wrote it, so the answer echoes the same text.
     Num(Number),
 }
 

@@ -108,7 +108,7 @@ impl UriTemplate {
 /// Whether `uri` matches `parts`, in one pass per part over the positions reachable so far
 /// (O(parts × length)): backtracking was exponential in the number of expressions, so a
 /// client's URI that fails to match a template such as `x://{+a}{+b}{+c}…` could hold a worker
-/// for minutes (found by the `uri_template` fuzz target, issue 17).
+/// for minutes (found by the `uri_template` fuzz target).
 fn matches_from(parts: &[Part], uri: &str) -> bool {
     let n = uri.len();
     // `separator_from[q]`: the first `/`, `?` or `#` at or after `q` (`n` when none).

@@ -146,7 +146,12 @@ pub struct CallContext {
 impl CallContext {
     /// A context for a call nobody cancels early (loading, `corral call`, benchmarks).
     pub fn new(limits: Limits, observer: Arc<dyn CallObserver>) -> CallContext {
-        CallContext { limits, cancel: CancelHandle::unwoken(), observer, denials: Arc::default(), time_limit: TimeLimit::default() }
+        CallContext::for_request(limits, CancelHandle::unwoken(), observer)
+    }
+
+    /// A context for a call that `cancel` stops (a request, a task), under `limits.timeout`.
+    pub fn for_request(limits: Limits, cancel: CancelHandle, observer: Arc<dyn CallObserver>) -> CallContext {
+        CallContext { limits, cancel, observer, denials: Arc::default(), time_limit: TimeLimit::default() }
     }
 }
 

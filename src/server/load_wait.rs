@@ -1,4 +1,4 @@
-//! What a request waits for while the plugins load at start (issue 18).
+//! What a request waits for while the plugins load at start.
 //!
 //! The plugins load in the background and each is served as soon as it is ready. A request
 //! that names one thing (a tool to call, a resource to read, a prompt to get or complete) waits

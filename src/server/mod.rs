@@ -16,9 +16,12 @@ mod prompts;
 mod resources;
 mod result_links;
 mod results;
+mod runner;
+mod scope;
 mod session;
 mod sessions;
 mod task_observer;
+mod task_view;
 mod tasks;
 #[cfg(test)]
 pub(crate) mod testing;
@@ -33,9 +36,11 @@ use crate::runtime::Runtime;
 use crate::tasks::Engine;
 
 pub use metrics::Metrics;
+pub use modern::serve as serve_stateless;
+pub use runner::ToolRunner;
+pub use scope::{Requests, Scope};
 pub use session::Session;
 pub use sessions::{announce_changes, Sessions};
-pub use tasks::{session_owner, ToolRunner};
 pub use tools::{call_tool_once, list_entry, Cancelled};
 
 /// Where a session's outbound messages go (a stdout writer, an HTTP stream...).
@@ -89,13 +94,17 @@ pub struct Host {
     pub sessions: Sessions,
     /// Questions of this replica's 2026-07-28 tasks, waiting for `tasks/update`.
     pub task_inputs: Arc<TaskInputs>,
+    /// Runs the tasks admitted here for their requestor (the engine holds a clone for the rest).
+    runner: ToolRunner,
 }
 
 impl Host {
-    /// A host with no session open yet.
-    pub fn new(registry: Arc<Registry>, runtime: Arc<Runtime>, engine: Engine, options: ServerOptions, metrics: Arc<Metrics>) -> Host {
+    /// A host with no session open yet, whose `engine` runs tasks with `runner`.
+    pub fn new(registry: Arc<Registry>, runtime: Arc<Runtime>, engine: Engine, options: ServerOptions, metrics: Arc<Metrics>, runner: ToolRunner) -> Host {
         let task_inputs = Arc::new(TaskInputs::new(engine.inputs()));
-        Host { registry, runtime, engine, options, metrics, sessions: Default::default(), task_inputs }
+        // The runner's tasks may ask from now on (those recovered at start wait for this).
+        runner.give_task_inputs(task_inputs.clone());
+        Host { registry, runtime, engine, options, metrics, sessions: Default::default(), task_inputs, runner }
     }
 }
 

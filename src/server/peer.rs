@@ -22,7 +22,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::tasks::RELATED_TASK;
+use super::task_view::RELATED_TASK;
 use super::Outlet;
 use crate::mcp::jsonrpc::notification;
 use crate::mcp::{RequestId, RpcError};

@@ -19,6 +19,7 @@ use super::Host;
 use crate::mcp::jsonrpc::INVALID_PARAMS;
 use crate::mcp::types::{CallToolResult, ContentBlock};
 use crate::mcp::{Params, RpcError};
+use crate::principal::Owner;
 use crate::tasks::{PartKind, ResultPart, RESULT_PAGE_BYTES};
 
 /// Where kept results live.
@@ -136,7 +137,7 @@ fn summary(kind: PartKind, data: &str, uri: &str, label: &str) -> String {
 /// A plain call's result, with its large pieces kept for `--task-ttl` under a fresh id for
 /// `owner` when it is over `limit`. A result that cannot be kept is an error result saying so,
 /// never a huge answer.
-pub async fn keep_plain(host: &Host, owner: &str, tool: &str, limit: u64, result: CallToolResult) -> CallToolResult {
+pub async fn keep_plain(host: &Host, owner: &Owner, tool: &str, limit: u64, result: CallToolResult) -> CallToolResult {
     // Most results fit: they need no id (a `getrandom` call) and no store.
     if payload_size(&result) <= limit {
         return result;
@@ -144,7 +145,7 @@ pub async fn keep_plain(host: &Host, owner: &str, tool: &str, limit: u64, result
     let id = uuid::Uuid::new_v4().to_string();
     let Some((inline, parts)) = by_reference(&result, &id, limit) else { return result };
     // Boxed: the store's future is large, and every plain call's future would carry its room.
-    match Box::pin(host.engine.keep_result(owner, &id, Some(host.engine.default_expiry()), parts)).await {
+    match Box::pin(host.engine.keep_result(owner.key(), &id, Some(host.engine.default_expiry()), parts)).await {
         Ok(()) => inline,
         Err(e) => not_kept(tool, payload_size(&result), limit, &e.to_string()),
     }
@@ -175,7 +176,7 @@ fn parse(uri: &str) -> Option<(&str, u32)> {
 
 /// `resources/read` of a kept result for `owner`: one page, the one `_meta["corral/cursor"]`
 /// names (the first without it).
-pub async fn read(host: &Host, owner: &str, params: Params<'_>) -> Result<Value, RpcError> {
+pub async fn read(host: &Host, owner: &Owner, params: Params<'_>) -> Result<Value, RpcError> {
     let uri = super::resources::uri_param(params)?;
     let Some((id, part)) = parse(uri) else { return Err(not_found(uri)) };
     let page = match params.meta_str(CURSOR)? {
@@ -185,8 +186,8 @@ pub async fn read(host: &Host, owner: &str, params: Params<'_>) -> Result<Value,
             .map_err(|_| RpcError::invalid_params(format!("invalid cursor {cursor:?} for {uri}: pass the `corral/nextCursor` of the previous page")))?,
     };
     let store = |e: crate::tasks::EngineError| RpcError::internal(e.to_string());
-    let Some(found) = host.engine.result_page(owner, id, part, page).await.map_err(store)? else {
-        if page > 0 && host.engine.result_page(owner, id, part, 0).await.map_err(store)?.is_some() {
+    let Some(found) = host.engine.result_page(owner.key(), id, part, page).await.map_err(store)? else {
+        if page > 0 && host.engine.result_page(owner.key(), id, part, 0).await.map_err(store)?.is_some() {
             return Err(RpcError::invalid_params(format!("cursor {page} is past the last page of {uri}")).with_data(json!({ "uri": uri })));
         }
         return Err(not_found(uri));

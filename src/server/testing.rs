@@ -41,15 +41,12 @@ pub async fn host(plugins: &[(&str, Vec<u8>)], options: ServerOptions) -> Arc<Ho
     let memory = Path::new(":memory:");
     let store = Arc::new(SqliteStore::open(memory, Durability::Process).expect("an in-memory task store"));
     let metrics = Arc::new(Metrics::default());
-    let task_inputs_slot = Arc::new(tokio::sync::SetOnce::new());
-    let runner = Arc::new(ToolRunner { registry: registry.clone(), runtime: runtime.clone(), metrics: metrics.clone(), task_inputs: task_inputs_slot.clone() });
+    let runner = ToolRunner::new(registry.clone(), runtime.clone(), metrics.clone());
     let runners = Runners::register(memory).expect("registering the runner");
-    let engine = Engine::start(store, runners, TaskSettings::default(), runner, runtime.waker(), tokio_util::sync::CancellationToken::new())
+    let engine = Engine::start(store, runners, TaskSettings::default(), Arc::new(runner.clone()), runtime.waker(), tokio_util::sync::CancellationToken::new())
         .await
         .expect("the task engine");
-    let task_inputs = Arc::new(crate::server::TaskInputs::new(engine.inputs()));
-    let _ = task_inputs_slot.set(task_inputs.clone());
-    Arc::new(Host { registry, runtime, engine, options, metrics, sessions: Default::default(), task_inputs })
+    Arc::new(Host::new(registry, runtime, engine, options, metrics, runner))
 }
 
 /// An outlet that keeps every message, for a test to read.

@@ -8,7 +8,6 @@
 //! shutdown token fires, when [`Engine::shutdown`] is called or when the `Engine` is dropped.
 //! `shutdown` also waits for them and then closes the store.
 
-use std::any::Any;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -21,7 +20,7 @@ use tokio_util::task::TaskTracker;
 use super::finish::FinishOnDrop;
 use super::model::{now_ms, Outcome, Task, TaskStatus};
 use super::relay::Relays;
-use super::runner::{Live, TaskEvents, TaskRunner};
+use super::runner::{Launch, Live, LocalRun, TaskControl, TaskEvents, TaskRunner};
 use super::runners::Runners;
 use super::settings::TaskSettings;
 use super::store::{StoreError, StoreEvent, TaskStore};
@@ -42,16 +41,13 @@ pub struct Admission {
     pub progress_token: Option<Value>,
     /// The owner's idempotency key: the same key names the same task while it is kept.
     pub idempotency_key: Option<String>,
-    /// What the runner needs to reach the requestor while it is connected (its notifier),
-    /// handed back through [`TaskControl::requestor`](super::TaskControl::requestor). Opaque
-    /// here, so the engine needs to know nothing of the layer that runs tasks.
-    pub requestor: Option<Arc<dyn Any + Send + Sync>>,
+    /// How the task gets going here: queued (for its requestor, when it has one here) or
+    /// already running.
+    pub launch: Launch,
     /// Told about every status change while the requestor is connected.
     pub events: Option<Arc<dyn TaskEvents>>,
     /// Kept with the task as [`Task::client_capabilities`], opaque to the engine.
     pub client_capabilities: Option<Value>,
-    /// The call already runs (a 2026-07-28 call adopted past `task_after`): stored as started.
-    pub running: bool,
 }
 
 /// Why the engine refused or failed a request. The messages are what clients read.
@@ -229,8 +225,10 @@ impl Engine {
         self.inner.live.lock().unwrap().get(id).is_some_and(|live| live.owner == owner)
     }
 
-    /// Admits a task: durable record first, then the queue. Returns the task as created, or
-    /// the existing task when the idempotency key was used before by the same owner.
+    /// Admits a task: durable record first, then the queue (or, for a call that already runs,
+    /// its run, tracked here from now on). Returns the task as created, or the existing task
+    /// when the idempotency key was used before by the same owner. A refused `Launch::Running`
+    /// is dropped, and the call with it.
     ///
     /// Once capacity is reserved the rest runs on a task of its own, so a caller that stops
     /// waiting (its client went away) cannot leave a stored record that nothing queued.
@@ -249,7 +247,11 @@ impl Engine {
                 inner.store.purge_expired(now_ms()).await?;
             }
         }
-        let reserved = Reservation::take(inner, &admission.owner)?;
+        let running = matches!(admission.launch, Launch::Running { .. });
+        let reserved = match running {
+            true => Reservation::running(inner, &admission.owner)?,
+            false => Reservation::take(inner, &admission.owner)?,
+        };
         let now = now_ms();
         let max_ttl = inner.settings.max_ttl.as_millis() as i64;
         let ttl = admission.requested_ttl_ms.unwrap_or(inner.settings.default_ttl.as_millis() as i64).clamp(1, max_ttl);
@@ -268,20 +270,28 @@ impl Engine {
             idempotency_key: admission.idempotency_key,
             seq: 0,
             runner: inner.runners.id().to_owned(),
-            attempts: 0,
+            // A running call is on its first attempt already; nothing will `start` it.
+            attempts: u32::from(running),
             checkpoint: 0,
             resumed_from: 0,
             client_capabilities: admission.client_capabilities,
-            started: admission.running,
+            started: running,
         };
-        let (requestor, events) = (admission.requestor, admission.events);
-        let inner = inner.clone();
-        // Finished even if the caller stops waiting: a stored task is always queued.
+        let (launch, events) = (admission.launch, admission.events);
+        let (inner, stop, tracker) = (inner.clone(), self.stop.clone(), self.tracker.clone());
+        // Finished even if the caller stops waiting: a stored task is always queued (or run).
         FinishOnDrop::new(async move {
             // Dropping `reserved` on an error gives the slots back: nothing half-created.
             let task = inner.store.insert(task).await?;
             reserved.keep();
-            inner.enqueue(&task, requestor, events);
+            match launch {
+                Launch::Queue => inner.enqueue(&task, None, events),
+                Launch::QueueFor(run) => inner.enqueue(&task, Some(run), events),
+                Launch::Running { cancel, run } => {
+                    let live = inner.make_live(&task, None, events, cancel);
+                    tracker.spawn(work::run_adopted(inner.clone(), live, task.clone(), run, stop));
+                }
+            }
             Ok::<Task, EngineError>(task)
         })
         .await
@@ -344,7 +354,7 @@ impl Engine {
         // never stores an outcome of its own, so nothing can overwrite `cancelled`.
         let live = inner.live.lock().unwrap().get(id).cloned();
         if let Some(live) = &live {
-            live.cancel.cancel();
+            live.stop();
         }
         let Some(cancelled) = inner.store.finish(id, TaskStatus::Cancelled, Some("cancelled by the client"), &Outcome::Cancelled).await? else {
             let now = self.get(owner, id).await?;
@@ -384,17 +394,8 @@ impl Drop for Engine {
 impl Inner {
     /// Makes `task` live in this process and hands it to the workers. Its queue and owner
     /// slots are already reserved.
-    pub(super) fn enqueue(&self, task: &Task, requestor: Option<Arc<dyn Any + Send + Sync>>, events: Option<Arc<dyn TaskEvents>>) {
-        let live = Live {
-            id: task.id.clone(),
-            owner: task.owner.clone(),
-            cancel: CancelHandle::new(self.wake.clone()),
-            requestor,
-            events,
-            message: Mutex::new(None),
-            done: watch::channel(false).0,
-        };
-        self.live.lock().unwrap().insert(task.id.clone(), Arc::new(live));
+    pub(super) fn enqueue(&self, task: &Task, local_run: Option<LocalRun>, events: Option<Arc<dyn TaskEvents>>) {
+        self.make_live(task, local_run, events, CancelHandle::new(self.wake.clone()));
         if self.queue.send(Queued { id: task.id.clone(), owner: task.owner.clone() }).is_err() {
             // The workers stopped (shutdown): the task stays `working` in the store for the
             // next host to recover.
@@ -402,6 +403,27 @@ impl Inner {
             self.counts.lock().unwrap().queued -= 1;
             self.retire(&task.id);
         }
+    }
+
+    /// Makes `task` live in this process, stopped through `cancel`.
+    pub(super) fn make_live(&self, task: &Task, local_run: Option<LocalRun>, events: Option<Arc<dyn TaskEvents>>, cancel: CancelHandle) -> Arc<Live> {
+        let live = Arc::new(Live {
+            id: task.id.clone(),
+            owner: task.owner.clone(),
+            cancel,
+            local_run: Mutex::new(local_run),
+            stopped: Default::default(),
+            events,
+            message: Mutex::new(None),
+            done: watch::channel(false).0,
+        });
+        self.live.lock().unwrap().insert(task.id.clone(), live.clone());
+        live
+    }
+
+    /// The control a run of `live` gets: every write fenced on this host.
+    pub(super) fn control(self: &Arc<Self>, live: &Arc<Live>) -> TaskControl {
+        TaskControl { live: live.clone(), store: self.store.clone(), runner: self.runners.id().into() }
     }
 
     /// Shows the newest progress message of a task that is still working.
@@ -434,9 +456,12 @@ impl Inner {
     }
 }
 
-/// A queue slot and an owner slot, given back on drop unless [`Reservation::keep`] is called.
+/// A queue (or running) slot and an owner slot, given back on drop unless
+/// [`Reservation::keep`] is called.
 pub(super) struct Reservation {
     inner: Option<(Arc<Inner>, String)>,
+    /// Whether the slot is a running one (a call adopted as it runs) rather than a queued one.
+    running: bool,
 }
 
 impl Reservation {
@@ -454,14 +479,30 @@ impl Reservation {
         }
         *active += 1;
         counts.queued += 1;
-        Ok(Reservation { inner: Some((inner.clone(), owner.to_owned())) })
+        Ok(Reservation { inner: Some((inner.clone(), owner.to_owned())), running: false })
+    }
+
+    /// Reserves a running slot for a call that already runs: within the owner's cap, but not
+    /// the queue's (it waits in no queue) nor `max_running`'s (its guest is mid-run, and
+    /// stopping it to wait for a worker would throw its work away; the plugin's
+    /// `max-concurrency` and the instance pool bound it instead).
+    fn running(inner: &Arc<Inner>, owner: &str) -> Result<Reservation, EngineError> {
+        let mut counts = inner.counts.lock().unwrap();
+        let mut per_owner = inner.per_owner.lock().unwrap();
+        let active = per_owner.entry(owner.to_owned()).or_default();
+        if *active >= inner.settings.max_per_owner {
+            return Err(EngineError::OwnerLimit { active: *active, limit: inner.settings.max_per_owner });
+        }
+        *active += 1;
+        counts.running += 1;
+        Ok(Reservation { inner: Some((inner.clone(), owner.to_owned())), running: true })
     }
 
     /// Reserves without the caps, for an orphan recovery claimed.
     pub(super) fn force(inner: &Arc<Inner>, owner: &str) -> Reservation {
         inner.counts.lock().unwrap().queued += 1;
         *inner.per_owner.lock().unwrap().entry(owner.to_owned()).or_default() += 1;
-        Reservation { inner: Some((inner.clone(), owner.to_owned())) }
+        Reservation { inner: Some((inner.clone(), owner.to_owned())), running: false }
     }
 
     /// The slots now belong to a queued task (the worker and `retire` give them back).
@@ -473,7 +514,12 @@ impl Reservation {
 impl Drop for Reservation {
     fn drop(&mut self) {
         if let Some((inner, owner)) = self.inner.take() {
-            inner.counts.lock().unwrap().queued -= 1;
+            let mut counts = inner.counts.lock().unwrap();
+            match self.running {
+                true => counts.running -= 1,
+                false => counts.queued -= 1,
+            }
+            drop(counts);
             inner.release_owner_slot(&owner);
         }
     }

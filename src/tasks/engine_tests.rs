@@ -109,11 +109,33 @@ fn call(owner: &str, tool: &str) -> Admission {
         requested_ttl_ms: None,
         progress_token: None,
         idempotency_key: None,
-        requestor: None,
+        launch: Launch::Queue,
         events: None,
         client_capabilities: None,
-        running: false,
     }
+}
+
+/// A call that already runs until its `cancel` fires or `release` gives a permit, adopted as a
+/// task: the admission, and a counter of the runs that saw the cancel.
+fn adopted(owner: &str, cancel: &crate::cancel::CancelHandle, release: Arc<Semaphore>) -> (Admission, Arc<AtomicUsize>) {
+    let saw_cancel = Arc::new(AtomicUsize::new(0));
+    let (seen, cancel_seen) = (saw_cancel.clone(), cancel.clone());
+    let run: LocalRun = Box::new(move |task: &Task, _control: TaskControl| {
+        let id = task.id.clone();
+        Box::pin(async move {
+            tokio::select! {
+                _ = cancel_seen.cancelled() => {
+                    seen.fetch_add(1, Ordering::SeqCst);
+                    Finished { status: TaskStatus::Failed, message: Some("tool was cancelled".into()), outcome: Outcome::Result(json!({ "stopped": id })) }
+                }
+                permit = release.acquire() => {
+                    permit.unwrap().forget();
+                    Finished { status: TaskStatus::Completed, message: None, outcome: Outcome::Result(json!({ "ran": id })) }
+                }
+            }
+        })
+    });
+    (Admission { launch: Launch::Running { cancel: cancel.clone(), run }, ..call(owner, "adopted") }, saw_cancel)
 }
 
 fn settings(max_running: usize, max_queued: usize, max_per_owner: usize) -> TaskSettings {
@@ -630,4 +652,74 @@ async fn on_postgres_a_task_run_by_another_replica_reports_its_progress_to_the_s
     on_b.release.add_permits(1);
     eventually("and its end", || seen.of(&moved.id).last() == Some(&TaskStatus::Completed)).await;
     on_a.release.add_permits(1);
+}
+
+#[tokio::test]
+async fn an_adopted_call_is_a_task_at_once_while_every_worker_is_busy() {
+    let fake = Fake::new(true);
+    let engine = start(settings(1, 10, 10), fake.clone()).await;
+    let busy = engine.admit(call("o", "hold")).await.unwrap();
+    eventually("the only worker is busy", || fake.started().len() == 1).await;
+
+    // Cancelled by `tasks/cancel`: the call's own cancel handle fires, not a worker's.
+    let cancel = crate::cancel::CancelHandle::new(Arc::new(|| {}));
+    let (admission, saw_cancel) = adopted("o", &cancel, Arc::new(Semaphore::new(0)));
+    let task = engine.admit(admission).await.unwrap();
+    assert!(task.started && task.attempts == 1, "stored started, on its first attempt: {task:?}");
+    assert_eq!(engine.counts().running, 2, "an adopted call counts as running beside the worker's task");
+    assert!(engine.runs("o", &task.id));
+    engine.cancel("o", &task.id).await.unwrap();
+    assert!(cancel.is_cancelled(), "tasks/cancel reaches the running call's own handle");
+    eventually("the adopted call stopped", || saw_cancel.load(Ordering::SeqCst) == 1).await;
+    eventually("its running slot is back", || engine.counts().running == 1).await;
+    assert_eq!(engine.get("o", &task.id).await.unwrap().status, TaskStatus::Cancelled, "a late failure does not overwrite `cancelled`");
+
+    // Finished while the worker is still busy: its end is stored at once.
+    let release = Arc::new(Semaphore::new(0));
+    let other = crate::cancel::CancelHandle::new(Arc::new(|| {}));
+    let (admission, _) = adopted("o", &other, release.clone());
+    let task = engine.admit(admission).await.unwrap();
+    release.add_permits(1);
+    let (ended, outcome) = engine.result("o", &task.id).await.unwrap();
+    assert_eq!(ended.status, TaskStatus::Completed);
+    assert_eq!(outcome, Outcome::Result(json!({ "ran": task.id })));
+    assert_eq!(engine.get("o", &busy.id).await.unwrap().status, TaskStatus::Working, "the worker's task still runs");
+    fake.release.add_permits(1);
+}
+
+#[tokio::test]
+async fn an_adopted_call_cancelled_by_its_request_ends_cancelled_not_failed() {
+    let engine = start(settings(1, 10, 10), Fake::new(true)).await;
+    let cancel = crate::cancel::CancelHandle::new(Arc::new(|| {}));
+    let (admission, saw_cancel) = adopted("o", &cancel, Arc::new(Semaphore::new(0)));
+    let task = engine.admit(admission).await.unwrap();
+    // The request's stream closed as the call became a task: its handle fires, not the engine.
+    cancel.cancel();
+    let (ended, outcome) = engine.result("o", &task.id).await.unwrap();
+    assert_eq!(saw_cancel.load(Ordering::SeqCst), 1);
+    assert_eq!((ended.status, outcome), (TaskStatus::Cancelled, Outcome::Cancelled), "{ended:?}");
+}
+
+#[tokio::test]
+async fn shutdown_stops_an_adopted_call_and_leaves_it_for_recovery() {
+    let engine = start(settings(1, 10, 10), Fake::new(true)).await;
+    let cancel = crate::cancel::CancelHandle::new(Arc::new(|| {}));
+    let (admission, _) = adopted("o", &cancel, Arc::new(Semaphore::new(0)));
+    let task = engine.admit(admission).await.unwrap();
+    // Shutdown returns only once every run is dropped, this one included.
+    tokio::time::timeout(Duration::from_secs(10), engine.shutdown()).await.expect("shutdown waits for no adopted call");
+    assert_eq!(engine.counts().running, 0);
+    let _ = task;
+}
+
+#[tokio::test]
+async fn the_owner_cap_refuses_an_adoption_and_drops_the_call() {
+    let engine = start(settings(1, 10, 1), Fake::new(true)).await;
+    engine.admit(call("o", "hold")).await.unwrap();
+    let cancel = crate::cancel::CancelHandle::new(Arc::new(|| {}));
+    let dropped = Arc::new(Semaphore::new(0));
+    let (admission, _) = adopted("o", &cancel, dropped.clone());
+    let refused = engine.admit(admission).await.unwrap_err();
+    assert!(matches!(refused, EngineError::OwnerLimit { active: 1, limit: 1 }), "{refused}");
+    assert_eq!(engine.counts().running + engine.counts().queued, 1, "nothing reserved for the refused call");
 }

@@ -32,7 +32,7 @@ pub use input::Inputs;
 pub use model::{now_ms, Outcome, Progress, Task, TaskStatus};
 pub use postgres::{is_postgres_url, redacted, PgOptions, PgStore};
 pub use resume::Recovery;
-pub use runner::{Finished, TaskControl, TaskEvents, TaskRunner};
+pub use runner::{Finished, Launch, LocalRun, TaskControl, TaskEvents, TaskRunner};
 pub use runners::Runners;
 pub use settings::{TaskSettings, DEFAULT_HOST_EXPIRY};
 pub use sqlite::{Durability, SqliteStore};

@@ -4,7 +4,6 @@
 //! Data flows one way: the server implements [`TaskRunner`] and calls down into the engine
 //! through [`TaskControl`]; the engine never knows what a tool call, a guest or MCP is.
 
-use std::any::Any;
 use std::sync::{Arc, Mutex};
 
 use futures_util::future::BoxFuture;
@@ -36,6 +35,30 @@ pub trait TaskRunner: Send + Sync + 'static {
         let _ = tool;
         super::resume::no_recovery()
     }
+}
+
+/// How a task runs for the requestor that admitted it on this host, made by the layer that knows
+/// what a requestor is (and so typed there, not here): the engine only calls it, once, with the
+/// task as the store started it. A task without one (recovered after a restart, or claimed from
+/// another replica) runs through [`TaskRunner::run`].
+pub type LocalRun = Box<dyn FnOnce(&Task, TaskControl) -> BoxFuture<'static, Finished> + Send>;
+
+/// How an admitted task gets going on this host.
+pub enum Launch {
+    /// Queued for a worker, which runs it through [`TaskRunner::run`].
+    Queue,
+    /// Queued for a worker, which runs it with this [`LocalRun`] while its requestor is here.
+    QueueFor(LocalRun),
+    /// The call already runs (a 2026-07-28 call adopted past `task_after`): stored started, it
+    /// takes no worker and waits in no queue (its guest is mid-run), and from this moment the
+    /// engine holds its `cancel` handle, so `tasks/cancel`, shutdown and a cancelled request
+    /// stop the guest at once. `run` awaits the call and says how it ended.
+    Running {
+        /// The handle the running guest watches.
+        cancel: CancelHandle,
+        /// Awaits the running call.
+        run: LocalRun,
+    },
 }
 
 /// How a task's run ended.
@@ -81,13 +104,6 @@ impl TaskControl {
     /// The task's stop button: fired by `tasks/cancel`, it also wakes the work.
     pub fn cancel(&self) -> &CancelHandle {
         &self.live.cancel
-    }
-
-    /// What the admission handed the runner for reaching the client that asked (see
-    /// [`Admission::requestor`](super::Admission::requestor)); `None` for a task recovered after
-    /// a restart, whose client is gone.
-    pub fn requestor(&self) -> Option<&Arc<dyn Any + Send + Sync>> {
-        self.live.requestor.as_ref()
     }
 
     /// Marks the task `input_required` with `message` (stored, then announced). False when the
@@ -146,8 +162,12 @@ pub(super) struct Live {
     pub(super) id: String,
     pub(super) owner: String,
     pub(super) cancel: CancelHandle,
-    pub(super) requestor: Option<Arc<dyn Any + Send + Sync>>,
+    /// How a worker runs the task for its requestor here (taken by the worker that starts it).
+    pub(super) local_run: Mutex<Option<LocalRun>>,
     pub(super) events: Option<Arc<dyn TaskEvents>>,
+    /// Set when the engine itself stopped the task (`tasks/cancel`, or another replica ended or
+    /// claimed it), which has stored its end already: the run then writes nothing.
+    pub(super) stopped: std::sync::atomic::AtomicBool,
     /// The newest progress message, shown as `statusMessage` while working.
     pub(super) message: Mutex<Option<String>>,
     /// Becomes true once the task ended in this process; `tasks/result` waits on it.
@@ -155,6 +175,17 @@ pub(super) struct Live {
 }
 
 impl Live {
+    /// Stops the run for a reason the store has recorded (see `stopped`).
+    pub(super) fn stop(&self) {
+        self.stopped.store(true, std::sync::atomic::Ordering::Release);
+        self.cancel.cancel();
+    }
+
+    /// Whether the engine stopped the run itself (see `stopped`).
+    pub(super) fn stopped_by_engine(&self) -> bool {
+        self.stopped.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     pub(super) fn has_ended(&self) -> bool {
         *self.done.borrow()
     }

@@ -270,13 +270,13 @@ fn prepare(conn: &Connection, durability: Durability) -> rusqlite::Result<()> {
         conn.execute_batch("ALTER TABLE tasks ADD COLUMN started_at INTEGER; UPDATE tasks SET started_at = updated_at")?;
     }
     if (1..5).contains(&version) {
-        // Version 5 counts each task's attempts and keeps its last checkpoint (issue 16).
+        // Version 5 counts each task's attempts and keeps its last checkpoint.
         conn.execute_batch(
             "ALTER TABLE tasks ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0; ALTER TABLE tasks ADD COLUMN checkpoint_seq INTEGER NOT NULL DEFAULT 0; ALTER TABLE tasks ADD COLUMN checkpoint BLOB;",
         )?;
     }
     if (1..7).contains(&version) {
-        // Version 7 records the checkpoint each attempt started from (issue 16).
+        // Version 7 records the checkpoint each attempt started from.
         conn.execute_batch("ALTER TABLE tasks ADD COLUMN resumed_from INTEGER NOT NULL DEFAULT 0")?;
     }
     if (1..8).contains(&version) {
@@ -401,8 +401,8 @@ impl TaskStore for SqliteStore {
     fn insert(&self, task: Task) -> StoreFuture<Task> {
         self.write(move |c| {
             let seq = c.query_row(
-                "INSERT INTO tasks (id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, progress_token, idempotency_key, runner, client_capabilities, started_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16) RETURNING seq",
+                "INSERT INTO tasks (id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, progress_token, idempotency_key, runner, client_capabilities, started_at, attempts)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17) RETURNING seq",
                 params![
                     task.id,
                     task.owner,
@@ -419,7 +419,8 @@ impl TaskStore for SqliteStore {
                     task.idempotency_key,
                     task.runner,
                     task.client_capabilities.as_ref().map(Value::to_string),
-                    task.started.then_some(task.created_at)
+                    task.started.then_some(task.created_at),
+                    task.attempts
                 ],
                 |r| r.get(0),
             )?;

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::engine::{EngineError, Inner, Queued, Reservation};
 use super::model::{now_ms, Outcome, Task, TaskStatus};
 use super::resume::{verdict, Verdict};
-use super::runner::TaskControl;
+use super::runner::{Finished, Live, LocalRun};
 use super::store::StoreEvent;
 
 /// The workers share one receiver; whoever holds the lock takes the next task.
@@ -74,20 +74,56 @@ async fn run_one(inner: &Arc<Inner>, queued: &Queued) {
             return;
         }
     };
-    let control = TaskControl { live: live.clone(), store: inner.store.clone(), runner: inner.runners.id().into() };
-    let finished = inner.runner.run(&task, control).await;
-    if !live.cancel.is_cancelled() {
-        match inner.store.finish_as(id, inner.runners.id(), finished.status, finished.message.as_deref(), &finished.outcome).await {
-            Ok(Some(ended)) => live.announce(&ended),
-            Ok(None) => {}
-            Err(e) => tracing::error!(task = %id, "storing the task's outcome failed: {e}"),
-        }
-    }
+    let control = inner.control(&live);
+    let local_run = live.local_run.lock().unwrap().take();
+    let finished = match local_run {
+        Some(run) => run(&task, control).await,
+        None => inner.runner.run(&task, control).await,
+    };
+    inner.conclude(&live, finished).await;
     inner.retire(id);
 }
 
+/// Runs a call adopted as task `task` as it goes on (see `Launch::Running`): no worker, the
+/// running slot reserved at admission. Shutdown drops it where it is, guest included; like a
+/// worker's run, it stays `working` in the store for recovery.
+pub(super) async fn run_adopted(inner: Arc<Inner>, live: Arc<Live>, task: Task, run: LocalRun, stop: CancellationToken) {
+    let control = inner.control(&live);
+    tokio::select! {
+        _ = stop.cancelled() => {}
+        finished = run(&task, control) => inner.conclude(&live, finished).await,
+    }
+    inner.counts.lock().unwrap().running -= 1;
+    inner.retire(&task.id);
+}
+
+/// The `statusMessage` of a task whose own request was cancelled as the task was made (a
+/// 2026-07-28 call adopted as its response stream closed): nobody holds its id.
+const REQUEST_CANCELLED: &str = "cancelled: its request was cancelled as it became a task";
+
+impl Inner {
+    /// Stores how a run of `live` ended, fenced on this host, and announces it. A run the
+    /// engine stopped writes nothing (its end is stored already); one cancelled another way (an
+    /// adopted call's request, cancelled as it became a task) is stored `cancelled`, never left
+    /// `working` nor stored as the failure the stopped guest reported.
+    async fn conclude(&self, live: &Live, finished: Finished) {
+        if live.stopped_by_engine() {
+            return;
+        }
+        let (status, message, outcome) = match live.cancel.is_cancelled() {
+            true => (TaskStatus::Cancelled, Some(REQUEST_CANCELLED.to_owned()), Outcome::Cancelled),
+            false => (finished.status, finished.message, finished.outcome),
+        };
+        match self.store.finish_as(&live.id, self.runners.id(), status, message.as_deref(), &outcome).await {
+            Ok(Some(ended)) => live.announce(&ended),
+            Ok(None) => {}
+            Err(e) => tracing::error!(task = %live.id, "storing the task's outcome failed: {e}"),
+        }
+    }
+}
+
 /// The `statusMessage` of a task cancelled at recovery because its owner was a session of the
-/// host that died (issue 17, finding 8).
+/// host that died.
 const SESSION_ENDED: &str = "cancelled: its session ended with the host that held it";
 
 impl Inner {
@@ -234,7 +270,7 @@ impl Inner {
         match self.store.get(&live.owner, id).await {
             Ok(Some(task)) if task.status == TaskStatus::Cancelled || (task.status.is_terminal() && task.runner != self.runners.id()) => {
                 tracing::info!(task = %id, status = task.status.as_str(), "ended on another replica; stopping it here");
-                live.cancel.cancel();
+                live.stop();
                 live.announce(&task);
                 self.retire(id);
                 true
@@ -242,7 +278,7 @@ impl Inner {
             Ok(Some(task)) if task.runner != self.runners.id() => {
                 // The task goes on where it is now; its session here hears how it goes.
                 tracing::info!(task = %id, runner = %task.runner, "claimed by another replica; stopping it here");
-                live.cancel.cancel();
+                live.stop();
                 if let Some(events) = &live.events {
                     if task.status != TaskStatus::Working {
                         events.status_changed(&task);

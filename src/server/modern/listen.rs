@@ -22,8 +22,11 @@ use serde_json::{json, Map, Value};
 use crate::mcp::jsonrpc::notification;
 use crate::mcp::modern::{missing_capability, Envelope, TASKS_EXTENSION};
 use crate::mcp::{Params, RequestId, RpcError};
+use crate::principal::Owner;
+use crate::server::scope::Scope;
 use crate::server::sessions::Listener;
-use crate::server::{Host, Outlet, Session};
+use crate::server::task_view::engine_error;
+use crate::server::{Host, Outlet};
 use crate::tasks::EngineError;
 
 use super::tasks;
@@ -133,17 +136,17 @@ impl Listener for Listen {
 }
 
 /// Opens a listen stream for request `id` on `reply`.
-pub(in crate::server) fn listen(session: &Session, id: RequestId, envelope: &Envelope, params: &Map<String, Value>, reply: &Arc<dyn Outlet>) {
+pub(in crate::server) fn listen(scope: &Scope, id: RequestId, envelope: &Envelope, params: &Map<String, Value>) {
     let filter = match Filter::read(Params::new(params), envelope) {
         Ok(filter) => filter,
-        Err(e) => return session.reply(reply, &id, Err(e)),
+        Err(e) => return scope.reply(&id, Err(e)),
     };
-    let (host, owner) = (session.host().clone(), tasks::owner(session.owner()));
-    let listen = Arc::new(Listen { subscription: json!(id), filter, outlet: reply.clone() });
-    session.spawn_request(id, reply, move |cancel| async move {
+    let (host, owner) = (scope.host().clone(), scope.owner().clone());
+    let listen = Arc::new(Listen { subscription: json!(id), filter, outlet: scope.outlet().clone() });
+    scope.spawn_request(id, move |cancel| async move {
         // Every task named must be this owner's before anything is acknowledged.
         for task in &listen.filter.task_ids {
-            if let Err(e) = host.engine.get(&owner, task).await {
+            if let Err(e) = host.engine.get(owner.key(), task).await {
                 return Some(Err(unknown_task(task, e)));
             }
         }
@@ -168,21 +171,21 @@ pub(in crate::server) fn listen(session: &Session, id: RequestId, envelope: &Env
 fn unknown_task(task: &str, e: EngineError) -> RpcError {
     match e {
         EngineError::NotFound | EngineError::Expired => RpcError::invalid_params(format!("cannot listen to task `{task}`: {e}")),
-        other => crate::server::tasks::engine_error(other),
+        other => engine_error(other),
     }
 }
 
 /// Pushes `notifications/tasks` for `task` on `listen`: its state now, then each change, until
 /// it ends (or the stream closes, which drops this future).
-async fn watch_task(host: Arc<Host>, owner: String, task: String, listen: Arc<Listen>) {
+async fn watch_task(host: Arc<Host>, owner: Owner, task: String, listen: Arc<Listen>) {
     let mut query = Map::new();
     query.insert("taskId".into(), json!(task));
-    let poll = match host.engine.get(&owner, &task).await {
+    let poll = match host.engine.get(owner.key(), &task).await {
         Ok(t) => Duration::from_millis(t.poll_interval_ms.max(1) as u64),
         Err(_) => return,
     };
     // Resolves once the task has ended, woken by the engine (or the shared store), not a poll.
-    let ended = host.engine.result(&owner, &task);
+    let ended = host.engine.result(owner.key(), &task);
     tokio::pin!(ended);
     let mut ended_seen = false;
     let mut last = Value::Null;

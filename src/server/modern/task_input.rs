@@ -22,7 +22,7 @@ use crate::mcp::RpcError;
 use crate::runtime::{
     CallObserver, ClientAnswer, ElicitResponse, InputRequest, InputResponse, Keyed, LogLevel, RequestError, Root, SamplingRequest, SamplingResponse,
 };
-use crate::server::tasks::engine_error;
+use crate::server::task_view::engine_error;
 use crate::tasks::Inputs;
 
 /// The capabilities a task's creating request declared, as kept with the task: in the wire's own

@@ -7,8 +7,8 @@
 //! call already running is handed to the engine ([`Adopted`]) and the client gets a flat
 //! `CreateTaskResult`, written to the store first so that an immediate `tasks/get` finds it.
 //!
-//! A task created on this wire belongs to `modern:` + the requestor's owner, so it is read on
-//! this wire only. `tasks/get` inlines the outcome: a tool's own `isError` result is `completed`
+//! A task created on this wire belongs to the requestor's principal on this wire
+//! ([`Wire::Stateless`](crate::principal::Wire)), so it is read on this wire only. `tasks/get` inlines the outcome: a tool's own `isError` result is `completed`
 //! (the extension's rule), while a failure the host imposed (timeout, fuel, memory, trap, ...)
 //! is `failed` with an `error` whose `data.kind` names it.
 
@@ -16,7 +16,6 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::future::BoxFuture;
 use serde_json::{json, Map, Value};
-use tokio::task::JoinHandle;
 
 use super::task_input::TaskInput;
 use crate::cancel::CancelHandle;
@@ -24,36 +23,31 @@ use crate::mcp::modern::wire::{self, COMPLETE};
 use crate::mcp::modern::ClientCapabilities;
 use crate::mcp::types::CallToolResult;
 use crate::mcp::{Params, RpcError};
+use crate::principal::Owner;
 use crate::runtime::CallObserver;
+use crate::server::runner::{finished, kept, Requestor};
 use crate::server::task_observer::TaskObserver;
-use crate::server::tasks::{engine_error, iso8601};
+use crate::server::task_view::{engine_error, interrupted_message, iso8601, resumed_meta};
 use crate::server::tools::{AdmittedCall, Cancelled};
 use crate::server::Host;
-use crate::tasks::{Admission, EngineError, Outcome, Task, TaskControl, TaskStatus};
+use crate::tasks::{Admission, EngineError, Launch, LocalRun, Outcome, Task, TaskControl, TaskStatus};
 
 /// `resultType` of a `CreateTaskResult`.
 const TASK: &str = "task";
 
-const MODERN: &str = "modern:";
-
-/// The owner of the tasks a requestor creates on this wire.
-pub(in crate::server) fn owner(requestor: &str) -> String {
-    format!("{MODERN}{requestor}")
-}
-
-/// Whether `owner` is one of this wire's (see [`owner`]).
-pub(in crate::server) fn owns(owner: &str) -> bool {
-    owner.starts_with(MODERN)
-}
-
-/// A call that was already running when it became a task: the engine's runner awaits it instead
-/// of starting the tool again, and cancelling the task cancels it. From then on the call's
-/// questions go to the task (they wait for `tasks/update`) instead of ending the request.
-pub(in crate::server) struct Adopted {
-    running: Mutex<Option<JoinHandle<Result<CallToolResult, Cancelled>>>>,
-    cancel: CancelHandle,
-    asks: Arc<AdoptedAsks>,
-    input: Mutex<Option<Arc<dyn CallObserver>>>,
+/// A call that was already running when it became a task (an `optional` tool past
+/// `task_after`): the engine holds its cancel handle from the moment it is a task and awaits it
+/// instead of starting the tool again. From then on the call's questions go to the task (they
+/// wait for `tasks/update`) instead of ending the request.
+pub(in crate::server) struct RunningCall {
+    /// The call, polled so far by its request.
+    pub(in crate::server) call: BoxFuture<'static, Result<CallToolResult, Cancelled>>,
+    /// The handle its guest watches.
+    pub(in crate::server) cancel: CancelHandle,
+    /// Where the call's observer looks for the task.
+    pub(in crate::server) asks: Arc<AdoptedAsks>,
+    /// What answers the task's questions.
+    pub(in crate::server) input: Arc<TaskInput>,
 }
 
 /// Where an adopted call's questions and checkpoints go once the engine runs it: shared by the
@@ -111,26 +105,22 @@ impl AdoptedAsks {
     }
 }
 
-impl Adopted {
-    /// The running call, the cancel handle its guest watches, where its observer looks for the
-    /// task, and what answers the task's questions (`input`).
-    pub(in crate::server) fn new(
-        running: JoinHandle<Result<CallToolResult, Cancelled>>,
-        cancel: CancelHandle,
-        asks: Arc<AdoptedAsks>,
-        input: Arc<dyn CallObserver>,
-    ) -> Adopted {
-        Adopted { running: Mutex::new(Some(running)), cancel, asks, input: Mutex::new(Some(input)) }
-    }
-
-    /// The call, once (a second runner of the same task finds nothing to adopt); its questions
-    /// go to the task of `control` from now on.
-    pub(in crate::server) fn take(&self, control: &TaskControl) -> Option<(JoinHandle<Result<CallToolResult, Cancelled>>, CancelHandle)> {
-        let taken = self.running.lock().unwrap().take().map(|running| (running, self.cancel.clone()))?;
-        let input = self.input.lock().unwrap().take();
-        let observer: Arc<dyn CallObserver> = Arc::new(TaskObserver::new(control.clone(), input));
-        self.asks.adopt(observer);
-        Some(taken)
+impl RunningCall {
+    /// How the engine runs the call from the moment it is a task: its questions go to the
+    /// task, then its outcome is kept like any task's.
+    fn launch(self, call: &AdmittedCall) -> Launch {
+        let RunningCall { call: running, cancel, asks, input } = self;
+        let (tool, limit) = (call.entry.name.clone(), call.entry.plugin.limits.inline_result);
+        let run: LocalRun = Box::new(move |task: &Task, control: TaskControl| {
+            let expires_at = task.expires_at();
+            let input: Arc<dyn CallObserver> = input;
+            asks.adopt(Arc::new(TaskObserver::new(control.clone(), Some(input))));
+            Box::pin(async move {
+                let outcome = running.await;
+                finished(&tool, kept(&control, expires_at, &tool, limit, outcome).await)
+            })
+        });
+        Launch::Running { cancel, run }
     }
 }
 
@@ -146,43 +136,40 @@ fn task_fields(task: &Task, status: &str) -> Map<String, Value> {
     if let Some(m) = &task.status_message {
         t.insert("statusMessage".into(), json!(m));
     }
-    if let Some(resumed) = crate::server::tasks::resumed_meta(task) {
+    if let Some(resumed) = resumed_meta(task) {
         t.insert("_meta".into(), json!({ "corral/resumed": resumed }));
     }
     t
 }
 
 /// Admits `call` as a task (its arguments were validated by the shared admission) and answers
-/// the flat `CreateTaskResult`. `adopted` is the call already running, when there is one; else
+/// the flat `CreateTaskResult`. `running` is the call already going, when there is one; else
 /// the task's guest asks through [`TaskInput`] (questions wait for `tasks/update`), for the
 /// `capabilities` the creating request declared.
 pub(in crate::server) async fn create(
     host: &Host,
-    owner: &str,
+    owner: &Owner,
     call: &AdmittedCall,
-    adopted: Option<Adopted>,
+    running: Option<RunningCall>,
     capabilities: ClientCapabilities,
 ) -> Result<Value, RpcError> {
-    let kept = super::task_input::kept(capabilities);
-    let running = adopted.is_some();
-    let requestor: Arc<dyn std::any::Any + Send + Sync> = match adopted {
-        Some(adopted) => Arc::new(adopted),
+    let launch = match running {
+        Some(running) => running.launch(call),
         None => {
-            let input: Arc<dyn CallObserver> = Arc::new(TaskInput::new(host.task_inputs.clone(), capabilities));
-            Arc::new(input)
+            let input = Arc::new(TaskInput::new(host.task_inputs.clone(), capabilities));
+            Launch::QueueFor(host.runner.local_run(Requestor::Stateless(input)))
         }
     };
     let admission = Admission {
-        owner: owner.to_owned(),
+        owner: owner.key().to_owned(),
         tool: call.entry.name.clone(),
         arguments: call.arguments.clone(),
         requested_ttl_ms: None,
         progress_token: None,
         idempotency_key: None,
-        requestor: Some(requestor),
+        launch,
         events: None,
-        client_capabilities: Some(kept),
-        running,
+        client_capabilities: Some(super::task_input::kept(capabilities)),
     };
     let task = host.engine.admit(admission).await.map_err(engine_error)?;
     Ok(wire::result(Value::Object(task_fields(&task, task.status.as_str())), TASK, None))
@@ -219,9 +206,9 @@ fn complete(mut result: Value) -> Value {
 }
 
 /// `tasks/get`: the `DetailedTask`, with the outcome inlined once the task has ended.
-pub(in crate::server) async fn get(host: &Host, owner: &str, params: &Map<String, Value>) -> Result<Value, RpcError> {
+pub(in crate::server) async fn get(host: &Host, owner: &Owner, params: &Map<String, Value>) -> Result<Value, RpcError> {
     let id = task_id(params)?;
-    let task = host.engine.get(owner, id).await.map_err(not_found)?;
+    let task = host.engine.get(owner.key(), id).await.map_err(not_found)?;
     if !task.status.is_terminal() {
         let mut fields = task_fields(&task, task.status.as_str());
         if task.status == TaskStatus::InputRequired {
@@ -232,7 +219,7 @@ pub(in crate::server) async fn get(host: &Host, owner: &str, params: &Map<String
         }
         return Ok(wire::result(Value::Object(fields), COMPLETE, None));
     }
-    let (task, outcome) = host.engine.result(owner, id).await.map_err(not_found)?;
+    let (task, outcome) = host.engine.result(owner.key(), id).await.map_err(not_found)?;
     let failed = |code: i64, message: String, kind: &str| json!({ "code": code, "message": message, "data": { "kind": kind } });
     let (status, key, value) = match outcome {
         Outcome::Result(result) => match host_failure(&result) {
@@ -244,10 +231,7 @@ pub(in crate::server) async fn get(host: &Host, owner: &str, params: &Map<String
         },
         Outcome::Error(error) => ("failed", "error", error),
         Outcome::Cancelled => ("cancelled", "", Value::Null),
-        Outcome::Interrupted => {
-            let message = format!("tool `{}` was interrupted by a host restart; it is not marked idempotent, so it was not run again", task.tool);
-            ("failed", "error", failed(-32603, message, "interrupted"))
-        }
+        Outcome::Interrupted => ("failed", "error", failed(-32603, interrupted_message(&task.tool), "interrupted")),
     };
     let mut fields = task_fields(&task, status);
     if !key.is_empty() {
@@ -257,8 +241,8 @@ pub(in crate::server) async fn get(host: &Host, owner: &str, params: &Map<String
 }
 
 /// `tasks/cancel`: an empty acknowledgement, the same for a task that has already ended.
-pub(in crate::server) async fn cancel(host: &Host, owner: &str, params: &Map<String, Value>) -> Result<Value, RpcError> {
-    match host.engine.cancel(owner, task_id(params)?).await {
+pub(in crate::server) async fn cancel(host: &Host, owner: &Owner, params: &Map<String, Value>) -> Result<Value, RpcError> {
+    match host.engine.cancel(owner.key(), task_id(params)?).await {
         Ok(_) | Err(EngineError::Terminal(_)) => Ok(wire::result(json!({}), COMPLETE, None)),
         Err(e) => Err(not_found(e)),
     }
@@ -267,11 +251,11 @@ pub(in crate::server) async fn cancel(host: &Host, owner: &str, params: &Map<Str
 /// `tasks/update`: delivers input responses to a task of this owner, whichever replica its guest
 /// waits on, and acknowledges (empty). Keys that are not outstanding are ignored; an answer that
 /// does not fit its question is -32602 and nothing is delivered.
-pub(in crate::server) async fn update(host: &Host, owner: &str, params: &Map<String, Value>) -> Result<Value, RpcError> {
+pub(in crate::server) async fn update(host: &Host, owner: &Owner, params: &Map<String, Value>) -> Result<Value, RpcError> {
     let id = task_id(params)?;
     let responses = Params::new(params).object_or("inputResponses", "missing `inputResponses`: an object of answers keyed like the task's inputRequests")?;
     let responses = responses.map().clone();
-    host.engine.get(owner, id).await.map_err(not_found)?;
+    host.engine.get(owner.key(), id).await.map_err(not_found)?;
     host.task_inputs.deliver(id, &responses).await?;
     Ok(wire::result(json!({}), COMPLETE, None))
 }

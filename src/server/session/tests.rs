@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use super::Session;
 use crate::mcp::jsonrpc::{self, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND};
 use crate::mcp::{Incoming, Rejected};
+use crate::principal::{Owner, Principal, Wire};
 use crate::server::testing::fixture::{Fixture, TaskSupport, ToolDef};
 use crate::server::testing::{self, Collect, PATIENCE};
 use crate::server::{Outlet, ServerOptions};
@@ -32,7 +33,7 @@ impl Client {
             .build();
         let host = testing::host(&[("fixture", plugin)], ServerOptions { page_size, list_changed: false, ..ServerOptions::default() }).await;
         let out = Arc::new(Collect::default());
-        let session = Session::new(host, out.clone(), "test");
+        let session = Session::new(host, out.clone(), Owner::new(Principal::Token("test".into()), Wire::Sessions));
         Client { session, reply: out.clone(), out }
     }
 

@@ -244,8 +244,8 @@ impl TaskStore for PgStore {
                     "WITH counts AS (
                          SELECT {QUEUED} AS queued, {MINE} AS mine, set_config('synchronous_commit', $17, true) AS sync),
                      added AS (
-                         INSERT INTO corral_tasks (id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, progress_token, idempotency_key, runner, client_capabilities, started_at)
-                         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $18, $19 FROM counts WHERE queued < $15 AND mine < $16
+                         INSERT INTO corral_tasks (id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, progress_token, idempotency_key, runner, client_capabilities, started_at, attempts)
+                         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $18, $19, $20 FROM counts WHERE queued < $15 AND mine < $16
                          RETURNING seq)
                      SELECT (SELECT seq FROM added), queued, mine FROM counts"
                 ))
@@ -273,6 +273,7 @@ impl TaskStore for PgStore {
                         &sync,
                         &task.client_capabilities,
                         &task.started.then_some(task.created_at),
+                        &(task.attempts as i32),
                     ],
                 )
                 .await?;

@@ -1,4 +1,4 @@
-//! Accepting HTTP connections (issue 17, finding 1): a cap with a reserve, a header read
+//! Accepting HTTP connections: a cap with a reserve, a header read
 //! timeout, an idle keep-alive timeout, and a graceful end.
 //!
 //! A connection is *fresh* from its accept until its first request's headers have arrived,

@@ -37,7 +37,8 @@ use crate::mcp::jsonrpc::{self, Incoming};
 use crate::mcp::modern::Era;
 use crate::mcp::types::SUPPORTED_PROTOCOL_VERSIONS;
 use crate::mcp::{Method, RpcError};
-use crate::server::{session_owner, Host, Outlet, Session};
+use crate::principal::{Owner, Principal, Wire};
+use crate::server::{Host, Outlet, Session};
 
 const SESSION_HEADER: &str = "mcp-session-id";
 /// How long calls cancelled at the end of the shutdown grace, and connections after them, get
@@ -299,7 +300,8 @@ fn new_session(app: &App, identity: Option<String>) -> Result<(String, Arc<HttpS
     let id = uuid::Uuid::new_v4().simple().to_string();
     let events = Arc::new(EventLog::new(app.settings.event_buffer));
     // Tasks belong to the token's holder when authentication is on, else to the session.
-    let owner = identity.as_ref().map_or_else(|| session_owner(&id), |who| format!("token:{who}"));
+    let principal = identity.as_ref().map_or_else(|| Principal::Session(id.clone()), |who| Principal::Token(who.clone()));
+    let owner = Owner::new(principal, Wire::Sessions);
     let session = Session::new(app.host.clone(), events.clone(), owner);
     let entry = Arc::new(HttpSession { session, events, identity, last_seen: Mutex::new(Instant::now()), open_streams: Default::default() });
     sessions.insert(id.clone(), entry.clone());
@@ -444,7 +446,7 @@ async fn end_session(State(app): State<Arc<App>>, headers: HeaderMap) -> Respons
 
 /// Without auth a session's tasks belong to the session: once it ends (DELETE, expiry) nothing
 /// can reach them, so they are cancelled rather than left to run, and re-run after a restart,
-/// for no one (issue 17, finding 8). With auth they belong to the token's holder and live on.
+/// for no one. With auth they belong to the token's holder and live on.
 async fn end_tasks(session: &HttpSession) {
     if session.identity.is_none() {
         let cancelled = session.session.cancel_tasks().await;

@@ -4,9 +4,9 @@
 //! 2025-11-25's) comes here instead of the session path. Its headers are checked against its
 //! body, its envelope read, and its method looked up in the era's set, answering the error
 //! ladder with HTTP 400 (-32020, -32602, -32022, -32021) or 404 (-32601). The request then runs
-//! on a session of its own that lives as long as its response: when the client closes the
-//! response stream, the session's calls are cancelled (the era's cancellation signal) and the
-//! guest stops at its next epoch tick.
+//! in a scope of its own ([`Scope`], no session) that lives as long as its response: when the
+//! client closes the response stream, what it still runs is cancelled (the era's cancellation
+//! signal) and the guest stops at its next epoch tick.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -24,14 +24,15 @@ use crate::mcp::jsonrpc::{self, Incoming, INVALID_PARAMS, METHOD_NOT_FOUND};
 use crate::mcp::modern::headers::{self, RequestHeaders};
 use crate::mcp::modern::{self as era, HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION};
 use crate::mcp::{RequestId, RpcError};
-use crate::server::{Outlet, Session};
+use crate::principal::{Owner, Principal, Wire};
+use crate::server::{Requests, Scope};
 
 /// Asks proxies not to buffer an SSE response (nginx honours it), so notifications arrive as sent.
 const NO_BUFFERING: (&str, &str) = ("x-accel-buffering", "no");
 
-/// Cancels what the request's session still runs when the response is dropped: the client
-/// closed the stream (or the request finished, and then there is nothing left to cancel).
-struct CancelOnDrop(Arc<Session>);
+/// Cancels what the request still runs when the response is dropped: the client closed the
+/// stream (or the request finished, and then there is nothing left to cancel).
+struct CancelOnDrop(Arc<Requests>);
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
@@ -69,15 +70,15 @@ pub(super) async fn post(app: &Arc<App>, headers: &HeaderMap, identity: Option<S
         Err(e) if e.code == INVALID_PARAMS => return refuse(StatusCode::BAD_REQUEST, &id, &e),
         Err(e) => return refuse(status_of(e.code), &id, &e),
     };
-    // Without authentication the requests of all clients share one owner: a task id, which is
-    // unguessable, is then the only capability to a task (as the tasks extension says).
-    let owner = identity.map_or_else(|| "anonymous".to_owned(), |who| format!("token:{who}"));
+    // Without authentication the requests of all clients share one principal: a task id, which
+    // is unguessable, is then the only capability to a task (as the tasks extension says).
+    let principal = identity.map_or(Principal::Anonymous, Principal::Token);
     let (sender, mut answers) = mpsc::unbounded_channel();
-    let reply: Arc<dyn Outlet> = Arc::new(ChannelOutlet(sender));
-    let session = Arc::new(Session::new(app.host.clone(), reply.clone(), owner));
-    let guard = CancelOnDrop(session.clone());
-    session.handle_modern(id.clone(), method, envelope, params, &reply);
-    drop(reply);
+    let requests = Requests::new(app.host.clone());
+    let guard = CancelOnDrop(requests.clone());
+    let scope = Scope::new(requests, Owner::new(principal, Wire::Stateless), Arc::new(ChannelOutlet(sender)));
+    crate::server::serve_stateless(&scope, id.clone(), method, envelope, params);
+    drop(scope);
     let request_id = json!(id);
     let stopping = app.stopping.clone();
     let first = tokio::select! {
@@ -101,7 +102,7 @@ pub(super) async fn post(app: &Arc<App>, headers: &HeaderMap, identity: Option<S
         let done = is_response_to(&message, &id);
         Some((message, (answers, id, done, guard)))
     });
-    // A listen stream never ends by itself: shutdown ends it (and, dropping the guard, its session).
+    // A listen stream never ends by itself: shutdown ends it (and, dropping the guard, its request).
     let rest = rest.take_until(stopping.cancelled_owned());
     let events = stream::once(async move { first }).chain(rest).map(|m| Ok::<_, Infallible>(SseEvent::default().data(m.to_string())));
     ([NO_BUFFERING], Sse::new(events).keep_alive(KeepAlive::default())).into_response()
