@@ -4,7 +4,10 @@
 //! (a tampered blob, a manifest that lies about its digest, a wrong key, a missing signature,
 //! a layer that is not a component, a layer over --max-plugin-size), each with its own error
 //! and nothing written to the plugin directory. Then the lock at serve time, moved tags, a
-//! registry that is gone after the pull, and tool namespaces.
+//! registry that is gone after the pull, and tool namespaces. A signed artifact copied to
+//! another repository is refused unless named as a mirror; publishing is reproducible; and a
+//! registry of the test's own (`SlowRegistry`, a few lines of HTTP on a std listener) sends an
+//! endless manifest and a trickling one, which the pull's bounds must stop.
 
 mod common;
 #[path = "common/registry.rs"]
@@ -24,7 +27,13 @@ use registry::Registry;
 use serde_json::{json, Value};
 
 fn corral(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_corral")).args(["--log-level", "error"]).args(args).env("CORRAL_DB", ":memory:").output().expect("running corral")
+    corral_with(args, &[])
+}
+
+fn corral_with(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_corral"));
+    command.args(["--log-level", "error"]).args(args).env("CORRAL_DB", ":memory:").env_remove("SOURCE_DATE_EPOCH");
+    command.envs(env.iter().copied()).output().expect("running corral")
 }
 
 fn text(out: &Output) -> String {
@@ -66,6 +75,10 @@ fn example(name: &str) -> PathBuf {
 
 /// `corral publish` of an example plugin (with its manifest, if it has one); returns the digest.
 fn publish(reference: &str, name: &str, key: Option<&Keys>) -> String {
+    publish_with(reference, name, key, &[])
+}
+
+fn publish_with(reference: &str, name: &str, key: Option<&Keys>, env: &[(&str, &str)]) -> String {
     let file = example(name);
     let mut args = vec!["publish".to_owned(), file.display().to_string(), reference.to_owned()];
     let manifest = example_dist().join(format!("{name}.toml"));
@@ -75,7 +88,7 @@ fn publish(reference: &str, name: &str, key: Option<&Keys>) -> String {
     if let Some(k) = key {
         args.extend(["--sign-key".to_owned(), k.private.display().to_string()]);
     }
-    let out = ok(corral(&args.iter().map(String::as_str).collect::<Vec<_>>()));
+    let out = ok(corral_with(&args.iter().map(String::as_str).collect::<Vec<_>>(), env));
     let digest = out.split("(sha256:").nth(1).and_then(|s| s.split(')').next()).unwrap_or_else(|| panic!("publish printed no digest: {out}"));
     format!("sha256:{digest}")
 }
@@ -221,7 +234,8 @@ fn signatures_a_wrong_key_and_a_missing_signature_are_refused() {
     let signed = registry.reference("corral/text:signed");
     let unsigned = registry.reference("corral/text:unsigned");
     let digest = publish(&signed, "text", Some(&signer));
-    publish(&unsigned, "text", None);
+    // Publishing is reproducible: the same files under another tag are the same manifest.
+    assert_eq!(publish(&unsigned, "text", None), digest);
     let dir = tempfile::tempdir().unwrap();
 
     let e = fails(pull(dir.path(), &signed, &["--key", stranger.public.to_str().unwrap()]));
@@ -261,7 +275,7 @@ fn a_layer_that_is_not_a_component_or_is_too_big_is_refused() {
     let reference = OciRef::parse(&registry.reference("corral/core:1")).unwrap();
     block_on(async {
         let conn = Connection::open(&reference, &Access::default(), true).await.unwrap();
-        let artifact = Artifact { file_name: "core.wasm".into(), wasm: module.clone(), manifest: None, created: "2026-12-01T00:00:00Z".into() };
+        let artifact = Artifact { file_name: "core.wasm".into(), wasm: module.clone(), manifest: None, created: None };
         push_artifact(&conn, &reference, artifact).await.unwrap();
     });
     let dir = tempfile::tempdir().unwrap();
@@ -382,4 +396,173 @@ fn a_namespace_prefixes_prompts_and_the_plugin_still_renders_them() {
     assert_eq!(simple["messages"][0]["content"]["text"], "This is a simple prompt for testing.", "{simple}");
     let unknown = mcp.request("prompts/get", json!({ "name": "test_simple_prompt" }));
     assert!(unknown["error"].is_object(), "the plugin's own name is not served: {unknown}");
+}
+
+/// Copies `repo:tag` and its cosign signature to `to` byte for byte, as a mirror (or an attacker
+/// with push access to `to`) would: same manifest, same digest, same signature.
+fn copy_with_signature(registry: &Registry, from: &str, to: &str, tag: &str, digest: &str) {
+    use corral::oci::artifact::Manifest;
+    use corral::oci::client::Bound;
+    let bound = Bound { bytes: 64 << 20, flag: "test" };
+    let source = OciRef::parse(&registry.reference(&format!("{from}:{tag}"))).unwrap();
+    let target = OciRef::parse(&registry.reference(&format!("{to}:{tag}"))).unwrap();
+    block_on(async {
+        let src = Connection::open(&source, &Access::default(), false).await.unwrap();
+        let dst = Connection::open(&target, &Access::default(), true).await.unwrap();
+        let signature_tag = corral::oci::cosign::signature_tag(digest);
+        for t in [tag, signature_tag.as_str()] {
+            let (bytes, _) = src.manifest(&source.at_tag(t), bound).await.unwrap().unwrap();
+            let manifest: Manifest = serde_json::from_slice(&bytes).unwrap();
+            for d in std::iter::once(&manifest.config).chain(&manifest.layers) {
+                dst.push_blob(d, src.blob(d, "a blob", bound).await.unwrap()).await.unwrap();
+            }
+            dst.push_manifest(&target.at_tag(t), bytes).await.unwrap();
+        }
+    });
+}
+
+#[test]
+fn a_signed_artifact_copied_to_another_repository_is_refused_unless_named_as_its_mirror() {
+    let registry = Registry::start();
+    let k = keys(4);
+    let evil = registry.reference("corral/evil:1");
+    let digest = publish(&evil, "text", Some(&k));
+    copy_with_signature(&registry, "corral/evil", "corral/search", "1", &digest);
+    let search = registry.reference("corral/search:1");
+    let (evil_repo, search_repo) = (format!("{}/corral/evil", registry.addr), format!("{}/corral/search", registry.addr));
+
+    let dir = tempfile::tempdir().unwrap();
+    let key = k.public.to_str().unwrap();
+    let e = fails(pull(dir.path(), &search, &["--key", key]));
+    assert!(e.contains(&format!("was made for {evil_repo}, not for {search_repo}")), "{e}");
+    assert!(e.contains(&format!("--signed-identity {evil_repo}")) && e.contains(&digest), "{e}");
+    assert_untouched(dir.path());
+
+    // Naming another repository than the one signed is no better.
+    let other = format!("{}/corral/other", registry.addr);
+    let e = fails(pull(dir.path(), &search, &["--key", key, "--signed-identity", &other]));
+    assert!(e.contains(&format!("not for {other}")), "{e}");
+    assert_untouched(dir.path());
+
+    // A mirror says where it mirrors from, and then the signature counts.
+    let out = ok(pull(dir.path(), &search, &["--key", key, "--signed-identity", &evil_repo]));
+    assert!(out.contains(&digest) && out.contains(&k.fingerprint), "{out}");
+    assert_eq!(Lock::read(dir.path()).unwrap().entry("search").unwrap().reference, search);
+    // The original repository needs no option.
+    ok(pull(tempfile::tempdir().unwrap().path(), &evil, &["--key", key]));
+}
+
+#[test]
+fn publishing_the_same_files_twice_gives_one_digest_and_source_date_epoch_is_the_only_time() {
+    let registry = Registry::start();
+    let a = publish(&registry.reference("corral/text:a"), "text", None);
+    let b = publish(&registry.reference("corral/text:b"), "text", None);
+    assert_eq!(a, b, "two publishes of one component must be one artifact");
+    let manifest = std::fs::read_to_string(registry.blob_file(&a)).unwrap();
+    assert!(!manifest.contains("org.opencontainers.image.created"), "{manifest}");
+
+    let epoch = [("SOURCE_DATE_EPOCH", "1700000000")];
+    let dated = publish_with(&registry.reference("corral/text:dated"), "text", None, &epoch);
+    assert_ne!(dated, a);
+    assert_eq!(publish_with(&registry.reference("corral/text:again"), "text", None, &epoch), dated);
+    let manifest: Value = serde_json::from_str(&std::fs::read_to_string(registry.blob_file(&dated)).unwrap()).unwrap();
+    assert_eq!(manifest["annotations"]["org.opencontainers.image.created"], "2023-11-14T22:13:20Z");
+    let config = std::fs::read_to_string(registry.blob_file(manifest["config"]["digest"].as_str().unwrap())).unwrap();
+    assert!(config.contains("\"created\":\"2023-11-14T22:13:20Z\""), "{config}");
+
+    let e = fails(corral_with(&["publish", example("text").to_str().unwrap(), &registry.reference("corral/text:bad")], &[("SOURCE_DATE_EPOCH", "last tuesday")]));
+    assert!(e.contains("SOURCE_DATE_EPOCH") && e.contains("whole number of seconds"), "{e}");
+}
+
+/// A registry that misbehaves on purpose: `/v2/` answers like a registry without auth,
+/// `/v2/endless/manifests/*` streams a manifest that never ends (no length declared),
+/// `/v2/huge/manifests/*` declares 1.2 GB, and `/v2/trickle/manifests/*` sends one byte every
+/// 200 ms. Every response closes its connection.
+struct SlowRegistry {
+    addr: String,
+}
+
+impl SlowRegistry {
+    fn start() -> SlowRegistry {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                std::thread::spawn(move || SlowRegistry::serve(stream));
+            }
+        });
+        SlowRegistry { addr }
+    }
+
+    fn serve(mut stream: std::net::TcpStream) {
+        use std::io::{Read, Write};
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            match stream.read(&mut byte) {
+                Ok(1) => head.push(byte[0]),
+                _ => return,
+            }
+        }
+        let head = String::from_utf8_lossy(&head).into_owned();
+        let path = head.split_whitespace().nth(1).unwrap_or("").to_owned();
+        let manifest_head = |length: &str| {
+            format!("HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\n{length}Connection: close\r\n\r\n")
+        };
+        // Writes fail once corral hangs up: that ends the thread.
+        let _ = if path == "/v2/" {
+            stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+        } else if path.starts_with("/v2/endless/manifests/") {
+            let chunk = vec![b' '; 64 << 10];
+            stream.write_all(manifest_head("").as_bytes()).and_then(|()| loop {
+                stream.write_all(&chunk)?;
+            })
+        } else if path.starts_with("/v2/huge/manifests/") {
+            stream.write_all(manifest_head("Content-Length: 1200000000\r\n").as_bytes()).and_then(|()| stream.write_all(b"{"))
+        } else if path.starts_with("/v2/trickle/manifests/") {
+            stream.write_all(manifest_head("Content-Length: 1000\r\n").as_bytes()).and_then(|()| loop {
+                stream.write_all(b" ")?;
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            })
+        } else {
+            stream.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        };
+    }
+}
+
+#[test]
+fn a_manifest_over_its_bound_or_slower_than_the_pull_timeout_is_refused_and_nothing_is_written() {
+    let registry = SlowRegistry::start();
+    let dir = tempfile::tempdir().unwrap();
+    let reference = |repo: &str| format!("oci://{}/{repo}:1", registry.addr);
+
+    // Never ending, no length: refused once 64 KiB have arrived, not read on.
+    let e = fails(pull(dir.path(), &reference("endless"), &["--max-manifest-size", "64KiB"]));
+    assert!(e.contains("the manifest is more than 65536 bytes, over the limit of 65536 (--max-manifest-size)"), "{e}");
+    assert_untouched(dir.path());
+    // A declared length over the bound is refused before the body (the default bound: 4 MiB).
+    let e = fails(pull(dir.path(), &reference("huge"), &[]));
+    assert!(e.contains("the manifest is 1200000000 bytes, over the limit of 4194304 (--max-manifest-size)"), "{e}");
+    assert_untouched(dir.path());
+
+    // One byte every 200 ms would take 200 s; the pull gives up at its timeout. The bound on the
+    // elapsed time only catches a pull that ignores the timeout altogether.
+    let started = std::time::Instant::now();
+    let e = fails(pull(dir.path(), &reference("trickle"), &["--pull-timeout", "2s"]));
+    assert!(e.contains(&format!("{}: the pull did not finish within 2s (--pull-timeout)", reference("trickle"))), "{e}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(90), "the pull ran {:?}", started.elapsed());
+    assert_untouched(dir.path());
+}
+
+/// A malformed `--state-secret` or `CORRAL_STATE_SECRET` is refused by name, never quoted.
+#[test]
+fn a_malformed_state_secret_is_refused_without_being_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = "0123456789abcdefSECRET-TEXT";
+    let plugins = dir.path().to_str().unwrap();
+    for out in [corral(&["serve", "--plugins", plugins, "--state-secret", secret]), corral_with(&["serve", "--plugins", plugins], &[("CORRAL_STATE_SECRET", secret)])] {
+        let e = fails(out);
+        assert!(!e.contains(secret) && !e.contains("SECRET-TEXT"), "the secret was printed: {e}");
+        assert!(e.contains("--state-secret") && e.contains("CORRAL_STATE_SECRET") && e.contains("hexadecimal"), "{e}");
+    }
 }

@@ -3,74 +3,24 @@
 //!
 //! Everything is checked in memory first (digests, layout, signature, size, the manifest's
 //! text); only then are the files staged beside their final names and renamed into place, so a
-//! failed pull leaves the plugin directory as it was.
+//! failed pull leaves the plugin directory as it was. What the lock allows (a file not pulled, a
+//! name pinned elsewhere, a moved tag) is decided by `registry::lock`; this is the command around
+//! it.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use super::args::PullArgs;
 use crate::config;
-use crate::oci::client::Access;
+use crate::oci::client::Bound;
 use crate::oci::cosign::PublicKey;
-use crate::oci::pull::{fetch, resolve, FetchOptions};
+use crate::oci::pull::{fetch, resolve, FetchOptions, Fetched};
 use crate::oci::{Connection, OciRef};
-use crate::registry::lock::{Lock, LockEntry};
-
-/// Flags shared by `pull` and `publish`: how registries are reached.
-#[derive(clap::Args)]
-pub struct RegistryArgs {
-    /// A registry reached over plain HTTP (loopback registries always are); repeatable.
-    #[arg(long = "insecure-registry", env = "CORRAL_INSECURE_REGISTRIES", value_delimiter = ',', value_name = "HOST:PORT")]
-    pub insecure_registry: Vec<String>,
-    /// A bearer token for the registry; without it the docker config file
-    /// ($DOCKER_CONFIG/config.json or ~/.docker/config.json) is read. Never logged.
-    #[arg(long, env = "CORRAL_REGISTRY_TOKEN", hide_env_values = true, value_name = "TOKEN")]
-    pub registry_token: Option<String>,
-}
-
-impl RegistryArgs {
-    /// The registry access these flags describe.
-    pub fn access(&self) -> Access {
-        Access { insecure: self.insecure_registry.clone(), token: self.registry_token.clone(), docker_config: None }
-    }
-}
-
-/// `corral pull`'s flags.
-#[derive(clap::Args)]
-pub struct PullArgs {
-    /// The plugin: oci://HOST[:PORT]/REPO:TAG or oci://HOST[:PORT]/REPO@sha256:DIGEST.
-    #[arg(value_name = "REFERENCE")]
-    pub reference: String,
-    /// The plugin directory it is written to (NAME.wasm, NAME.toml, corral.lock).
-    #[arg(long, env = "CORRAL_PLUGINS", value_name = "DIR")]
-    pub plugins: PathBuf,
-    /// Verify the cosign signature with this public key (PEM, ECDSA P-256, as `cosign
-    /// generate-key-pair` writes cosign.pub); an unsigned artifact is then refused.
-    #[arg(long, env = "CORRAL_COSIGN_KEY", value_name = "cosign.pub")]
-    pub key: Option<PathBuf>,
-    /// Refuse artifacts without a valid signature (needs --key).
-    #[arg(long, env = "CORRAL_REQUIRE_SIGNATURES")]
-    pub require_signatures: bool,
-    /// The plugin's name in the directory [default: the repository's last path segment].
-    #[arg(long)]
-    pub name: Option<String>,
-    /// Prefix the plugin's tool and prompt names (`NAMESPACE_tool`); written to NAME.toml.
-    #[arg(long)]
-    pub namespace: Option<String>,
-    /// Move a pinned tag to the digest it names now (or re-pin NAME to another reference).
-    #[arg(long)]
-    pub update: bool,
-    /// The largest component accepted, e.g. 64MiB.
-    #[arg(long, env = "CORRAL_MAX_PLUGIN_SIZE", default_value = "64MiB", value_parser = config::parse_size)]
-    pub max_plugin_size: u64,
-    // Undocumented on purpose: clap would show a doc comment on a flattened group as help text.
-    #[allow(missing_docs)]
-    #[command(flatten)]
-    pub registry: RegistryArgs,
-}
+use crate::registry::lock::{self, Lock, LockEntry, PullRequest};
 
 /// Runs `corral pull`.
 pub async fn run(args: PullArgs) -> anyhow::Result<ExitCode> {
-    let reference = OciRef::parse(&args.reference).map_err(anyhow::Error::msg)?;
+    let reference = OciRef::parse(&args.reference)?;
     let name = args.name.clone().unwrap_or_else(|| reference.default_name().to_owned());
     check_plugin_name(&name)?;
     if let Some(ns) = &args.namespace {
@@ -79,7 +29,7 @@ pub async fn run(args: PullArgs) -> anyhow::Result<ExitCode> {
     let key = match &args.key {
         Some(path) => {
             let pem = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("--key {}: {e}", path.display()))?;
-            Some(PublicKey::from_pem(&pem, &path.display().to_string()).map_err(anyhow::Error::msg)?)
+            Some(PublicKey::from_pem(&pem, &path.display().to_string())?)
         }
         None if args.require_signatures => {
             anyhow::bail!("--require-signatures needs --key FILE: a signature of {reference} can only be verified with its signer's public key")
@@ -92,52 +42,41 @@ pub async fn run(args: PullArgs) -> anyhow::Result<ExitCode> {
     }
     let mut lock = Lock::read(dir).map_err(anyhow::Error::msg)?;
     let wasm_path = dir.join(format!("{name}.wasm"));
-    let pinned = lock.entry(&name).cloned();
-    match &pinned {
-        None if wasm_path.exists() => anyhow::bail!(
-            "{} exists and {} does not pin it (it was not pulled): remove it, or pull under another --name",
-            wasm_path.display(),
-            Lock::path(dir).display()
-        ),
-        Some(entry) if entry.reference != reference.to_string() && !args.update => {
-            anyhow::bail!("plugin `{name}` is pinned to {} in {}; pass --update to replace it with {reference}", entry.reference, Lock::path(dir).display())
-        }
-        _ => {}
-    }
-    if let (Some(entry), None) = (&pinned, &key) {
-        if let Some(fingerprint) = &entry.key {
-            anyhow::bail!("plugin `{name}` was pulled with its signature verified by key {fingerprint}; pass that key with --key to pull it again");
-        }
-    }
+    let reference_text = reference.to_string();
+    let request = PullRequest { name: &name, reference: &reference_text, update: args.update, verifying: key.is_some() };
+    let pinned = lock.admit(dir, &request)?;
 
-    let conn = Connection::open(&reference, &args.registry.access(), false).await.map_err(anyhow::Error::msg)?;
-    let current = match &reference.digest {
-        Some(d) => d.clone(),
-        None => resolve(&conn, &reference).await.map_err(anyhow::Error::msg)?.ok_or_else(|| anyhow::anyhow!("{reference}: not found in the registry"))?,
+    // Everything that talks to the registry runs under one deadline: a registry that answers
+    // slowly (or a byte at a time) must not hold the pull past it.
+    let network = async {
+        let conn = Connection::open(&reference, &args.registry.access(), false).await?;
+        let max_manifest = Bound { bytes: args.max_manifest_size, flag: "--max-manifest-size" };
+        let current = match &reference.digest {
+            Some(d) => d.clone(),
+            None => resolve(&conn, &reference, max_manifest).await?.ok_or_else(|| anyhow::anyhow!("{reference}: not found in the registry"))?,
+        };
+        let target = lock::target(pinned.as_ref(), &request, &current);
+        let options = FetchOptions {
+            key: key.as_ref(),
+            identity: args.signed_identity.as_deref(),
+            max_size: Bound { bytes: args.max_plugin_size, flag: "--max-plugin-size" },
+            max_manifest,
+        };
+        let fetched = fetch(&conn, &reference.at_digest(&target.digest), &options).await?;
+        anyhow::Ok((fetched, target.notes))
     };
-    let mut target = current.clone();
-    let mut notes = Vec::new();
-    if let Some(entry) = pinned.as_ref().filter(|e| e.reference == reference.to_string()) {
-        if entry.digest != current {
-            if args.update {
-                notes.push(format!("{reference} moved from {} to {current}: updated", entry.digest));
-            } else {
-                notes.push(format!("{reference} moved from {} to {current}: keeping the pinned {} (pass --update to move)", entry.digest, entry.digest));
-                target = entry.digest.clone();
-            }
-        }
-    }
-    if let Some(entry) = pinned.as_ref().filter(|e| e.reference != reference.to_string()) {
-        notes.push(format!("plugin `{name}` moved from {} ({}) to {reference} ({current})", entry.reference, entry.digest));
-    }
-    let options = FetchOptions { key: key.as_ref(), max_size: args.max_plugin_size };
-    let fetched = fetch(&conn, &reference.at_digest(&target), &options).await.map_err(anyhow::Error::msg)?;
+    let (fetched, notes): (Fetched, Vec<String>) = tokio::time::timeout(args.pull_timeout, network).await.map_err(|_| {
+        anyhow::anyhow!(
+            "{reference}: the pull did not finish within {} (--pull-timeout); nothing was written. Raise --pull-timeout for a slow registry",
+            humantime::format_duration(args.pull_timeout)
+        )
+    })??;
 
     let toml_path = config::manifest_path(&wasm_path);
     let toml = plugin_manifest_text(fetched.manifest.as_deref(), args.namespace.as_deref(), &toml_path)?;
     let entry = LockEntry {
         name: name.clone(),
-        reference: reference.to_string(),
+        reference: reference_text.clone(),
         digest: fetched.digest.clone(),
         wasm: fetched.wasm_digest.clone(),
         key: fetched.key.clone(),

@@ -34,6 +34,15 @@ pub const TASK_MAX_TTL: &str = "24h";
 pub const TASK_POLL_INTERVAL: &str = "1s";
 /// `--task-reap-every`, `tasks::TaskSettings::reap_every`.
 pub const TASK_REAP_EVERY: &str = "30s";
+/// `corral pull --max-plugin-size`: the largest component a pull downloads.
+pub const MAX_PLUGIN_SIZE: &str = "64MiB";
+/// `corral pull --max-manifest-size`: the largest OCI manifest a pull reads, the artifact's or
+/// its signature's. The distribution spec has registries accept manifests up to 4 MiB; corral's
+/// own are under 1 KiB.
+pub const MAX_MANIFEST_SIZE: &str = "4MiB";
+/// `corral pull --pull-timeout`: how long one pull may take, from the first connection to the
+/// last byte.
+pub const PULL_TIMEOUT: &str = "5m";
 
 /// The value of a duration default (one of the constants above).
 pub fn duration(text: &'static str) -> Duration {
@@ -63,5 +72,8 @@ mod tests {
         assert_eq!(duration(TASK_MAX_TTL), Duration::from_secs(24 * 3600));
         assert_eq!(duration(TASK_POLL_INTERVAL), Duration::from_millis(1000));
         assert_eq!(duration(TASK_REAP_EVERY), Duration::from_secs(30));
+        assert_eq!(size(MAX_PLUGIN_SIZE), 64 << 20);
+        assert_eq!(size(MAX_MANIFEST_SIZE), 4 << 20);
+        assert_eq!(duration(PULL_TIMEOUT), Duration::from_secs(300));
     }
 }

@@ -68,27 +68,68 @@ pub struct Layout<'a> {
     pub manifest: Option<&'a Descriptor>,
 }
 
+/// Why a manifest is not a Wasm artifact corral serves.
+#[derive(Debug, thiserror::Error)]
+pub enum LayoutError {
+    /// `schemaVersion` is not 2.
+    #[error("{reference}: manifest schema version {version} is not 2")]
+    SchemaVersion {
+        /// The artifact.
+        reference: String,
+        /// The version it claims.
+        version: u32,
+    },
+    /// The config is not the Wasm config: a container image, or another kind of artifact.
+    #[error("{reference} is not a Wasm artifact: its config is `{config}`, not `{wanted}` (is it a container image?)", wanted = WASM_CONFIG)]
+    NotWasm {
+        /// The artifact.
+        reference: String,
+        /// Its config's media type.
+        config: String,
+    },
+    /// No component layer.
+    #[error("{reference} has no `{layer}` layer", layer = WASM_LAYER)]
+    NoComponent {
+        /// The artifact.
+        reference: String,
+    },
+    /// More than one component layer.
+    #[error("{reference} has {count} Wasm layers; corral serves one component per artifact")]
+    ManyComponents {
+        /// The artifact.
+        reference: String,
+        /// How many.
+        count: usize,
+    },
+    /// More than one plugin manifest layer.
+    #[error("{reference} has {count} `{layer}` layers; at most one is allowed", layer = CORRAL_MANIFEST_LAYER)]
+    ManyManifests {
+        /// The artifact.
+        reference: String,
+        /// How many.
+        count: usize,
+    },
+}
+
 /// Checks that `manifest` is a Wasm artifact corral can serve and finds its layers.
-pub fn layout<'a>(manifest: &'a Manifest, reference: &str) -> Result<Layout<'a>, String> {
+pub fn layout<'a>(manifest: &'a Manifest, reference: &str) -> Result<Layout<'a>, LayoutError> {
+    let reference = reference.to_owned();
     if manifest.schema_version != 2 {
-        return Err(format!("{reference}: manifest schema version {} is not 2", manifest.schema_version));
+        return Err(LayoutError::SchemaVersion { reference, version: manifest.schema_version });
     }
     if manifest.config.media_type != WASM_CONFIG {
-        return Err(format!(
-            "{reference} is not a Wasm artifact: its config is `{}`, not `{WASM_CONFIG}` (is it a container image?)",
-            manifest.config.media_type
-        ));
+        return Err(LayoutError::NotWasm { reference, config: manifest.config.media_type.clone() });
     }
     let is_wasm = |d: &&Descriptor| d.media_type == WASM_LAYER || OTHER_WASM_LAYERS.contains(&d.media_type.as_str());
     let wasm: Vec<&Descriptor> = manifest.layers.iter().filter(is_wasm).collect();
     let wasm = match wasm.as_slice() {
         [one] => *one,
-        [] => return Err(format!("{reference} has no `{WASM_LAYER}` layer")),
-        _ => return Err(format!("{reference} has {} Wasm layers; corral serves one component per artifact", wasm.len())),
+        [] => return Err(LayoutError::NoComponent { reference }),
+        _ => return Err(LayoutError::ManyComponents { reference, count: wasm.len() }),
     };
     let tomls: Vec<&Descriptor> = manifest.layers.iter().filter(|d| d.media_type == CORRAL_MANIFEST_LAYER).collect();
     if tomls.len() > 1 {
-        return Err(format!("{reference} has {} `{CORRAL_MANIFEST_LAYER}` layers; at most one is allowed", tomls.len()));
+        return Err(LayoutError::ManyManifests { reference, count: tomls.len() });
     }
     Ok(Layout { wasm, manifest: tomls.first().copied() })
 }
@@ -105,7 +146,13 @@ pub fn not_a_component(bytes: &[u8]) -> Option<&'static str> {
     }
 }
 
-/// The Wasm config blob for a component layer.
+/// What `created` says when the publisher gives no time (`SOURCE_DATE_EPOCH` unset): the Unix
+/// epoch, as reproducible image builders (ko, apko) write. The field stays because readers of the
+/// layout (oci-wasm's `WasmConfig`) require it; a fixed value keeps the digest a function of the
+/// component alone.
+pub const NO_DATE: &str = "1970-01-01T00:00:00Z";
+
+/// The Wasm config blob for a component layer; `created` is RFC 3339.
 pub fn config_blob(wasm: &Descriptor, created: &str) -> Vec<u8> {
     let config = serde_json::json!({
         "created": created,
@@ -141,10 +188,10 @@ mod tests {
 
     #[test]
     fn refuses_other_artifacts_by_name() {
-        let e = layout(&manifest("application/vnd.oci.image.config.v1+json", &[WASM_LAYER]), "oci://h/r:1").err().unwrap();
+        let e = layout(&manifest("application/vnd.oci.image.config.v1+json", &[WASM_LAYER]), "oci://h/r:1").err().unwrap().to_string();
         assert!(e.contains("oci://h/r:1 is not a Wasm artifact"), "{e}");
-        assert!(layout(&manifest(WASM_CONFIG, &[]), "r").err().unwrap().contains("no `application/wasm` layer"));
-        assert!(layout(&manifest(WASM_CONFIG, &[WASM_LAYER, WASM_LAYER]), "r").err().unwrap().contains("2 Wasm layers"));
+        assert!(layout(&manifest(WASM_CONFIG, &[]), "r").err().unwrap().to_string().contains("no `application/wasm` layer"));
+        assert!(layout(&manifest(WASM_CONFIG, &[WASM_LAYER, WASM_LAYER]), "r").err().unwrap().to_string().contains("2 Wasm layers"));
     }
 
     #[test]

@@ -22,6 +22,64 @@ pub const PASSWORD_VAR: &str = "COSIGN_PASSWORD";
 
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 
+/// Why a key file was refused. A key's bytes and a password never appear in one.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    /// Not a public key corral verifies with.
+    #[error("{origin}: not a PEM ECDSA P-256 public key (`-----BEGIN PUBLIC KEY-----`, as cosign generate-key-pair writes): {why}")]
+    NotAPublicKey {
+        /// The key file.
+        origin: String,
+        /// The parser's complaint.
+        why: String,
+    },
+    /// An encrypted key and no password.
+    #[error("{origin} is encrypted: set {var} to its password", var = PASSWORD_VAR)]
+    NeedsPassword {
+        /// The key file.
+        origin: String,
+    },
+    /// The password does not open the key.
+    #[error("{origin}: wrong password in {var}, or the key is corrupt", var = PASSWORD_VAR)]
+    WrongPassword {
+        /// The key file.
+        origin: String,
+    },
+    /// A PEM label corral does not read.
+    #[error("{origin}: unsupported key type `{label}` (expected a cosign key or a PEM ECDSA P-256 private key)")]
+    Unsupported {
+        /// The key file.
+        origin: String,
+        /// The `-----BEGIN …-----` label.
+        label: String,
+    },
+    /// A key of a supported kind that does not decode.
+    #[error("{origin}: {why}")]
+    Malformed {
+        /// The key file.
+        origin: String,
+        /// What is wrong with it.
+        why: String,
+    },
+}
+
+/// Why a signed payload is not a cosign container image signature corral can use.
+#[derive(Debug, thiserror::Error)]
+pub enum PayloadError {
+    /// Not JSON.
+    #[error("the signed payload is not JSON: {0}")]
+    NotJson(String),
+    /// JSON of another kind.
+    #[error("the signed payload is not a cosign container image signature")]
+    NotASignature,
+    /// No manifest digest.
+    #[error("the signed payload names no docker-manifest-digest")]
+    NoDigest,
+    /// No repository.
+    #[error("the signed payload names no docker-reference")]
+    NoIdentity,
+}
+
 /// The tag cosign stores the signatures of manifest `digest` under.
 pub fn signature_tag(digest: &str) -> String {
     format!("{}.sig", digest.replacen(':', "-", 1))
@@ -36,9 +94,8 @@ pub struct PublicKey {
 
 impl PublicKey {
     /// Reads a PEM `PUBLIC KEY` (ECDSA P-256), as in `cosign.pub`.
-    pub fn from_pem(pem: &str, origin: &str) -> Result<PublicKey, String> {
-        let key = VerifyingKey::from_public_key_pem(pem.trim())
-            .map_err(|e| format!("{origin}: not a PEM ECDSA P-256 public key (`-----BEGIN PUBLIC KEY-----`, as cosign generate-key-pair writes): {e}"))?;
+    pub fn from_pem(pem: &str, origin: &str) -> Result<PublicKey, KeyError> {
+        let key = VerifyingKey::from_public_key_pem(pem.trim()).map_err(|e| KeyError::NotAPublicKey { origin: origin.to_owned(), why: e.to_string() })?;
         Ok(PublicKey { fingerprint: fingerprint(&key), key })
     }
 
@@ -63,22 +120,23 @@ pub struct PrivateKey {
 impl PrivateKey {
     /// Reads a private key: cosign's `ENCRYPTED SIGSTORE PRIVATE KEY` (scrypt + NaCl secretbox,
     /// the password in `password`), or an unencrypted PKCS#8 `PRIVATE KEY` or SEC1 `EC PRIVATE KEY`.
-    pub fn from_pem(pem: &str, password: Option<&str>, origin: &str) -> Result<PrivateKey, String> {
+    pub fn from_pem(pem: &str, password: Option<&str>, origin: &str) -> Result<PrivateKey, KeyError> {
         let pem = pem.trim();
         let label = pem.lines().next().unwrap_or("").trim_start_matches("-----BEGIN ").trim_end_matches("-----").to_owned();
+        let malformed = |why: String| KeyError::Malformed { origin: origin.to_owned(), why };
         let key = match label.as_str() {
             "ENCRYPTED SIGSTORE PRIVATE KEY" | "ENCRYPTED COSIGN PRIVATE KEY" => {
-                let password = password.ok_or_else(|| format!("{origin} is encrypted: set {PASSWORD_VAR} to its password"))?;
-                let der = decrypt_cosign_key(pem, password).map_err(|e| format!("{origin}: {e}"))?;
-                SigningKey::from_pkcs8_der(&der).map_err(|e| format!("{origin}: the decrypted key is not ECDSA P-256: {e}"))?
+                let password = password.ok_or_else(|| KeyError::NeedsPassword { origin: origin.to_owned() })?;
+                let der = decrypt_cosign_key(pem, password, origin)?;
+                SigningKey::from_pkcs8_der(&der).map_err(|e| malformed(format!("the decrypted key is not ECDSA P-256: {e}")))?
             }
-            "PRIVATE KEY" => SigningKey::from_pkcs8_pem(pem).map_err(|e| format!("{origin}: not an ECDSA P-256 PKCS#8 key: {e}"))?,
+            "PRIVATE KEY" => SigningKey::from_pkcs8_pem(pem).map_err(|e| malformed(format!("not an ECDSA P-256 PKCS#8 key: {e}")))?,
             "EC PRIVATE KEY" => {
                 use p256::elliptic_curve::SecretKey;
-                let secret: SecretKey<p256::NistP256> = SecretKey::from_sec1_pem(pem).map_err(|e| format!("{origin}: not a P-256 EC private key: {e}"))?;
+                let secret: SecretKey<p256::NistP256> = SecretKey::from_sec1_pem(pem).map_err(|e| malformed(format!("not a P-256 EC private key: {e}")))?;
                 SigningKey::from(secret)
             }
-            other => return Err(format!("{origin}: unsupported key type `{other}` (expected a cosign key or a PEM ECDSA P-256 private key)")),
+            other => return Err(KeyError::Unsupported { origin: origin.to_owned(), label: other.to_owned() }),
         };
         Ok(PrivateKey { key })
     }
@@ -129,31 +187,31 @@ struct Cipher {
 }
 
 /// cosign's encrypted key: a PEM whose body is JSON (sigstore/sigstore `pkg/cryptoutils`).
-fn decrypt_cosign_key(pem: &str, password: &str) -> Result<Vec<u8>, String> {
+fn decrypt_cosign_key(pem: &str, password: &str, origin: &str) -> Result<Vec<u8>, KeyError> {
     use crypto_secretbox::aead::{Aead, KeyInit};
+    let malformed = |why: String| KeyError::Malformed { origin: origin.to_owned(), why };
     let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
-    let json = B64.decode(body.trim()).map_err(|e| format!("the key's PEM body is not base64: {e}"))?;
-    let enc: EncryptedKey = serde_json::from_slice(&json).map_err(|e| format!("not a cosign encrypted key: {e}"))?;
+    let json = B64.decode(body.trim()).map_err(|e| malformed(format!("the key's PEM body is not base64: {e}")))?;
+    let enc: EncryptedKey = serde_json::from_slice(&json).map_err(|e| malformed(format!("not a cosign encrypted key: {e}")))?;
     if enc.kdf.name != "scrypt" || enc.cipher.name != "nacl/secretbox" {
-        return Err(format!("unsupported key encryption {} + {} (cosign uses scrypt + nacl/secretbox)", enc.kdf.name, enc.cipher.name));
+        return Err(malformed(format!("unsupported key encryption {} + {} (cosign uses scrypt + nacl/secretbox)", enc.kdf.name, enc.cipher.name)));
     }
     let n = enc.kdf.params.N;
     if !n.is_power_of_two() || n < 2 {
-        return Err(format!("scrypt N = {n} is not a power of two"));
+        return Err(malformed(format!("scrypt N = {n} is not a power of two")));
     }
-    let params = scrypt::Params::new(n.trailing_zeros() as u8, enc.kdf.params.r, enc.kdf.params.p, 32).map_err(|e| format!("bad scrypt parameters: {e}"))?;
-    let salt = B64.decode(&enc.kdf.salt).map_err(|e| format!("salt is not base64: {e}"))?;
+    let params =
+        scrypt::Params::new(n.trailing_zeros() as u8, enc.kdf.params.r, enc.kdf.params.p, 32).map_err(|e| malformed(format!("bad scrypt parameters: {e}")))?;
+    let salt = B64.decode(&enc.kdf.salt).map_err(|e| malformed(format!("salt is not base64: {e}")))?;
     let mut key = [0u8; 32];
-    scrypt::scrypt(password.as_bytes(), &salt, &params, &mut key).map_err(|e| format!("scrypt: {e}"))?;
-    let nonce = B64.decode(&enc.cipher.nonce).map_err(|e| format!("nonce is not base64: {e}"))?;
+    scrypt::scrypt(password.as_bytes(), &salt, &params, &mut key).map_err(|e| malformed(format!("scrypt: {e}")))?;
+    let nonce = B64.decode(&enc.cipher.nonce).map_err(|e| malformed(format!("nonce is not base64: {e}")))?;
     if nonce.len() != 24 {
-        return Err("the nonce is not 24 bytes".into());
+        return Err(malformed("the nonce is not 24 bytes".into()));
     }
-    let ciphertext = B64.decode(&enc.ciphertext).map_err(|e| format!("ciphertext is not base64: {e}"))?;
+    let ciphertext = B64.decode(&enc.ciphertext).map_err(|e| malformed(format!("ciphertext is not base64: {e}")))?;
     let cipher = crypto_secretbox::XSalsa20Poly1305::new(&key.into());
-    cipher
-        .decrypt(crypto_secretbox::Nonce::from_slice(&nonce), ciphertext.as_slice())
-        .map_err(|_| format!("wrong password in {PASSWORD_VAR}, or the key is corrupt"))
+    cipher.decrypt(crypto_secretbox::Nonce::from_slice(&nonce), ciphertext.as_slice()).map_err(|_| KeyError::WrongPassword { origin: origin.to_owned() })
 }
 
 /// The simple-signing payload for manifest `digest` of repository `docker_reference`.
@@ -169,14 +227,36 @@ pub fn payload(docker_reference: &str, digest: &str) -> Vec<u8> {
     serde_json::to_vec(&value).expect("JSON always serializes")
 }
 
-/// The manifest digest a payload signs, if it is a cosign container image signature.
-pub fn signed_digest(payload: &[u8]) -> Result<String, String> {
-    let value: serde_json::Value = serde_json::from_slice(payload).map_err(|e| format!("the signed payload is not JSON: {e}"))?;
+/// What a cosign container image signature's payload says it signs.
+#[derive(Debug, PartialEq)]
+pub struct Signed {
+    /// `critical.image.docker-manifest-digest`: the manifest.
+    pub digest: String,
+    /// `critical.identity.docker-reference`: the repository it was signed for, `HOST[:PORT]/REPO`
+    /// (a tag or digest some signers append is dropped).
+    pub identity: String,
+}
+
+/// Reads a simple-signing payload.
+pub fn read_payload(payload: &[u8]) -> Result<Signed, PayloadError> {
+    let value: serde_json::Value = serde_json::from_slice(payload).map_err(|e| PayloadError::NotJson(e.to_string()))?;
     let critical = &value["critical"];
     if critical["type"] != "cosign container image signature" {
-        return Err("the signed payload is not a cosign container image signature".into());
+        return Err(PayloadError::NotASignature);
     }
-    critical["image"]["docker-manifest-digest"].as_str().map(str::to_owned).ok_or_else(|| "the signed payload names no docker-manifest-digest".into())
+    let digest = critical["image"]["docker-manifest-digest"].as_str().ok_or(PayloadError::NoDigest)?.to_owned();
+    let identity = critical["identity"]["docker-reference"].as_str().ok_or(PayloadError::NoIdentity)?;
+    Ok(Signed { digest, identity: repository_of(identity).to_owned() })
+}
+
+/// `HOST[:PORT]/REPO` of a docker reference that may end in `:TAG` or `@DIGEST`.
+fn repository_of(reference: &str) -> &str {
+    let reference = reference.split('@').next().unwrap_or(reference);
+    match reference.rsplit_once(':') {
+        // A colon after the last slash is a tag; one before it is the registry's port.
+        Some((repo, tag)) if !tag.contains('/') && repo.contains('/') => repo,
+        _ => reference,
+    }
 }
 
 #[cfg(test)]
@@ -200,17 +280,32 @@ pub(crate) mod tests {
         assert!(!public.verifies(b"other", &sig));
         let other = PublicKey::from_pem(&test_key(8).verifying_key().to_public_key_pem(LineEnding::LF).unwrap(), "o").unwrap();
         assert!(!other.verifies(&p, &sig));
-        assert_eq!(signed_digest(&p).unwrap(), "sha256:ab");
+        assert_eq!(read_payload(&p).unwrap(), Signed { digest: "sha256:ab".into(), identity: "127.0.0.1:5000/corral/echo".into() });
         assert_eq!(signature_tag("sha256:ab"), "sha256-ab.sig");
     }
 
     #[test]
+    fn the_signed_repository_drops_a_tag_or_digest_but_keeps_a_port() {
+        for (given, repo) in [
+            ("127.0.0.1:5000/corral/echo", "127.0.0.1:5000/corral/echo"),
+            ("127.0.0.1:5000/corral/echo:1.0", "127.0.0.1:5000/corral/echo"),
+            ("ghcr.io/acme/x@sha256:ab", "ghcr.io/acme/x"),
+            ("ghcr.io/acme/x:1@sha256:ab", "ghcr.io/acme/x"),
+        ] {
+            assert_eq!(repository_of(given), repo, "{given}");
+        }
+        let unsigned = serde_json::json!({"critical": {"type": "cosign container image signature", "image": {"docker-manifest-digest": "sha256:ab"}}});
+        assert!(matches!(read_payload(unsigned.to_string().as_bytes()), Err(PayloadError::NoIdentity)));
+    }
+
+    #[test]
     fn bad_keys_say_what_was_expected() {
-        let e = PublicKey::from_pem("hello", "cosign.pub").err().unwrap();
+        let e = PublicKey::from_pem("hello", "cosign.pub").err().unwrap().to_string();
         assert!(e.contains("cosign.pub") && e.contains("PUBLIC KEY"), "{e}");
         let e = PrivateKey::from_pem("-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----\nxx\n-----END ENCRYPTED SIGSTORE PRIVATE KEY-----", None, "cosign.key")
             .err()
-            .unwrap();
+            .unwrap()
+            .to_string();
         assert!(e.contains("COSIGN_PASSWORD"), "{e}");
     }
 
@@ -232,7 +327,7 @@ pub(crate) mod tests {
         let pem = format!("-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----\n{}\n-----END ENCRYPTED SIGSTORE PRIVATE KEY-----\n", B64.encode(json.to_string()));
         let k = PrivateKey::from_pem(&pem, Some("secret"), "cosign.key").unwrap();
         assert_eq!(k.fingerprint(), PrivateKey::from_signing_key(test_key(9)).fingerprint());
-        let e = PrivateKey::from_pem(&pem, Some("wrong"), "cosign.key").err().unwrap();
+        let e = PrivateKey::from_pem(&pem, Some("wrong"), "cosign.key").err().unwrap().to_string();
         assert!(e.contains("wrong password"), "{e}");
     }
 }

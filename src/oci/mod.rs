@@ -4,7 +4,9 @@
 //!
 //! This module knows registries, not plugin directories: [`pull::fetch`] returns verified bytes
 //! and what was verified; `corral pull` (in `cli`) decides what lands in the plugin directory and
-//! the lock. It imports nothing else of corral.
+//! the lock. It imports nothing else of corral. Each concern has its own error type
+//! (`ReferenceError`, `LayoutError`, `KeyError`, `RegistryError`, `PullError`), so that callers
+//! can tell one refusal from another without reading its text.
 
 pub mod artifact;
 pub mod client;

@@ -4,6 +4,30 @@ use std::fmt;
 
 use oci_client::Reference;
 
+/// Why a reference, repository or digest was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ReferenceError {
+    /// Not `oci://HOST[:PORT]/REPO(:TAG|@sha256:…)`.
+    #[error("`{text}` is not an OCI reference: {why} (expected oci://HOST[:PORT]/REPO:TAG or oci://HOST[:PORT]/REPO@sha256:DIGEST)")]
+    Malformed {
+        /// What was given.
+        text: String,
+        /// Which part is wrong.
+        why: String,
+    },
+    /// Not `HOST[:PORT]/REPO`.
+    #[error("`{text}` is not a repository: {why} (expected HOST[:PORT]/REPO, e.g. ghcr.io/acme/search)")]
+    Repository {
+        /// What was given.
+        text: String,
+        /// Which part is wrong.
+        why: String,
+    },
+    /// Not `sha256:` and 64 lowercase hex digits.
+    #[error("digest `{0}` is not sha256: and 64 lowercase hex digits")]
+    Digest(String),
+}
+
 /// A parsed `oci://` reference; it always names a registry host explicitly.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OciRef {
@@ -19,16 +43,16 @@ pub struct OciRef {
 
 impl OciRef {
     /// Parses `oci://HOST[:PORT]/REPO:TAG` or `oci://HOST[:PORT]/REPO@sha256:HEX`.
-    pub fn parse(text: &str) -> Result<OciRef, String> {
-        let bad = |why: &str| format!("`{text}` is not an OCI reference: {why} (expected oci://HOST[:PORT]/REPO:TAG or oci://HOST[:PORT]/REPO@sha256:DIGEST)");
+    pub fn parse(text: &str) -> Result<OciRef, ReferenceError> {
+        let bad = |why: &str| ReferenceError::Malformed { text: text.to_owned(), why: why.to_owned() };
         let rest = text.strip_prefix("oci://").ok_or_else(|| bad("it does not start with oci://"))?;
         let (registry, path) = rest.split_once('/').ok_or_else(|| bad("it names no repository"))?;
-        if registry.is_empty() || registry.contains(['@', ' ']) {
+        if !registry_ok(registry) {
             return Err(bad("the registry host is empty or malformed"));
         }
         let (path, digest) = match path.split_once('@') {
             Some((p, d)) => {
-                check_digest(d).map_err(|e| bad(&e))?;
+                check_digest(d).map_err(|e| bad(&e.to_string()))?;
                 (p, Some(d.to_owned()))
             }
             None => (path, None),
@@ -40,10 +64,8 @@ impl OciRef {
         if tag.is_none() && digest.is_none() {
             return Err(bad("it names neither a tag nor a digest"));
         }
-        let repo_ok = !repository.is_empty()
-            && repository.split('/').all(|c| !c.is_empty() && c.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b)));
-        if !repo_ok {
-            return Err(bad("the repository must be lowercase path segments of a-z, 0-9, `.`, `_` and `-`"));
+        if !repository_ok(repository) {
+            return Err(bad(REPOSITORY_RULE));
         }
         if let Some(t) = &tag {
             let tag_ok = (1..=128).contains(&t.len()) && t.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
@@ -106,11 +128,40 @@ impl fmt::Display for OciRef {
     }
 }
 
+const REPOSITORY_RULE: &str = "the repository must be lowercase path segments of a-z, 0-9, `.`, `_` and `-`";
+
+fn registry_ok(registry: &str) -> bool {
+    !registry.is_empty() && !registry.contains(['@', ' ', '/'])
+}
+
+fn repository_ok(repository: &str) -> bool {
+    !repository.is_empty()
+        && repository.split('/').all(|c| !c.is_empty() && c.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b)))
+}
+
+/// Parses `HOST[:PORT]/REPO` (an `oci://` prefix is allowed): a repository as a cosign payload
+/// names it in `docker-reference`, and as `--signed-identity` takes it.
+pub fn parse_repository(text: &str) -> Result<String, ReferenceError> {
+    let bad = |why: &str| ReferenceError::Repository { text: text.to_owned(), why: why.to_owned() };
+    let rest = text.strip_prefix("oci://").unwrap_or(text);
+    let (registry, repository) = rest.split_once('/').ok_or_else(|| bad("it names no repository"))?;
+    if !registry_ok(registry) {
+        return Err(bad("the registry host is empty or malformed"));
+    }
+    if repository.contains([':', '@']) {
+        return Err(bad("it names a tag or a digest; a signature names the repository only"));
+    }
+    if !repository_ok(repository) {
+        return Err(bad(REPOSITORY_RULE));
+    }
+    Ok(rest.to_owned())
+}
+
 /// A digest corral can check: `sha256:` and 64 lowercase hex digits.
-pub fn check_digest(d: &str) -> Result<(), String> {
+pub fn check_digest(d: &str) -> Result<(), ReferenceError> {
     match d.strip_prefix("sha256:") {
         Some(hex) if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) => Ok(()),
-        _ => Err(format!("digest `{d}` is not sha256: and 64 lowercase hex digits")),
+        _ => Err(ReferenceError::Digest(d.to_owned())),
     }
 }
 
@@ -137,8 +188,18 @@ mod tests {
     #[test]
     fn refuses_what_it_cannot_pin() {
         for bad in ["ghcr.io/a:1", "oci://ghcr.io/a", "oci://ghcr.io/A:1", "oci://ghcr.io/a@sha256:12", "oci:///a:1", "oci://h/a:b c"] {
-            let e = OciRef::parse(bad).unwrap_err();
+            let e = OciRef::parse(bad).unwrap_err().to_string();
             assert!(e.contains(bad) && e.contains("expected oci://"), "{e}");
+        }
+    }
+
+    #[test]
+    fn repositories_name_no_tag() {
+        assert_eq!(parse_repository("ghcr.io/acme/search").unwrap(), "ghcr.io/acme/search");
+        assert_eq!(parse_repository("oci://127.0.0.1:5000/corral/echo").unwrap(), "127.0.0.1:5000/corral/echo");
+        for bad in ["ghcr.io", "ghcr.io/acme/search:1", "ghcr.io/Acme/x", "/x", "h/a@sha256:00"] {
+            let e = parse_repository(bad).unwrap_err().to_string();
+            assert!(e.contains(bad) && e.contains("expected HOST[:PORT]/REPO"), "{e}");
         }
     }
 }
