@@ -470,7 +470,8 @@ fn publishing_the_same_files_twice_gives_one_digest_and_source_date_epoch_is_the
     let config = std::fs::read_to_string(registry.blob_file(manifest["config"]["digest"].as_str().unwrap())).unwrap();
     assert!(config.contains("\"created\":\"2023-11-14T22:13:20Z\""), "{config}");
 
-    let e = fails(corral_with(&["publish", example("text").to_str().unwrap(), &registry.reference("corral/text:bad")], &[("SOURCE_DATE_EPOCH", "last tuesday")]));
+    let e =
+        fails(corral_with(&["publish", example("text").to_str().unwrap(), &registry.reference("corral/text:bad")], &[("SOURCE_DATE_EPOCH", "last tuesday")]));
     assert!(e.contains("SOURCE_DATE_EPOCH") && e.contains("whole number of seconds"), "{e}");
 }
 
@@ -506,9 +507,8 @@ impl SlowRegistry {
         }
         let head = String::from_utf8_lossy(&head).into_owned();
         let path = head.split_whitespace().nth(1).unwrap_or("").to_owned();
-        let manifest_head = |length: &str| {
-            format!("HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\n{length}Connection: close\r\n\r\n")
-        };
+        let manifest_head =
+            |length: &str| format!("HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\n{length}Connection: close\r\n\r\n");
         // Writes fail once corral hangs up: that ends the thread.
         let _ = if path == "/v2/" {
             stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
@@ -560,7 +560,9 @@ fn a_malformed_state_secret_is_refused_without_being_printed() {
     let dir = tempfile::tempdir().unwrap();
     let secret = "0123456789abcdefSECRET-TEXT";
     let plugins = dir.path().to_str().unwrap();
-    for out in [corral(&["serve", "--plugins", plugins, "--state-secret", secret]), corral_with(&["serve", "--plugins", plugins], &[("CORRAL_STATE_SECRET", secret)])] {
+    for out in
+        [corral(&["serve", "--plugins", plugins, "--state-secret", secret]), corral_with(&["serve", "--plugins", plugins], &[("CORRAL_STATE_SECRET", secret)])]
+    {
         let e = fails(out);
         assert!(!e.contains(secret) && !e.contains("SECRET-TEXT"), "the secret was printed: {e}");
         assert!(e.contains("--state-secret") && e.contains("CORRAL_STATE_SECRET") && e.contains("hexadecimal"), "{e}");

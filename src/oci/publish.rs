@@ -94,7 +94,12 @@ mod tests {
     use super::*;
 
     fn artifact(created: Option<&str>) -> Artifact {
-        Artifact { file_name: "echo.wasm".into(), wasm: b"\0asm\x0d\0\x01\0".to_vec(), manifest: Some(b"[limits]\n".to_vec()), created: created.map(Into::into) }
+        Artifact {
+            file_name: "echo.wasm".into(),
+            wasm: b"\0asm\x0d\0\x01\0".to_vec(),
+            manifest: Some(b"[limits]\n".to_vec()),
+            created: created.map(Into::into),
+        }
     }
 
     #[test]

@@ -123,7 +123,8 @@ pub async fn resolve(conn: &Connection, at: &OciRef, max_manifest: Bound) -> Res
 /// Fetches and checks the plugin at `at`.
 pub async fn fetch(conn: &Connection, at: &OciRef, options: &FetchOptions<'_>) -> Result<Fetched, PullError> {
     let (bytes, digest) = conn.manifest(at, options.max_manifest).await?.ok_or_else(|| PullError::NotFound(at.clone()))?;
-    let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| PullError::NotAManifest { at: at.clone(), what: "the manifest".into(), why: e.to_string() })?;
+    let manifest: Manifest =
+        serde_json::from_slice(&bytes).map_err(|e| PullError::NotAManifest { at: at.clone(), what: "the manifest".into(), why: e.to_string() })?;
     let layout = artifact::layout(&manifest, &at.to_string())?;
     // The signature is checked before any content is downloaded: it covers the manifest, and
     // the manifest's digests cover the blobs.
@@ -156,8 +157,11 @@ pub async fn verify_signature(conn: &Connection, at: &OciRef, digest: &str, key:
     let Some((bytes, _)) = conn.manifest(&at.at_tag(&tag), max_manifest).await? else {
         return Err(PullError::NotSigned { at: at.clone(), digest: digest.to_owned(), tag });
     };
-    let manifest: Manifest =
-        serde_json::from_slice(&bytes).map_err(|e| PullError::NotAManifest { at: at.clone(), what: format!("signature manifest `{tag}`"), why: e.to_string() })?;
+    let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| PullError::NotAManifest {
+        at: at.clone(),
+        what: format!("signature manifest `{tag}`"),
+        why: e.to_string(),
+    })?;
     let mut found = Vec::new();
     let mut elsewhere = None;
     for layer in manifest.layers.iter().filter(|l| l.media_type == cosign::PAYLOAD_MEDIA_TYPE) {
