@@ -7,7 +7,6 @@ use std::time::Duration;
 use base64::Engine as _;
 use futures_util::StreamExt;
 use oci_client::client::{ClientConfig, ClientProtocol};
-use oci_client::errors::OciDistributionError;
 use oci_client::manifest::OciDescriptor;
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, RegistryOperation};
@@ -64,7 +63,7 @@ pub enum RegistryError {
         /// `HOST[:PORT]`.
         registry: String,
         /// The reference being pulled or published.
-        reference: OciRef,
+        reference: String,
         /// The client's error, with its causes.
         why: String,
     },
@@ -72,7 +71,7 @@ pub enum RegistryError {
     #[error("{at}: cannot fetch the manifest: {why}")]
     ManifestFetch {
         /// The manifest's reference.
-        at: OciRef,
+        at: String,
         /// What failed.
         why: String,
     },
@@ -80,7 +79,7 @@ pub enum RegistryError {
     #[error("{at}: the manifest is {size} bytes, over the limit of {bound}")]
     ManifestTooLarge {
         /// The manifest's reference.
-        at: OciRef,
+        at: String,
         /// Its size as declared, or as much as had arrived when the limit was passed.
         size: String,
         /// The limit.
@@ -90,7 +89,7 @@ pub enum RegistryError {
     #[error("{at}: the manifest does not match its digest: the registry sent {actual}")]
     ManifestDigest {
         /// The pinned reference.
-        at: OciRef,
+        at: String,
         /// What the bytes hash to.
         actual: String,
     },
@@ -98,7 +97,7 @@ pub enum RegistryError {
     #[error("{at}: the registry says the manifest is {header} but its bytes are {actual}")]
     ManifestHeader {
         /// The manifest's reference.
-        at: OciRef,
+        at: String,
         /// The header's value.
         header: String,
         /// What the bytes hash to.
@@ -108,7 +107,7 @@ pub enum RegistryError {
     #[error("{at}: {what}: {source}")]
     BlobDigestForm {
         /// The artifact.
-        at: OciRef,
+        at: String,
         /// Which blob.
         what: String,
         /// Why the digest is refused.
@@ -118,7 +117,7 @@ pub enum RegistryError {
     #[error("{at}: {what} is {size} bytes, over the limit of {bound}")]
     BlobTooLarge {
         /// The artifact.
-        at: OciRef,
+        at: String,
         /// Which blob.
         what: String,
         /// Its declared size.
@@ -130,7 +129,7 @@ pub enum RegistryError {
     #[error("{at}: {what} {digest} is longer than the {size} bytes its descriptor declares (limit {bound})")]
     BlobLonger {
         /// The artifact.
-        at: OciRef,
+        at: String,
         /// Which blob.
         what: String,
         /// Its digest.
@@ -144,7 +143,7 @@ pub enum RegistryError {
     #[error("{at}: cannot fetch {what} {digest}: {why}")]
     BlobFetch {
         /// The artifact.
-        at: OciRef,
+        at: String,
         /// Which blob.
         what: String,
         /// Its digest.
@@ -156,7 +155,7 @@ pub enum RegistryError {
     #[error("{at}: {what} does not match its digest: {why}")]
     BlobDigest {
         /// The artifact.
-        at: OciRef,
+        at: String,
         /// Which blob.
         what: String,
         /// Both digests (and sizes), or the client's report.
@@ -166,7 +165,7 @@ pub enum RegistryError {
     #[error("{at}: cannot upload {what}: {why}")]
     Upload {
         /// Where to.
-        at: OciRef,
+        at: String,
         /// `blob sha256:…` or `the manifest`.
         what: String,
         /// What failed.
@@ -206,7 +205,7 @@ impl Connection {
             ..ClientConfig::default()
         };
         let client = Client::new(config);
-        let unreachable = |why: String| RegistryError::Unreachable { registry: reference.registry.clone(), reference: reference.clone(), why };
+        let unreachable = |why: String| RegistryError::Unreachable { registry: reference.registry.clone(), reference: reference.to_string(), why };
         let http = reqwest::Client::builder()
             .connect_timeout(connect_timeout)
             .read_timeout(read_timeout)
@@ -222,7 +221,7 @@ impl Connection {
     /// `Docker-Content-Digest` and a digest in `at`), or `None` when the registry has none.
     /// Refused as soon as more than `bound` bytes are announced or have arrived.
     pub async fn manifest(&self, at: &OciRef, bound: Bound) -> Result<Option<(Vec<u8>, String)>, RegistryError> {
-        let fetch = |why: String| RegistryError::ManifestFetch { at: at.clone(), why };
+        let fetch = |why: String| RegistryError::ManifestFetch { at: at.to_string(), why };
         let name = at.digest.as_deref().or(at.tag.as_deref()).expect("a reference names a tag or a digest");
         let url = format!("{}://{}/v2/{}/manifests/{name}", self.scheme, at.client_reference().resolve_registry(), at.repository);
         let mut request = self.http.get(&url).header(http::header::ACCEPT, ACCEPTED_MANIFESTS.join(", "));
@@ -231,18 +230,18 @@ impl Connection {
             (None, RegistryAuth::Basic(user, password)) => request.basic_auth(user, Some(password)),
             _ => request,
         };
-        let mut response = request.send().await.map_err(|e| fetch(describe_chain(&e)))?;
+        let mut response = request.send().await.map_err(|e| fetch(describe(&e)))?;
         let status = response.status();
         if status == reqwest::StatusCode::NOT_FOUND {
             return Ok(None);
         }
-        let too_large = |size: String| RegistryError::ManifestTooLarge { at: at.clone(), size, bound };
+        let too_large = |size: String| RegistryError::ManifestTooLarge { at: at.to_string(), size, bound };
         if let Some(length) = response.content_length().filter(|&n| n > bound.bytes) {
             return Err(too_large(length.to_string()));
         }
         let mut bytes = Vec::new();
         let limit = if status.is_success() { bound.bytes } else { ERROR_BODY as u64 };
-        while let Some(chunk) = response.chunk().await.map_err(|e| fetch(describe_chain(&e)))? {
+        while let Some(chunk) = response.chunk().await.map_err(|e| fetch(describe(&e)))? {
             if bytes.len() as u64 + chunk.len() as u64 > limit {
                 if !status.is_success() {
                     bytes.extend_from_slice(&chunk[..chunk.len().min(ERROR_BODY.saturating_sub(bytes.len()))]);
@@ -259,13 +258,13 @@ impl Connection {
         let actual = sha256_digest(&bytes);
         if let Some(pinned) = &at.digest {
             if &actual != pinned {
-                return Err(RegistryError::ManifestDigest { at: at.clone(), actual });
+                return Err(RegistryError::ManifestDigest { at: at.to_string(), actual });
             }
         }
         let header = response.headers().get("docker-content-digest").and_then(|v| v.to_str().ok()).filter(|v| !v.is_empty());
         if let Some(header) = header {
             if header != actual {
-                return Err(RegistryError::ManifestHeader { at: at.clone(), header: header.to_owned(), actual });
+                return Err(RegistryError::ManifestHeader { at: at.to_string(), header: header.to_owned(), actual });
             }
         }
         Ok(Some((bytes, actual)))
@@ -275,7 +274,7 @@ impl Connection {
     /// says so) and when its bytes do not hash to its digest.
     pub async fn blob(&self, d: &Descriptor, what: &str, bound: Bound) -> Result<Vec<u8>, RegistryError> {
         let r = &self.reference;
-        let at = || r.clone();
+        let at = || r.to_string();
         super::reference::check_digest(&d.digest).map_err(|source| RegistryError::BlobDigestForm { at: at(), what: what.to_owned(), source })?;
         let max = bound.bytes;
         if d.size > max {
@@ -314,7 +313,7 @@ impl Connection {
             return Ok(());
         }
         self.client.push_blob(&r, bytes, &d.digest).await.map(|_| ()).map_err(|e| RegistryError::Upload {
-            at: self.reference.clone(),
+            at: self.reference.to_string(),
             what: format!("blob {}", d.digest),
             why: describe(&e),
         })
@@ -325,7 +324,7 @@ impl Connection {
         let digest = sha256_digest(&body);
         let content_type = http::HeaderValue::from_static(OCI_MANIFEST);
         self.client.push_manifest_raw(&at.client_reference(), body, content_type).await.map_err(|e| RegistryError::Upload {
-            at: at.clone(),
+            at: at.to_string(),
             what: "the manifest".into(),
             why: describe(&e),
         })?;
@@ -381,12 +380,7 @@ fn from_docker_config(text: &str, registry: &str) -> Result<RegistryAuth, String
 }
 
 /// An error with its causes, one line.
-fn describe(e: &OciDistributionError) -> String {
-    describe_chain(e)
-}
-
-/// Any error with its causes, one line.
-fn describe_chain(e: &dyn std::error::Error) -> String {
+fn describe(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {

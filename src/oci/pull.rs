@@ -45,12 +45,12 @@ pub enum PullError {
     Registry(#[from] RegistryError),
     /// The registry has nothing under the reference.
     #[error("{0}: not found in the registry")]
-    NotFound(OciRef),
+    NotFound(String),
     /// The manifest is not JSON of an OCI image manifest.
     #[error("{at}: {what} is not an OCI image manifest: {why}")]
     NotAManifest {
         /// The manifest's reference.
-        at: OciRef,
+        at: String,
         /// `the manifest` or `signature manifest `TAG``.
         what: String,
         /// The parser's complaint.
@@ -63,7 +63,7 @@ pub enum PullError {
     #[error("{at}: the `{media_type}` layer is not a component: {why}")]
     NotAComponent {
         /// The artifact.
-        at: OciRef,
+        at: String,
         /// The layer's media type.
         media_type: String,
         /// What it is instead.
@@ -71,12 +71,12 @@ pub enum PullError {
     },
     /// The plugin manifest layer is not text.
     #[error("{0}: the plugin manifest layer is not UTF-8 text")]
-    ManifestNotText(OciRef),
+    ManifestNotText(String),
     /// A key was given and the registry has no signature at all.
     #[error("{at} is not signed: the registry has no cosign signature for {digest} (tag `{tag}`)")]
     NotSigned {
         /// The artifact.
-        at: OciRef,
+        at: String,
         /// Its manifest digest.
         digest: String,
         /// Where cosign would keep the signature.
@@ -89,7 +89,7 @@ pub enum PullError {
     )]
     SignedForAnother {
         /// The artifact.
-        at: OciRef,
+        at: String,
         /// The key's fingerprint.
         key: String,
         /// Its manifest digest.
@@ -103,7 +103,7 @@ pub enum PullError {
     #[error("{at}: no valid signature by key {key} for manifest {digest}: tag `{tag}` holds {found}")]
     NoValidSignature {
         /// The artifact.
-        at: OciRef,
+        at: String,
         /// The key's fingerprint.
         key: String,
         /// Its manifest digest.
@@ -122,9 +122,9 @@ pub async fn resolve(conn: &Connection, at: &OciRef, max_manifest: Bound) -> Res
 
 /// Fetches and checks the plugin at `at`.
 pub async fn fetch(conn: &Connection, at: &OciRef, options: &FetchOptions<'_>) -> Result<Fetched, PullError> {
-    let (bytes, digest) = conn.manifest(at, options.max_manifest).await?.ok_or_else(|| PullError::NotFound(at.clone()))?;
+    let (bytes, digest) = conn.manifest(at, options.max_manifest).await?.ok_or_else(|| PullError::NotFound(at.to_string()))?;
     let manifest: Manifest =
-        serde_json::from_slice(&bytes).map_err(|e| PullError::NotAManifest { at: at.clone(), what: "the manifest".into(), why: e.to_string() })?;
+        serde_json::from_slice(&bytes).map_err(|e| PullError::NotAManifest { at: at.to_string(), what: "the manifest".into(), why: e.to_string() })?;
     let layout = artifact::layout(&manifest, &at.to_string())?;
     // The signature is checked before any content is downloaded: it covers the manifest, and
     // the manifest's digests cover the blobs.
@@ -138,12 +138,12 @@ pub async fn fetch(conn: &Connection, at: &OciRef, options: &FetchOptions<'_>) -
     };
     let wasm = conn.blob(layout.wasm, "the component layer", options.max_size).await?;
     if let Some(why) = artifact::not_a_component(&wasm) {
-        return Err(PullError::NotAComponent { at: at.clone(), media_type: layout.wasm.media_type.clone(), why });
+        return Err(PullError::NotAComponent { at: at.to_string(), media_type: layout.wasm.media_type.clone(), why });
     }
     let plugin_manifest = match layout.manifest {
         Some(d) => {
             let toml = conn.blob(d, "the plugin manifest layer", SMALL_BLOB).await?;
-            Some(String::from_utf8(toml).map_err(|_| PullError::ManifestNotText(at.clone()))?)
+            Some(String::from_utf8(toml).map_err(|_| PullError::ManifestNotText(at.to_string()))?)
         }
         None => None,
     };
@@ -155,10 +155,10 @@ pub async fn fetch(conn: &Connection, at: &OciRef, options: &FetchOptions<'_>) -
 pub async fn verify_signature(conn: &Connection, at: &OciRef, digest: &str, key: &PublicKey, expected: &str, max_manifest: Bound) -> Result<(), PullError> {
     let tag = cosign::signature_tag(digest);
     let Some((bytes, _)) = conn.manifest(&at.at_tag(&tag), max_manifest).await? else {
-        return Err(PullError::NotSigned { at: at.clone(), digest: digest.to_owned(), tag });
+        return Err(PullError::NotSigned { at: at.to_string(), digest: digest.to_owned(), tag });
     };
     let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| PullError::NotAManifest {
-        at: at.clone(),
+        at: at.to_string(),
         what: format!("signature manifest `{tag}`"),
         why: e.to_string(),
     })?;
@@ -184,7 +184,7 @@ pub async fn verify_signature(conn: &Connection, at: &OciRef, digest: &str, key:
             Err(e) => found.push(e.to_string()),
         }
     }
-    let (at, key, digest) = (at.clone(), key.fingerprint.clone(), digest.to_owned());
+    let (at, key, digest) = (at.to_string(), key.fingerprint.clone(), digest.to_owned());
     if let Some(signed) = elsewhere {
         return Err(PullError::SignedForAnother { at, key, digest, signed, expected: expected.to_owned() });
     }
