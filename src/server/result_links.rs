@@ -151,13 +151,16 @@ pub async fn keep_plain(host: &Host, owner: &Owner, tool: &str, limit: u64, resu
     }
 }
 
+/// The failure kind of a large result the store would not keep.
+pub const NOT_KEPT: &str = "result-not-kept";
+
 /// The error result for a large result the store would not keep.
 pub fn not_kept(tool: &str, size: u64, limit: u64, why: &str) -> CallToolResult {
     error_result(
         format!(
             "tool `{tool}` returned {size} bytes, over the inline result limit of {limit} bytes, and the result could not be kept to read by reference: {why}"
         ),
-        "result-not-kept",
+        NOT_KEPT,
     )
 }
 

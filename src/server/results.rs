@@ -10,6 +10,8 @@ use crate::registry::ToolEntry;
 use crate::runtime::{CallResult, Content, Failure, ResourceBody};
 
 const ERROR_META_KEY: &str = "corral/error";
+/// The failure kind of a call refused for arguments that break the tool's input schema.
+pub const INVALID_ARGUMENTS: &str = "invalid-arguments";
 
 /// Maps a guest result, checking its structured output against the tool's output schema.
 pub fn tool_result(entry: &ToolEntry, result: CallResult) -> Result<CallToolResult, Failure> {
@@ -24,6 +26,9 @@ pub fn tool_result(entry: &ToolEntry, result: CallResult) -> Result<CallToolResu
             Some(value)
         }
     };
+    // The guest's own JSON text, kept for the text block: it is that JSON already, so it is not
+    // serialised again.
+    let structured_text = result.structured;
     if let (Some(validator), false) = (&entry.output_validator, result.is_error) {
         let Some(value) = &structured else {
             return Err(invalid("the tool declares an output schema but returned no structured output".into()));
@@ -34,9 +39,9 @@ pub fn tool_result(entry: &ToolEntry, result: CallResult) -> Result<CallToolResu
         }
     }
     let mut content: Vec<ContentBlock> = result.content.into_iter().map(content_block).collect();
-    if let (Some(value), true) = (&structured, content.is_empty()) {
+    if let (Some(text), true) = (structured_text, content.is_empty()) {
         // MCP asks for the JSON in a text block too, for clients that only read content.
-        content.push(ContentBlock::Text { text: value.to_string() });
+        content.push(ContentBlock::Text { text });
     }
     Ok(CallToolResult { content, structured_content: structured, is_error: result.is_error, meta: Map::new() })
 }
@@ -111,7 +116,7 @@ pub fn invalid_arguments_result(tool: &str, violations: &[(String, String)]) -> 
     let lines: Vec<String> = violations.iter().map(|(path, message)| format!("- {}: {message}", if path.is_empty() { "(arguments)" } else { path })).collect();
     let text = format!("invalid arguments for tool `{tool}`:\n{}", lines.join("\n"));
     let mut detail = Map::new();
-    detail.insert("kind".into(), json!("invalid-arguments"));
+    detail.insert("kind".into(), json!(INVALID_ARGUMENTS));
     detail.insert("violations".into(), violations_json(violations));
     with_error_meta(CallToolResult::error_text(text), detail)
 }

@@ -17,7 +17,7 @@ use super::modern::TaskInput;
 use super::results::failure_result;
 use super::task_observer::TaskObserver;
 use super::task_view::resumed_message;
-use super::tools::{self, AdmittedCall, Cancelled};
+use super::tools::{self, AdmittedCall, Called, Cancelled};
 use super::{result_links, Metrics, TaskInputs};
 use crate::mcp::types::{CallToolResult, ContentBlock};
 use crate::mcp::RpcError;
@@ -170,34 +170,34 @@ pub(super) async fn kept(
     expires_at: Option<i64>,
     tool: &str,
     limit: u64,
-    outcome: Result<CallToolResult, Cancelled>,
-) -> Result<CallToolResult, Cancelled> {
-    let result = outcome?;
-    let Some((inline, parts)) = result_links::by_reference(&result, control.id(), limit) else { return Ok(result) };
+    outcome: Result<Called, Cancelled>,
+) -> Result<Called, Cancelled> {
+    let called = outcome?;
+    let Some((inline, parts)) = result_links::by_reference(&called.result, control.id(), limit) else { return Ok(called) };
     match control.keep_result(expires_at, parts).await {
-        Ok(()) => Ok(inline),
-        Err(e) => Ok(result_links::not_kept(tool, result_links::payload_size(&result), limit, &e.to_string())),
+        Ok(()) => Ok(Called { result: inline, ..called }),
+        Err(e) => {
+            let result = result_links::not_kept(tool, result_links::payload_size(&called.result), limit, &e.to_string());
+            Ok(Called { result, failure: Some(result_links::NOT_KEPT) })
+        }
     }
 }
 
-/// What a task's call came to, for the engine to store.
-pub(super) fn finished(tool: &str, outcome: Result<CallToolResult, Cancelled>) -> Finished {
-    match outcome {
-        Ok(result) => {
-            let status = if result.is_error { TaskStatus::Failed } else { TaskStatus::Completed };
-            let message = result.is_error.then(|| failure_message(&result));
-            Finished { status, message, outcome: Outcome::Result(serde_json::to_value(result).expect("results serialize")) }
-        }
-        Err(Cancelled) => {
-            let failure = Failure::Cancelled;
-            let result = failure_result(tool, &failure);
-            Finished {
-                status: TaskStatus::Failed,
-                message: Some(failure.describe(tool)),
-                outcome: Outcome::Result(serde_json::to_value(result).expect("results serialize")),
-            }
-        }
-    }
+/// What a task's call came to, for the engine to store: a tool's own result, or a failure the
+/// host imposed, by its kind.
+pub(super) fn finished(tool: &str, outcome: Result<Called, Cancelled>) -> Finished {
+    let (result, failure) = match outcome {
+        Ok(Called { result, failure }) => (result, failure),
+        Err(Cancelled) => (failure_result(tool, &Failure::Cancelled), Some(Failure::Cancelled.kind())),
+    };
+    let status = if result.is_error { TaskStatus::Failed } else { TaskStatus::Completed };
+    let message = result.is_error.then(|| failure_message(&result));
+    let value = serde_json::to_value(result).expect("results serialize");
+    let outcome = match failure {
+        Some(kind) => Outcome::Failed { kind: kind.to_owned(), result: value },
+        None => Outcome::Result(value),
+    };
+    Finished { status, message, outcome }
 }
 
 /// The first text of an error result, as the task's `statusMessage`.

@@ -130,7 +130,7 @@ pub async fn result(host: &Host, owner: &Owner, params: &Map<String, Value>) -> 
     match outcome {
         Outcome::Cancelled => Ok(with_related(rendered(failure_result(&task.tool, &Failure::Cancelled)), related)),
         Outcome::Interrupted => Ok(with_related(rendered(error_result(interrupted_message(&task.tool), "interrupted")), related)),
-        Outcome::Result(value) => Ok(with_related(value, related)),
+        Outcome::Result(value) | Outcome::Failed { result: value, .. } => Ok(with_related(value, related)),
         Outcome::Error(error) => {
             let code = error["code"].as_i64().unwrap_or(-32603) as i32;
             let message = error["message"].as_str().unwrap_or("the task failed").to_owned();

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use super::paging::page;
-use super::results::{failure_result, invalid_arguments_result, note_denials, tool_result};
+use super::results::{failure_result, invalid_arguments_result, note_denials, tool_result, INVALID_ARGUMENTS};
 use super::{with_permit, Host, Metrics};
 use crate::mcp::types::{CallToolResult, TaskSupport as McpTaskSupport, Tool, ToolAnnotations, ToolExecution};
 use crate::mcp::{Params, RpcError};
@@ -89,50 +89,57 @@ pub fn admit_local(host: &Host, params: Params<'_>) -> Result<AdmittedCall, RpcE
     Ok(AdmittedCall { entry, arguments, progress_token })
 }
 
+/// What a call came to: its result, and the kind of the failure the host imposed on it (a
+/// limit, a trap, output that broke its schema), which the result also reports as an error.
+pub struct Called {
+    /// The `CallToolResult`.
+    pub result: CallToolResult,
+    /// The failure's kind (`timeout`, `fuel-exhausted`, …); `None` when the tool answered.
+    pub failure: Option<&'static str>,
+}
+
 /// Runs an admitted call to its result. Validation failures and limits become `isError`
 /// results; `Err(Cancelled)` means the caller cancelled and wants no answer.
-pub async fn run(runtime: &Runtime, metrics: &Metrics, call: &AdmittedCall, ctx: CallContext) -> Result<CallToolResult, Cancelled> {
+pub async fn run(runtime: &Runtime, metrics: &Metrics, call: &AdmittedCall, ctx: CallContext) -> Result<Called, Cancelled> {
     run_counted(runtime, metrics, call, ctx, true).await
 }
 
 /// Like [`run`], for arguments already validated (a task's, checked at admission).
-pub async fn run_validated(runtime: &Runtime, metrics: &Metrics, call: &AdmittedCall, ctx: CallContext) -> Result<CallToolResult, Cancelled> {
+pub async fn run_validated(runtime: &Runtime, metrics: &Metrics, call: &AdmittedCall, ctx: CallContext) -> Result<Called, Cancelled> {
     run_counted(runtime, metrics, call, ctx, false).await
 }
 
-async fn run_counted(runtime: &Runtime, metrics: &Metrics, call: &AdmittedCall, ctx: CallContext, validate: bool) -> Result<CallToolResult, Cancelled> {
+async fn run_counted(runtime: &Runtime, metrics: &Metrics, call: &AdmittedCall, ctx: CallContext, validate: bool) -> Result<Called, Cancelled> {
     let started = std::time::Instant::now();
     let outcome = run_checked(runtime, call, ctx, validate).await;
     let label = match &outcome {
-        Ok(result) => match result.meta.get("corral/error").and_then(|e| e.get("kind")).and_then(Value::as_str) {
-            Some(kind) => kind.to_owned(),
-            None if result.is_error => "tool-error".to_owned(),
-            None => "ok".to_owned(),
-        },
-        Err(Cancelled) => Failure::Cancelled.kind().to_owned(),
+        Ok(Called { failure: Some(kind), .. }) => kind,
+        Ok(Called { result, .. }) if result.is_error => "tool-error",
+        Ok(_) => "ok",
+        Err(Cancelled) => Failure::Cancelled.kind(),
     };
-    metrics.call(&call.entry.name, &label, started.elapsed());
+    metrics.call(&call.entry.name, label, started.elapsed());
     outcome
 }
 
-async fn run_checked(runtime: &Runtime, call: &AdmittedCall, ctx: CallContext, validate: bool) -> Result<CallToolResult, Cancelled> {
+async fn run_checked(runtime: &Runtime, call: &AdmittedCall, ctx: CallContext, validate: bool) -> Result<Called, Cancelled> {
     let entry = &call.entry;
     if validate {
         let problems = violations(&entry.input_validator, &call.arguments);
         if !problems.is_empty() {
-            return Ok(invalid_arguments_result(&entry.name, &problems));
+            return Ok(Called { result: invalid_arguments_result(&entry.name, &problems), failure: Some(INVALID_ARGUMENTS) });
         }
     }
     let arguments = call.arguments.to_string();
     let denials = ctx.denials.clone();
     let cancel = ctx.cancel.clone();
     let outcome = with_permit(&entry.plugin, &cancel, || runtime.call_tool(&entry.plugin.code, &entry.own_name, &arguments, ctx)).await;
-    let mut result = match outcome.and_then(|result| tool_result(entry, result)) {
-        Ok(result) => result,
+    let (mut result, failure) = match outcome.and_then(|result| tool_result(entry, result)) {
+        Ok(result) => (result, None),
         Err(Failure::Cancelled) => return Err(Cancelled),
         Err(failure) => {
             tracing::warn!(tool = %entry.name, plugin = %entry.plugin.name, kind = failure.kind(), "{}", failure.describe(&entry.name));
-            failure_result(&entry.name, &failure)
+            (failure_result(&entry.name, &failure), Some(failure.kind()))
         }
     };
     let denied = denials.take();
@@ -140,7 +147,7 @@ async fn run_checked(runtime: &Runtime, call: &AdmittedCall, ctx: CallContext, v
         tracing::warn!(tool = %entry.name, plugin = %entry.plugin.name, "{what}");
     }
     note_denials(&mut result, denied);
-    Ok(result)
+    Ok(Called { result, failure })
 }
 
 /// One call outside any session (`corral call`): a local test, so the task policy is not applied.
@@ -150,5 +157,5 @@ pub async fn call_tool_once(host: &Host, name: &str, arguments: Value, ctx: impl
     params.insert("arguments".into(), arguments);
     let call = admit_local(host, Params::new(&params))?;
     let ctx = ctx(&call.entry);
-    run(&host.runtime, &host.metrics, &call, ctx).await.map_err(|Cancelled| RpcError::internal(Failure::Cancelled.describe(name)))
+    run(&host.runtime, &host.metrics, &call, ctx).await.map(|called| called.result).map_err(|Cancelled| RpcError::internal(Failure::Cancelled.describe(name)))
 }

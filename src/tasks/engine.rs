@@ -306,6 +306,19 @@ impl Engine {
         Ok(self.inner.with_live_message(task))
     }
 
+    /// The task, if `owner` owns it and it has not expired, with its outcome once it has ended:
+    /// one store read.
+    pub async fn get_with_outcome(&self, owner: &str, id: &str) -> Result<(Task, Option<Outcome>), EngineError> {
+        let (task, outcome) = self.inner.store.get_with_outcome(owner, id).await?.ok_or(EngineError::NotFound)?;
+        if task.is_expired(now_ms()) {
+            return Err(EngineError::Expired);
+        }
+        if task.status.is_terminal() && outcome.is_none() {
+            return Err(StoreError::MissingOutcome { id: id.to_owned() }.into());
+        }
+        Ok((self.inner.with_live_message(task), outcome))
+    }
+
     /// `owner`'s tasks after position `after`, at most `limit`; the last one's `seq` is the
     /// position to continue from.
     pub async fn list(&self, owner: &str, after: i64, limit: usize) -> Result<Vec<Task>, EngineError> {

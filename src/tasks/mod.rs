@@ -29,7 +29,7 @@ mod engine_tests;
 pub use blobs::{pages as result_pages, PartKind, ResultPage, ResultPart, RESULT_PAGE_BYTES};
 pub use engine::{Admission, Counts, Engine, EngineError};
 pub use input::Inputs;
-pub use model::{now_ms, Outcome, Progress, Task, TaskStatus};
+pub use model::{now_ms, Outcome, OutcomeKind, Progress, Task, TaskStatus};
 pub use postgres::{is_postgres_url, redacted, PgOptions, PgStore};
 pub use resume::Recovery;
 pub use runner::{Finished, Launch, LocalRun, TaskControl, TaskEvents, TaskRunner};

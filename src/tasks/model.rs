@@ -69,23 +69,134 @@ pub struct Progress {
     pub message: Option<String>,
 }
 
-/// What a finished task produced. The engine never looks inside: `Result` and `Error` hold what
-/// the runner returned, and the two kinds the engine records itself (`Cancelled`,
-/// `Interrupted`) are rendered by the layer that knows the protocol when a client asks.
-///
-/// Stored as JSON (`{"result": …}`, `{"error": …}`, `"cancelled"`, `"interrupted"`), so a
-/// database written before the last two existed reads unchanged.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// What a finished task produced. The engine never looks inside the values: `Result`, `Failed`
+/// and `Error` hold what the runner returned, and the two kinds the engine records itself
+/// (`Cancelled`, `Interrupted`) are rendered by the layer that knows the protocol when a client
+/// asks. Which kind it is is stored in a column of its own ([`OutcomeKind`]), so a reader tells
+/// a tool's own result from a failure the host imposed without looking into the JSON.
+#[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
-    /// A result object (for `tools/call`, a `CallToolResult`, error results included).
+    /// The call's own result (for `tools/call`, a `CallToolResult`, the tool's error results
+    /// included).
     Result(Value),
+    /// A failure the host imposed on the call (a limit, a trap, output that broke its schema):
+    /// `kind` names it (`timeout`, `fuel-exhausted`, …); `result` is the error result made for
+    /// it, which a 2025-11-25 `tasks/result` answers as it is.
+    Failed {
+        /// The failure's kind, as metrics and `error.data.kind` name it.
+        kind: String,
+        /// The error result made for it.
+        result: Value,
+    },
     /// A JSON-RPC error object: `{code, message, data?}`.
     Error(Value),
     /// The client cancelled the task before it ended.
     Cancelled,
     /// A host restart interrupted the task and its tool is not safe to run again.
     Interrupted,
+}
+
+/// Which of the [`Outcome`]s a stored one is: the `kind` column beside its body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutcomeKind {
+    /// [`Outcome::Result`].
+    Result,
+    /// [`Outcome::Failed`]; its failure's kind is in a column of its own.
+    Failed,
+    /// [`Outcome::Error`].
+    Error,
+    /// [`Outcome::Cancelled`].
+    Cancelled,
+    /// [`Outcome::Interrupted`].
+    Interrupted,
+}
+
+impl OutcomeKind {
+    const ALL: [OutcomeKind; 5] = [OutcomeKind::Result, OutcomeKind::Failed, OutcomeKind::Error, OutcomeKind::Cancelled, OutcomeKind::Interrupted];
+
+    /// The kind as the `kind` column spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutcomeKind::Result => "result",
+            OutcomeKind::Failed => "failed",
+            OutcomeKind::Error => "error",
+            OutcomeKind::Cancelled => "cancelled",
+            OutcomeKind::Interrupted => "interrupted",
+        }
+    }
+
+    /// The kind spelled `s`, as [`OutcomeKind::as_str`] writes it.
+    pub fn parse(s: &str) -> Option<OutcomeKind> {
+        OutcomeKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+/// An outcome's body as stored: the JSON of its value, in the shape every version wrote
+/// (`{"result": …}`, `{"error": …}`, `"cancelled"`, `"interrupted"`), so rows written before
+/// the kind had a column of its own read unchanged.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Body {
+    Result(Value),
+    Error(Value),
+    Cancelled,
+    Interrupted,
+}
+
+/// An outcome as the stores keep it: its body, its kind and, for a failure, the failure's kind.
+pub struct StoredOutcome {
+    /// The value, as JSON.
+    pub body: Value,
+    /// Which outcome it is.
+    pub kind: OutcomeKind,
+    /// The failure's kind, for [`Outcome::Failed`].
+    pub failure: Option<String>,
+}
+
+impl Outcome {
+    /// Which outcome this is.
+    pub fn kind(&self) -> OutcomeKind {
+        match self {
+            Outcome::Result(_) => OutcomeKind::Result,
+            Outcome::Failed { .. } => OutcomeKind::Failed,
+            Outcome::Error(_) => OutcomeKind::Error,
+            Outcome::Cancelled => OutcomeKind::Cancelled,
+            Outcome::Interrupted => OutcomeKind::Interrupted,
+        }
+    }
+
+    /// The stored form.
+    pub fn stored(&self) -> StoredOutcome {
+        let (body, failure) = match self {
+            Outcome::Result(value) => (Body::Result(value.clone()), None),
+            Outcome::Failed { kind, result } => (Body::Result(result.clone()), Some(kind.clone())),
+            Outcome::Error(value) => (Body::Error(value.clone()), None),
+            Outcome::Cancelled => (Body::Cancelled, None),
+            Outcome::Interrupted => (Body::Interrupted, None),
+        };
+        StoredOutcome { body: serde_json::to_value(&body).expect("outcomes serialize"), kind: self.kind(), failure }
+    }
+
+    /// The outcome stored as the JSON text `body` with `kind` and `failure`. A row whose kind
+    /// column is empty (or names no kind this version knows) reads by its body's shape.
+    pub fn from_stored(body: &str, kind: Option<&str>, failure: Option<String>) -> Result<Outcome, serde_json::Error> {
+        Ok(Outcome::from_body(serde_json::from_str(body)?, kind, failure))
+    }
+
+    /// [`Outcome::from_stored`] for a body already parsed.
+    pub fn from_stored_value(body: Value, kind: Option<&str>, failure: Option<String>) -> Result<Outcome, serde_json::Error> {
+        Ok(Outcome::from_body(serde_json::from_value(body)?, kind, failure))
+    }
+
+    fn from_body(body: Body, kind: Option<&str>, failure: Option<String>) -> Outcome {
+        match (body, kind.and_then(OutcomeKind::parse), failure) {
+            (Body::Result(result), Some(OutcomeKind::Failed), Some(kind)) => Outcome::Failed { kind, result },
+            (Body::Result(value), _, _) => Outcome::Result(value),
+            (Body::Error(value), _, _) => Outcome::Error(value),
+            (Body::Cancelled, _, _) => Outcome::Cancelled,
+            (Body::Interrupted, _, _) => Outcome::Interrupted,
+        }
+    }
 }
 
 /// One task as stored.

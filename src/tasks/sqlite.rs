@@ -37,7 +37,7 @@ pub enum Durability {
     Power,
 }
 
-const SCHEMA_VERSION: i64 = 8;
+const SCHEMA_VERSION: i64 = 9;
 /// Operations per transaction at most, so one commit's answers are not held back for long.
 const MAX_BATCH: usize = 512;
 /// Operations waiting for a thread at most; a caller beyond it waits (asynchronously) for a
@@ -77,9 +77,13 @@ CREATE UNIQUE INDEX IF NOT EXISTS tasks_by_key ON tasks(owner, idempotency_key) 
 CREATE INDEX IF NOT EXISTS tasks_by_expiry ON tasks(expires_at) WHERE expires_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS tasks_unfinished ON tasks(status) WHERE status IN ('working', 'input_required');
 -- Outcomes can be large; they live apart so the task rows that polling reads stay small.
+-- `kind` says which outcome it is (`model::OutcomeKind`) and `failure` names a host-imposed
+-- failure's kind, so readers need not look into `body`.
 CREATE TABLE IF NOT EXISTS outcomes (
     task_id TEXT PRIMARY KEY REFERENCES tasks(id) ON DELETE CASCADE,
-    body TEXT NOT NULL
+    body TEXT NOT NULL,
+    kind TEXT,
+    failure TEXT
 );
 ";
 
@@ -196,7 +200,7 @@ impl SqliteStore {
     fn finish_where(&self, id: &str, runner: Option<&str>, status: TaskStatus, message: Option<&str>, outcome: &Outcome) -> StoreFuture<Option<Task>> {
         debug_assert!(status.is_terminal());
         let (id, runner, message) = (id.to_owned(), runner.map(str::to_owned), message.map(str::to_owned));
-        let body = serde_json::to_string(outcome).expect("outcomes serialize");
+        let stored = outcome.stored();
         self.write(move |c| {
             let ended = c
                 .prepare_cached(&format!(
@@ -205,7 +209,10 @@ impl SqliteStore {
                 .query_row(params![id, status.as_str(), message, now(), runner], read_task)
                 .optional()?;
             if ended.is_some() {
-                c.execute("INSERT OR REPLACE INTO outcomes (task_id, body) VALUES (?1, ?2)", params![id, body])?;
+                c.execute(
+                    "INSERT OR REPLACE INTO outcomes (task_id, body, kind, failure) VALUES (?1, ?2, ?3, ?4)",
+                    params![id, stored.body.to_string(), stored.kind.as_str(), stored.failure],
+                )?;
             }
             Ok(ended)
         })
@@ -282,6 +289,24 @@ fn prepare(conn: &Connection, durability: Durability) -> rusqlite::Result<()> {
     if (1..8).contains(&version) {
         // Version 8 keeps what a 2026-07-28 task's client declared, so any host may run it and ask.
         conn.execute_batch("ALTER TABLE tasks ADD COLUMN client_capabilities TEXT")?;
+    }
+    if (1..9).contains(&version) {
+        // Version 9 stores each outcome's kind in columns of its own. Rows of older versions get
+        // theirs from their body once, here: a result that carries `_meta["corral/error"]` was
+        // a failure the host imposed, which is where earlier versions recorded its kind.
+        conn.execute_batch(
+            "ALTER TABLE outcomes ADD COLUMN kind TEXT; ALTER TABLE outcomes ADD COLUMN failure TEXT;
+             UPDATE outcomes SET
+                 failure = CASE WHEN json_valid(body) AND json_type(body) = 'object' THEN json_extract(body, '$.result._meta.\"corral/error\".kind') END,
+                 kind = CASE
+                     WHEN body = '\"cancelled\"' THEN 'cancelled'
+                     WHEN body = '\"interrupted\"' THEN 'interrupted'
+                     WHEN NOT json_valid(body) OR json_type(body) <> 'object' THEN NULL
+                     WHEN json_type(body, '$.error') IS NOT NULL THEN 'error'
+                     WHEN json_extract(body, '$.result._meta.\"corral/error\".kind') IS NOT NULL THEN 'failed'
+                     WHEN json_type(body, '$.result') IS NOT NULL THEN 'result'
+                 END;",
+        )?;
     }
     conn.execute_batch(SCHEMA)?;
     // Version 4 keeps large results by reference, in pages (`sqlite_blobs`).
@@ -397,6 +422,23 @@ fn allowed_from(status: TaskStatus) -> String {
     serde_json::to_string(&from).expect("strings serialize")
 }
 
+/// An outcome row as read, before its body is parsed (off the reader thread).
+struct RawOutcome {
+    body: String,
+    kind: Option<String>,
+    failure: Option<String>,
+}
+
+impl RawOutcome {
+    fn outcome(&self, id: &str) -> Result<Outcome, StoreError> {
+        Outcome::from_stored(&self.body, self.kind.as_deref(), self.failure.clone()).map_err(|source| StoreError::CorruptOutcome { id: id.to_owned(), source })
+    }
+}
+
+fn read_outcome(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawOutcome> {
+    Ok(RawOutcome { body: row.get(0)?, kind: row.get(1)?, failure: row.get(2)? })
+}
+
 impl TaskStore for SqliteStore {
     fn insert(&self, task: Task) -> StoreFuture<Task> {
         self.write(move |c| {
@@ -463,10 +505,32 @@ impl TaskStore for SqliteStore {
     fn outcome(&self, id: &str) -> StoreFuture<Option<Outcome>> {
         let id = id.to_owned();
         let query = id.clone();
-        let body = self.read(move |c| c.query_row("SELECT body FROM outcomes WHERE task_id = ?1", params![query], |r| r.get::<_, String>(0)).optional());
+        let row = self.read(move |c| c.query_row("SELECT body, kind, failure FROM outcomes WHERE task_id = ?1", params![query], read_outcome).optional());
         Box::pin(async move {
-            let Some(body) = body.await? else { return Ok(None) };
-            serde_json::from_str(&body).map(Some).map_err(|source| StoreError::CorruptOutcome { id, source })
+            let Some(row) = row.await? else { return Ok(None) };
+            row.outcome(&id).map(Some)
+        })
+    }
+
+    fn get_with_outcome(&self, owner: &str, id: &str) -> StoreFuture<Option<(Task, Option<Outcome>)>> {
+        let (owner, id) = (owner.to_owned(), id.to_owned());
+        let query = id.clone();
+        let row = self.read(move |c| {
+            c.prepare_cached(&format!(
+                "SELECT {COLUMNS}, o.body, o.kind, o.failure FROM tasks LEFT JOIN outcomes o ON o.task_id = tasks.id WHERE tasks.id = ?1 AND tasks.owner = ?2"
+            ))?
+            .query_row(params![query, owner], |r| {
+                let task = read_task(r)?;
+                let body: Option<String> = r.get(19)?;
+                let outcome = body.map(|body| Ok::<_, rusqlite::Error>(RawOutcome { body, kind: r.get(20)?, failure: r.get(21)? })).transpose()?;
+                Ok((task, outcome))
+            })
+            .optional()
+        });
+        Box::pin(async move {
+            let Some((task, outcome)) = row.await? else { return Ok(None) };
+            let outcome = outcome.map(|o| o.outcome(&id)).transpose()?;
+            Ok(Some((task, outcome)))
         })
     }
 
@@ -626,6 +690,7 @@ impl TaskStore for SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tasks::OutcomeKind;
 
     crate::tasks::store_suite::store_suite!(memory, || (SqliteStore::open(Path::new(":memory:"), Durability::Process).unwrap(), ()));
 
@@ -659,6 +724,39 @@ mod tests {
         assert!(store.threads.lock().unwrap().is_empty());
         assert!(matches!(store.count_by_status().await, Err(StoreError::Closed)));
         assert!(matches!(store.purge_expired(0).await, Err(StoreError::Closed)));
+    }
+
+    #[tokio::test]
+    async fn outcomes_of_a_version_8_database_get_their_kinds_in_columns() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tasks.db");
+        SqliteStore::open(&path, Durability::Process).unwrap().close().await;
+        let conn = Connection::open(&path).unwrap();
+        // Back to version 8, with one outcome of each shape it wrote.
+        conn.execute_batch(
+            "ALTER TABLE outcomes DROP COLUMN kind; ALTER TABLE outcomes DROP COLUMN failure; PRAGMA user_version = 8;
+             INSERT INTO tasks (id, owner, tool, arguments, status, created_at, updated_at, poll_interval_ms, runner) VALUES
+               ('ok', 'o', 't', '{}', 'completed', 0, 0, 1000, ''), ('limit', 'o', 't', '{}', 'failed', 0, 0, 1000, ''),
+               ('err', 'o', 't', '{}', 'failed', 0, 0, 1000, ''), ('gone', 'o', 't', '{}', 'cancelled', 0, 0, 1000, ''),
+               ('cut', 'o', 't', '{}', 'failed', 0, 0, 1000, '');
+             INSERT INTO outcomes (task_id, body) VALUES
+               ('ok', '{\"result\":{\"content\":[],\"isError\":true}}'),
+               ('limit', '{\"result\":{\"content\":[],\"isError\":true,\"_meta\":{\"corral/error\":{\"kind\":\"fuel-exhausted\"}}}}'),
+               ('err', '{\"error\":{\"code\":-32602,\"message\":\"m\"}}'), ('gone', '\"cancelled\"'), ('cut', '\"interrupted\"');",
+        )
+        .unwrap();
+        drop(conn);
+        let store = SqliteStore::open(&path, Durability::Process).unwrap();
+        let kind = |id: &'static str| {
+            let store = &store;
+            async move { store.outcome(id).await.unwrap().unwrap().kind() }
+        };
+        assert_eq!(kind("ok").await, OutcomeKind::Result, "a tool's own error result stays the tool's");
+        let limit = store.outcome("limit").await.unwrap().unwrap();
+        assert!(matches!(&limit, Outcome::Failed { kind, .. } if kind == "fuel-exhausted"), "{limit:?}");
+        assert_eq!(kind("err").await, OutcomeKind::Error);
+        assert_eq!(kind("gone").await, OutcomeKind::Cancelled);
+        assert_eq!(kind("cut").await, OutcomeKind::Interrupted);
     }
 
     #[tokio::test]

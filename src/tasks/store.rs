@@ -193,6 +193,10 @@ pub trait TaskStore: Send + Sync + 'static {
     /// The outcome of an ended task.
     fn outcome(&self, id: &str) -> StoreFuture<Option<Outcome>>;
 
+    /// The task, if `owner` owns it, with its outcome once it has ended: one read where the
+    /// store can join them (what a poll of a finished task costs).
+    fn get_with_outcome(&self, owner: &str, id: &str) -> StoreFuture<Option<(Task, Option<Outcome>)>>;
+
     /// The task `owner` created with this idempotency key, if it is still kept.
     fn find_by_key(&self, owner: &str, key: &str) -> StoreFuture<Option<Task>>;
 

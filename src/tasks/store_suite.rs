@@ -120,6 +120,8 @@ pub(crate) async fn finish_stores_the_outcome_once(store: &dyn TaskStore) {
 pub(crate) async fn outcome_kinds_round_trip(store: &dyn TaskStore) {
     let kinds = [
         Outcome::Result(json!({ "content": [], "isError": false })),
+        Outcome::Result(json!({ "content": [{ "type": "text", "text": "no" }], "isError": true })),
+        Outcome::Failed { kind: "timeout".into(), result: json!({ "content": [], "isError": true }) },
         Outcome::Error(json!({ "code": -32602, "message": "bad", "data": { "kind": "x" } })),
         Outcome::Cancelled,
         Outcome::Interrupted,
@@ -127,8 +129,12 @@ pub(crate) async fn outcome_kinds_round_trip(store: &dyn TaskStore) {
     for (i, outcome) in kinds.iter().enumerate() {
         let id = format!("t{i}");
         store.insert(task(&id, "o", "h")).await.unwrap();
+        assert_eq!(store.get_with_outcome("o", &id).await.unwrap().map(|(t, o)| (t.id, o)), Some((id.clone(), None)), "no outcome before the end");
         store.finish(&id, TaskStatus::Failed, None, outcome).await.unwrap().unwrap();
         assert_eq!(store.outcome(&id).await.unwrap().as_ref(), Some(outcome));
+        let (ended, read) = store.get_with_outcome("o", &id).await.unwrap().expect("the owner reads it");
+        assert_eq!((ended.status, read.as_ref()), (TaskStatus::Failed, Some(outcome)), "the task and its outcome in one read");
+        assert!(store.get_with_outcome("other", &id).await.unwrap().is_none(), "another owner reads nothing");
     }
 }
 

@@ -177,7 +177,7 @@ fn call(scope: &Scope, id: RequestId, envelope: Envelope, params: Map<String, Va
     let ctx = context(&call.entry.plugin, &observer);
     let owner = scope.owner().clone();
     scope.spawn_request(id, move |cancel| async move {
-        let result = tools::run(&host.runtime, &host.metrics, &call, ctx(cancel)).await.ok()?;
+        let result = tools::run(&host.runtime, &host.metrics, &call, ctx(cancel)).await.ok()?.result;
         let result = result_links::keep_plain(&host, &owner, &call.entry.name, call.entry.plugin.limits.inline_result, result).await;
         Some(finish(&observer, Ok(serde_json::to_value(result).expect("results serialize"))))
     });
@@ -211,7 +211,7 @@ fn adaptive(scope: &Scope, id: RequestId, envelope: Envelope, call: AdmittedCall
         let adopt = tokio::select! {
             biased;
             done = &mut running => {
-                let result = done.ok()?;
+                let result = done.ok()?.result;
                 let result = result_links::keep_plain(&host, &owner, &call.entry.name, call.entry.plugin.limits.inline_result, result).await;
                 return Some(finish(&observer, Ok(serde_json::to_value(result).expect("results serialize"))));
             }

@@ -21,14 +21,13 @@ use super::task_input::TaskInput;
 use crate::cancel::CancelHandle;
 use crate::mcp::modern::wire::{self, COMPLETE};
 use crate::mcp::modern::ClientCapabilities;
-use crate::mcp::types::CallToolResult;
 use crate::mcp::{Params, RpcError};
 use crate::principal::Owner;
 use crate::runtime::CallObserver;
 use crate::server::runner::{finished, kept, Requestor};
 use crate::server::task_observer::TaskObserver;
 use crate::server::task_view::{engine_error, interrupted_message, iso8601, resumed_meta};
-use crate::server::tools::{AdmittedCall, Cancelled};
+use crate::server::tools::{AdmittedCall, Called, Cancelled};
 use crate::server::Host;
 use crate::tasks::{Admission, EngineError, Launch, LocalRun, Outcome, Task, TaskControl, TaskStatus};
 
@@ -41,7 +40,7 @@ const TASK: &str = "task";
 /// wait for `tasks/update`) instead of ending the request.
 pub(in crate::server) struct RunningCall {
     /// The call, polled so far by its request.
-    pub(in crate::server) call: BoxFuture<'static, Result<CallToolResult, Cancelled>>,
+    pub(in crate::server) call: BoxFuture<'static, Result<Called, Cancelled>>,
     /// The handle its guest watches.
     pub(in crate::server) cancel: CancelHandle,
     /// Where the call's observer looks for the task.
@@ -187,11 +186,6 @@ fn not_found(e: EngineError) -> RpcError {
     }
 }
 
-/// The failure kind corral recorded on a result, when the host ended the call.
-fn host_failure(result: &Value) -> Option<&str> {
-    result.get("_meta").and_then(|m| m.get("corral/error")).and_then(|e| e.get("kind")).and_then(Value::as_str)
-}
-
 fn first_text(result: &Value) -> Option<String> {
     result.get("content")?.as_array()?.iter().find_map(|c| c.get("text").and_then(Value::as_str)).map(str::to_owned)
 }
@@ -205,11 +199,12 @@ fn complete(mut result: Value) -> Value {
     result
 }
 
-/// `tasks/get`: the `DetailedTask`, with the outcome inlined once the task has ended.
+/// `tasks/get`: the `DetailedTask`, with the outcome inlined once the task has ended; one store
+/// read either way.
 pub(in crate::server) async fn get(host: &Host, owner: &Owner, params: &Map<String, Value>) -> Result<Value, RpcError> {
     let id = task_id(params)?;
-    let task = host.engine.get(owner.key(), id).await.map_err(not_found)?;
-    if !task.status.is_terminal() {
+    let (task, outcome) = host.engine.get_with_outcome(owner.key(), id).await.map_err(not_found)?;
+    let Some(outcome) = outcome else {
         let mut fields = task_fields(&task, task.status.as_str());
         if task.status == TaskStatus::InputRequired {
             // What the guest waits for, wherever it runs.
@@ -218,17 +213,14 @@ pub(in crate::server) async fn get(host: &Host, owner: &Owner, params: &Map<Stri
             }
         }
         return Ok(wire::result(Value::Object(fields), COMPLETE, None));
-    }
-    let (task, outcome) = host.engine.result(owner.key(), id).await.map_err(not_found)?;
+    };
     let failed = |code: i64, message: String, kind: &str| json!({ "code": code, "message": message, "data": { "kind": kind } });
     let (status, key, value) = match outcome {
-        Outcome::Result(result) => match host_failure(&result) {
-            Some(kind) => {
-                let message = first_text(&result).unwrap_or_else(|| format!("the call ended with `{kind}`"));
-                ("failed", "error", failed(-32603, message, kind))
-            }
-            None => ("completed", "result", complete(result)),
-        },
+        Outcome::Result(result) => ("completed", "result", complete(result)),
+        Outcome::Failed { kind, result } => {
+            let message = first_text(&result).unwrap_or_else(|| format!("the call ended with `{kind}`"));
+            ("failed", "error", failed(-32603, message, &kind))
+        }
         Outcome::Error(error) => ("failed", "error", error),
         Outcome::Cancelled => ("cancelled", "", Value::Null),
         Outcome::Interrupted => ("failed", "error", failed(-32603, interrupted_message(&task.tool), "interrupted")),

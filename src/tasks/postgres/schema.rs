@@ -98,6 +98,22 @@ ALTER TABLE corral_tasks ADD COLUMN resumed_from BIGINT NOT NULL DEFAULT 0;
 -- its request (load spreading, recovery) still asks it (issue 14).
 ALTER TABLE corral_tasks ADD COLUMN IF NOT EXISTS client_capabilities JSONB;
 ",
+    "
+-- Which outcome each is (`model::OutcomeKind`) and a host-imposed failure's kind, in columns of
+-- their own so readers need not look into the body. Older rows get theirs from their body once,
+-- here: a result carrying `_meta[\"corral/error\"]` was a failure the host imposed.
+ALTER TABLE corral_outcomes ADD COLUMN kind TEXT, ADD COLUMN failure TEXT;
+UPDATE corral_outcomes SET
+    failure = CASE WHEN jsonb_typeof(body) = 'object' THEN body #>> '{result,_meta,corral/error,kind}' END,
+    kind = CASE
+        WHEN body = '\"cancelled\"'::jsonb THEN 'cancelled'
+        WHEN body = '\"interrupted\"'::jsonb THEN 'interrupted'
+        WHEN jsonb_typeof(body) <> 'object' THEN NULL
+        WHEN body ? 'error' THEN 'error'
+        WHEN body #> '{result,_meta,corral/error,kind}' IS NOT NULL THEN 'failed'
+        WHEN body ? 'result' THEN 'result'
+    END;
+",
 ];
 
 /// The schema version this corral writes.

@@ -144,7 +144,7 @@ impl PgStore {
     /// Ends a task with its outcome in one statement, fenced on `runner` when given.
     fn finish_where(&self, id: &str, runner: Option<&str>, status: TaskStatus, message: Option<&str>, outcome: &Outcome) -> StoreFuture<Option<Task>> {
         debug_assert!(status.is_terminal());
-        let body = serde_json::to_value(outcome).expect("outcomes serialize");
+        let stored = outcome.stored();
         // An end always waits for the flush, whatever `--db-sync` says: it is the one write a
         // client may have seen (`completed`) that a database crash must not take back, and its
         // flush makes the task's earlier asynchronous writes (start, status, checkpoint) durable
@@ -155,13 +155,27 @@ impl PgStore {
                  UPDATE corral_tasks SET status = $2, status_message = $3, updated_at = $4
                  WHERE id = $1 AND ($5::text IS NULL OR runner = $5) AND status IN ('working', 'input_required') RETURNING *),
              kept AS (
-                 INSERT INTO corral_outcomes (task_id, body) SELECT id, $6 FROM ended
-                 ON CONFLICT (task_id) DO UPDATE SET body = EXCLUDED.body)
+                 INSERT INTO corral_outcomes (task_id, body, kind, failure) SELECT id, $6, $7, $8 FROM ended
+                 ON CONFLICT (task_id) DO UPDATE SET body = EXCLUDED.body, kind = EXCLUDED.kind, failure = EXCLUDED.failure)
              SELECT {COLUMNS} FROM ended, durable"
         );
-        let args = Args::new().text(id).text(status.as_str()).opt_text(message).int(now_ms()).opt_text(runner).json(Some(body));
+        let args = Args::new()
+            .text(id)
+            .text(status.as_str())
+            .opt_text(message)
+            .int(now_ms())
+            .opt_text(runner)
+            .json(Some(stored.body))
+            .text(stored.kind.as_str())
+            .opt_text(stored.failure.as_deref());
         self.one_announced(sql, args)
     }
+}
+
+/// The outcome in `row`'s columns from `at` on: body, kind, failure.
+fn read_outcome(row: &tokio_postgres::Row, at: usize, id: &str) -> Result<Outcome, StoreError> {
+    let (body, kind, failure): (Value, Option<String>, Option<String>) = (row.try_get(at)?, row.try_get(at + 1)?, row.try_get(at + 2)?);
+    Outcome::from_stored_value(body, kind.as_deref(), failure).map_err(|source| StoreError::CorruptOutcome { id: id.to_owned(), source })
 }
 
 /// The arguments of one statement, owned so the call's future is `'static`.
@@ -311,10 +325,26 @@ impl TaskStore for PgStore {
         let (pool, id) = (self.pool(), id.to_owned());
         Box::pin(async move {
             let client = get(&pool?).await?;
-            let statement = client.prepare_cached("SELECT body FROM corral_outcomes WHERE task_id = $1").await?;
+            let statement = client.prepare_cached("SELECT body, kind, failure FROM corral_outcomes WHERE task_id = $1").await?;
             let Some(row) = client.query_opt(&statement, &[&id]).await? else { return Ok(None) };
-            let body: Value = row.try_get(0)?;
-            serde_json::from_value(body).map(Some).map_err(|source| StoreError::CorruptOutcome { id, source })
+            read_outcome(&row, 0, &id).map(Some)
+        })
+    }
+
+    fn get_with_outcome(&self, owner: &str, id: &str) -> StoreFuture<Option<(Task, Option<Outcome>)>> {
+        let (pool, owner, id) = (self.pool(), owner.to_owned(), id.to_owned());
+        Box::pin(async move {
+            let client = get(&pool?).await?;
+            let sql = format!(
+                "SELECT {COLUMNS}, o.body, o.kind, o.failure FROM corral_tasks LEFT JOIN corral_outcomes o ON o.task_id = corral_tasks.id
+                 WHERE corral_tasks.id = $1 AND corral_tasks.owner = $2"
+            );
+            let statement = client.prepare_cached(&sql).await?;
+            let Some(row) = client.query_opt(&statement, &[&id, &owner]).await? else { return Ok(None) };
+            let task = read_task(&row)?;
+            let has_outcome = row.try_get::<_, Option<Value>>(19)?.is_some();
+            let outcome = if has_outcome { Some(read_outcome(&row, 19, &id)?) } else { None };
+            Ok(Some((task, outcome)))
         })
     }
 
