@@ -33,10 +33,10 @@ forbid cancel mcp config principal runtime registry tasks server transport oci c
 forbid principal mcp config cancel runtime registry tasks server transport oci cli
 forbid oci mcp config cancel principal runtime registry tasks server transport cli
 forbid runtime mcp oci principal registry tasks server transport cli
-forbid registry mcp principal tasks server transport cli
-forbid tasks mcp oci runtime registry server transport cli
-forbid server transport cli
-forbid transport cli
+forbid registry mcp cancel principal tasks server transport cli
+forbid tasks mcp oci principal runtime registry server transport cli
+forbid server oci transport cli
+forbid transport config cancel runtime registry tasks oci cli
 
 echo "== import circles"
 # Within a room, files import each other one way (a module and its own submodules aside).

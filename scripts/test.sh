@@ -12,11 +12,27 @@ cargo test --locked --manifest-path plugins/Cargo.toml
 (cd plugins/stats && python3 -m unittest)
 cargo test --locked "$@"
 cargo bench --locked --no-run
-# The official MCP conformance suite against `corral serve --http` (installs Node 24 locally).
+# The official MCP conformance suite against `corral serve --http` (installs Node 24 locally and
+# builds the fixture plugins, which the runs below share).
 ./tests/conformance/run.sh
-# 0.2.0-alpha.12's frozen sets: the 2026-07-28 era (expected-failures-2026-07-28) and 2025-11-25.
-CONFORMANCE_REQUIREMENTS=2026-07-28 ./tests/conformance/run.sh
-CONFORMANCE_REQUIREMENTS=2025-11-25 ./tests/conformance/run.sh
-# Real MCP clients (TypeScript SDK, Inspector CLI, Python SDK 1.x and 2.x) over stdio and HTTP;
-# installs them from tests/interop's lock files.
-./tests/interop/run.sh
+# Then, side by side (each against its own host on its own port; they mostly wait on each other's
+# round trips, so two cores serve them together): 0.2.0-alpha.12's frozen sets, the 2026-07-28 era
+# (expected-failures-2026-07-28) and 2025-11-25, and real MCP clients (TypeScript SDK, Inspector
+# CLI, Python SDK 1.x and 2.x) over stdio and HTTP, installed from tests/interop's lock files.
+# Each writes to its own log, printed whole when it ends.
+logs="$(mktemp -d "${TMPDIR:-/tmp}/corral-suites.XXXXXX")"
+CONFORMANCE_REQUIREMENTS=2026-07-28 ./tests/conformance/run.sh >"$logs/conformance-2026-07-28.log" 2>&1 &
+modern=$!
+CONFORMANCE_REQUIREMENTS=2025-11-25 ./tests/conformance/run.sh >"$logs/conformance-2025-11-25.log" 2>&1 &
+legacy=$!
+./tests/interop/run.sh >"$logs/interop.log" 2>&1 &
+interop=$!
+failed=0
+for suite in "$modern conformance-2026-07-28" "$legacy conformance-2025-11-25" "$interop interop"; do
+    read -r pid name <<<"$suite"
+    if wait "$pid"; then result=passed; else result=FAILED; failed=1; fi
+    echo "== $name: $result"
+    cat "$logs/$name.log"
+done
+rm -rf "$logs"
+exit "$failed"

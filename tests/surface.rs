@@ -95,9 +95,10 @@ scenarios! {
         assert_ne!(probed["isError"], true, "the 0.1.0 plugin works: {probed}");
         let simple = mcp.call_tool("test_simple_text", json!({}));
         assert_eq!(simple["content"][0]["text"], "This is a simple text response for testing.");
-        let log = mcp.stderr_text();
-        assert!(log.contains("contract=\"0.1.0\"") || log.contains("contract=0.1.0"), "the log names each contract: {log}");
-        assert!(log.contains("contract=\"0.2.0\"") || log.contains("contract=0.2.0"), "{log}");
+        // The load logs each plugin once the whole catalog is in, which may come after the first
+        // plugins already answer calls: wait for it rather than race it.
+        let names = |log: &str, contract: &str| log.contains(&format!("contract=\"{contract}\"")) || log.contains(&format!("contract={contract}"));
+        mcp.wait_stderr("the log names each contract", TIMEOUT, |log| names(log, "0.1.0") && names(log, "0.2.0"));
     }
 
     // -----------------------------------------------------------------------------------------

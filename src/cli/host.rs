@@ -115,7 +115,7 @@ impl HttpArgs {
 /// plugins are loaded when this returns.
 pub async fn build_local_host(args: &HostArgs) -> anyhow::Result<Arc<Host>> {
     let host = build_host(args, ServerOptions::default(), Path::new(":memory:"), Durability::Process, TaskSettings::default()).await?.0;
-    host.registry.loaded().await;
+    host.registry().loaded().await;
     Ok(host)
 }
 

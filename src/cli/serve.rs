@@ -22,7 +22,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     tracing::info!("tasks are kept in {}", crate::tasks::redacted(&db.display().to_string()));
     server::announce_changes(&host);
     let _watcher: Option<Watcher> = match args.watch {
-        true => Some(crate::registry::watch(&args.host.plugins, host.registry.clone(), host.runtime.clone(), load)?),
+        true => Some(crate::registry::watch(&args.host.plugins, host.registry().clone(), host.runtime().clone(), load)?),
         false => None,
     };
     let serving = host.clone();
@@ -39,7 +39,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             transport::stdio::serve_with(serving, std::io::stdin(), std::io::stdout(), settings, transport::shutdown_signal()).await?
         }
     }
-    host.engine.shutdown().await;
+    host.shutdown().await;
     Ok(ExitCode::SUCCESS)
 }
 

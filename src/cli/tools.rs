@@ -14,7 +14,7 @@ use crate::server;
 /// Loads the plugins and prints what they offer.
 pub async fn run(args: ToolsArgs) -> anyhow::Result<ExitCode> {
     let host = build_local_host(&args.host).await?;
-    let catalog = host.registry.snapshot();
+    let catalog = host.registry().snapshot();
     if args.json {
         println!("{}", serde_json::to_string_pretty(&tools_json(&catalog))?);
     } else {

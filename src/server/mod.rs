@@ -78,22 +78,23 @@ impl Default for ServerOptions {
     }
 }
 
-/// What every session of one host shares.
+/// What every session of one host shares. Its parts are the server's own: the rooms above it
+/// reach what they need through the methods below, never the engine or the runtime directly.
 pub struct Host {
     /// The plugins served now, swapped whole on a hot reload.
-    pub registry: Arc<Registry>,
+    registry: Arc<Registry>,
     /// Runs plugin exports in fresh sandboxed instances.
-    pub runtime: Arc<Runtime>,
+    runtime: Arc<Runtime>,
     /// Tasks: calls that outlive their request.
-    pub engine: Engine,
+    engine: Engine,
     /// Settings every session shares.
-    pub options: ServerOptions,
+    options: ServerOptions,
     /// Counters and timings for `/metrics`.
-    pub metrics: Arc<Metrics>,
+    metrics: Arc<Metrics>,
     /// The live sessions, for what concerns all of them (`list_changed`, resource updates).
-    pub sessions: Sessions,
+    sessions: Sessions,
     /// Questions of this replica's 2026-07-28 tasks, waiting for `tasks/update`.
-    pub task_inputs: Arc<TaskInputs>,
+    task_inputs: Arc<TaskInputs>,
     /// Runs the tasks admitted here for their requestor (the engine holds a clone for the rest).
     runner: ToolRunner,
 }
@@ -105,6 +106,39 @@ impl Host {
         // The runner's tasks may ask from now on (those recovered at start wait for this).
         runner.give_task_inputs(task_inputs.clone());
         Host { registry, runtime, engine, options, metrics, sessions: Default::default(), task_inputs, runner }
+    }
+
+    /// The plugins served now (for the watcher, `corral tools` and the start).
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// The runtime plugins run in (for the watcher, which compiles what changed).
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.runtime
+    }
+
+    /// The Prometheus text of `/metrics`.
+    pub async fn metrics_text(&self) -> String {
+        self.metrics.render(&self.engine).await
+    }
+
+    /// Stops the task engine (once the transport has returned): workers, adopted calls and the
+    /// store's threads.
+    pub async fn shutdown(&self) {
+        self.engine.shutdown().await;
+    }
+
+    /// How many sessions and listeners an announcement reaches (for tests of their lifetimes).
+    #[cfg(test)]
+    pub(crate) fn announce_to_all(&self, message: &Value) -> usize {
+        self.sessions.broadcast(message)
+    }
+
+    /// The task engine, for tests that look at tasks directly.
+    #[cfg(test)]
+    pub(crate) fn engine(&self) -> &Engine {
+        &self.engine
     }
 }
 

@@ -453,7 +453,7 @@ mod tests {
         drop(writer);
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert_eq!(out.lines().len(), 1, "nothing is answered after shutdown: {:?}", out.lines());
-        assert_eq!(host.sessions.broadcast(&json!({})), 0, "the session left the host");
+        assert_eq!(host.announce_to_all(&json!({})), 0, "the session left the host");
     }
 
     /// A host whose one plugin has `spin` (computes until stopped) and `count` (a loop that

@@ -112,11 +112,7 @@ impl Round {
 
     /// Whether the request declared what `request` needs.
     fn declared(&self, request: &InputRequest) -> bool {
-        match request {
-            InputRequest::Elicit { .. } => self.capabilities.elicitation,
-            InputRequest::Sample(_) => self.capabilities.sampling,
-            InputRequest::ListRoots => self.capabilities.roots,
-        }
+        declares(self.capabilities, request)
     }
 
     /// The key the host chooses for a 0.2.0 `elicit` or `sample`: its kind and its place in the
@@ -239,5 +235,14 @@ impl Question {
             Reader::Sample => ask::sampling_response(answer).map(InputResponse::Sample),
             Reader::Roots => ask::roots_result(answer).map(InputResponse::Roots),
         }
+    }
+}
+
+/// Whether a client that declared `capabilities` can answer `request`.
+pub(super) fn declares(capabilities: ClientCapabilities, request: &InputRequest) -> bool {
+    match request {
+        InputRequest::Elicit { .. } => capabilities.elicitation,
+        InputRequest::Sample(_) => capabilities.sampling,
+        InputRequest::ListRoots => capabilities.roots,
     }
 }

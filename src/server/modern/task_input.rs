@@ -233,11 +233,7 @@ impl TaskInput {
     }
 
     fn declared(&self, request: &InputRequest) -> bool {
-        match request {
-            InputRequest::Elicit { .. } => self.capabilities.elicitation,
-            InputRequest::Sample(_) => self.capabilities.sampling,
-            InputRequest::ListRoots => self.capabilities.roots,
-        }
+        super::input::declares(self.capabilities, request)
     }
 
     fn single<T: Send + 'static>(&self, task: Option<&str>, key: &str, request: InputRequest, pick: fn(InputResponse) -> Option<T>) -> ClientAnswer<T> {

@@ -379,18 +379,7 @@ async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: axu
             return Json(first).into_response();
         }
         Some(first) if is_response_to(&first, &request_id) => Json(first).into_response(),
-        Some(first) => {
-            let rest = stream::unfold((answers, request_id, false), |(mut answers, id, done)| async move {
-                if done {
-                    return None;
-                }
-                let message = answers.recv().await?;
-                let done = is_response_to(&message, &id);
-                Some((message, (answers, id, done)))
-            });
-            let events = stream::once(async move { first }).chain(rest).map(|m| Ok::<_, Infallible>(SseEvent::default().data(m.to_string())));
-            Sse::new(events).keep_alive(KeepAlive::default()).into_response()
-        }
+        Some(first) => events(first, until_answer(answers, request_id, ())).into_response(),
     };
     if creates {
         response.headers_mut().insert(SESSION_HEADER, HeaderValue::from_str(&session_id).expect("session ids are ASCII"));
@@ -400,6 +389,26 @@ async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: axu
 
 fn is_response_to(message: &Value, id: &Value) -> bool {
     message.get("id") == Some(id) && (message.get("result").is_some() || message.get("error").is_some())
+}
+
+/// A request's messages after the first, as they come, up to and including its response (the
+/// response to `id`), as SSE events. `guard` lives as long as the stream: what it ends when
+/// dropped (a stateless request's calls) ends when the client stops reading.
+fn until_answer<G: Send + 'static>(answers: mpsc::UnboundedReceiver<Value>, id: Value, guard: G) -> impl futures_core::Stream<Item = Value> + Send {
+    stream::unfold((answers, id, false, guard), |(mut answers, id, done, guard)| async move {
+        if done {
+            return None;
+        }
+        let message = answers.recv().await?;
+        let done = is_response_to(&message, &id);
+        Some((message, (answers, id, done, guard)))
+    })
+}
+
+/// `first`, then `rest`, each message one SSE event.
+fn events(first: Value, rest: impl futures_core::Stream<Item = Value> + Send + 'static) -> Sse<impl futures_core::Stream<Item = Result<SseEvent, Infallible>>> {
+    let events = stream::once(async move { first }).chain(rest).map(|m| Ok::<_, Infallible>(SseEvent::default().data(m.to_string())));
+    Sse::new(events).keep_alive(KeepAlive::default())
 }
 
 async fn open_stream(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
@@ -461,7 +470,7 @@ async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     if let Err(response) = check_headers(&app, &headers) {
         return response;
     }
-    let mut text = app.host.metrics.render(&app.host.engine).await;
+    let mut text = app.host.metrics_text().await;
     text.push_str(&format!(
         "# HELP corral_http_sessions Open MCP sessions.\n# TYPE corral_http_sessions gauge\ncorral_http_sessions {}\n",
         app.sessions.lock().unwrap().len()
@@ -550,7 +559,7 @@ mod tests {
         assert!(body.contains("-32700"), "{body}");
         stop.send(()).unwrap();
         tokio::time::timeout(PATIENCE, served).await.expect("shutdown ends serve").unwrap().unwrap();
-        assert_eq!(host.sessions.broadcast(&json!({})), 0, "the HTTP session ended with serve");
+        assert_eq!(host.announce_to_all(&json!({})), 0, "the HTTP session ended with serve");
     }
 
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -739,13 +748,13 @@ mod tests {
         let created: Value = serde_json::from_str(&body).unwrap();
         let task = created["result"]["task"]["taskId"].as_str().unwrap().to_owned();
         let owner = format!("session:{session}");
-        assert_eq!(host.engine.get(&owner, &task).await.unwrap().status.as_str(), "working");
+        assert_eq!(host.engine().get(&owner, &task).await.unwrap().status.as_str(), "working");
         let (status, _) = send("DELETE", url, vec![(SESSION_HEADER, session)], "").await;
         assert_eq!(status, 200);
         // Nothing can reach the task any more: it was cancelled, not left running for no one.
-        assert_eq!(host.engine.get(&owner, &task).await.unwrap().status.as_str(), "cancelled");
+        assert_eq!(host.engine().get(&owner, &task).await.unwrap().status.as_str(), "cancelled");
         let deadline = Instant::now() + PATIENCE;
-        while host.engine.counts().running > 0 {
+        while host.engine().counts().running > 0 {
             assert!(Instant::now() < deadline, "the cancelled spin stops");
             tokio::time::sleep(Duration::from_millis(10)).await;
         }

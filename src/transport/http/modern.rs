@@ -8,18 +8,16 @@
 //! client closes the response stream, what it still runs is cancelled (the era's cancellation
 //! signal) and the guest stops at its next epoch tick.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use futures_util::stream::{self, StreamExt};
+use futures_util::stream::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::{is_response_to, App, ChannelOutlet, VERSION_HEADER};
+use super::{events, is_response_to, until_answer, App, ChannelOutlet, VERSION_HEADER};
 use crate::mcp::jsonrpc::{self, Incoming, INVALID_PARAMS, METHOD_NOT_FOUND};
 use crate::mcp::modern::headers::{self, RequestHeaders};
 use crate::mcp::modern::{self as era, HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION};
@@ -93,17 +91,8 @@ pub(super) async fn post(app: &Arc<App>, headers: &HeaderMap, identity: Option<S
         let status = first.get("error").and_then(|e| e.get("code")).and_then(Value::as_i64).map_or(StatusCode::OK, |c| status_of(c as i32));
         return (status, Json(first)).into_response();
     }
-    // Notifications (progress, logs) came first: an SSE stream, ending with the response.
-    let rest = stream::unfold((answers, request_id, false, guard), |(mut answers, id, done, guard)| async move {
-        if done {
-            return None;
-        }
-        let message = answers.recv().await?;
-        let done = is_response_to(&message, &id);
-        Some((message, (answers, id, done, guard)))
-    });
-    // A listen stream never ends by itself: shutdown ends it (and, dropping the guard, its request).
-    let rest = rest.take_until(stopping.cancelled_owned());
-    let events = stream::once(async move { first }).chain(rest).map(|m| Ok::<_, Infallible>(SseEvent::default().data(m.to_string())));
-    ([NO_BUFFERING], Sse::new(events).keep_alive(KeepAlive::default())).into_response()
+    // Notifications (progress, logs) came first: an SSE stream, ending with the response. A
+    // listen stream never ends by itself: shutdown ends it (and, dropping the guard, its request).
+    let rest = until_answer(answers, request_id, guard).take_until(stopping.cancelled_owned());
+    ([NO_BUFFERING], events(first, rest)).into_response()
 }
