@@ -50,7 +50,8 @@ pub fn main(args: &[String]) {
             store.set_fuel(limits.fuel).expect("fuel is on");
             store.set_epoch_deadline(1);
             let instance = pre.instantiate_async(&mut store).await.expect("instantiating");
-            let result = tools.load(&mut store, &instance).expect("the tools export").call_call_tool(&mut store, "echo", &arguments).await.expect("calling echo");
+            let result =
+                tools.load(&mut store, &instance).expect("the tools export").call_call_tool(&mut store, "echo", &arguments).await.expect("calling echo");
             assert!(matches!(result.content.as_slice(), [Content::Text(t)] if *t == text), "echo answered something else");
         }
     });

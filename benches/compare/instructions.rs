@@ -114,7 +114,7 @@ pub fn run(text_wasm: &Path, target: &Path) {
         corral_start as f64 / null_start as f64
     );
 
-    for who in ["corral-100", "floor-100"] {
+    for who in ["corral-100", "floor-100", "corral-10k"] {
         for inclusive in [false, true] {
             setup.profile(who, inclusive);
         }
@@ -155,7 +155,13 @@ impl Setup {
         let few = run(&format!("{name}-{FEW}"), FEW);
         let many = run(&format!("{name}-{MANY}"), MANY);
         let per_call = (many as f64 - few as f64) / (MANY - FEW) as f64;
-        println!("{name:<12} {FEW} calls {:>15}  {MANY} calls {:>15}  per call {:>9}   [load {}]", group(few), group(many), group(per_call as u64), load_average());
+        println!(
+            "{name:<12} {FEW} calls {:>15}  {MANY} calls {:>15}  per call {:>9}   [load {}]",
+            group(few),
+            group(many),
+            group(per_call as u64),
+            load_average()
+        );
         per_call
     }
 

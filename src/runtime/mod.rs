@@ -29,11 +29,11 @@ use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 pub use bindings::*;
 pub use cache::CacheOutcome;
-/// The host's engine and compile cache, public so that a bench can run bare wasmtime under
-/// exactly the host's configuration (`benches/compare/floor.rs`): a copy would drift.
+// The engine and the compile cache are public so that a bench can run bare wasmtime under
+// exactly the host's configuration (`benches/compare/floor.rs`): a copy would drift.
 pub use cache::CompileCache;
-pub use engine::build as build_engine;
 pub use call::{Answer as ClientAnswer, CallContext, CallObserver, Denials, ResourceUpdate, Silent};
+pub use engine::build as build_engine;
 pub use engine::EngineSettings;
 pub use exports::Contract;
 pub use failure::Failure;
