@@ -4,7 +4,8 @@
 //!
 //! Each call gets what corral gives each call and nothing else: a fresh store, fuel, an epoch
 //! deadline, a memory cap, a fresh instance of the pre-linked component, and the typed
-//! `call-tool` that lifts the result into Rust values. Every import is a trap (the `echo` tool
+//! `call-tool` that lifts the result into Rust values (type-checked on the first call only, as
+//! in corral). Every import is a trap (the `echo` tool
 //! calls none), so the instance has as many imports as in corral. What corral spends beyond
 //! this is its protocol, its transport and its per-call host state.
 //!
@@ -15,9 +16,8 @@
 use std::path::Path;
 
 use corral::config::Limits;
-use corral::runtime::v3::exports::corral::plugin::tools::GuestIndices;
-use corral::runtime::{build_engine, CompileCache, Content, EngineSettings};
-use wasmtime::component::Linker;
+use corral::runtime::{build_engine, CallResult, CompileCache, Content, EngineSettings};
+use wasmtime::component::{Linker, TypedFunc};
 use wasmtime::{Store, StoreLimits, StoreLimitsBuilder};
 
 /// The store state: only the memory cap.
@@ -38,20 +38,30 @@ pub fn main(args: &[String]) {
     let mut linker = Linker::<Floor>::new(&engine);
     linker.define_unknown_imports_as_traps(&component).expect("stubbing the imports");
     let pre = linker.instantiate_pre(&component).expect("pre-instantiating");
-    let tools = GuestIndices::new(&pre).expect("a corral:plugin/tools@0.3.0 export");
+    let tools = component.get_export_index(None, "corral:plugin/tools@0.3.0").expect("a corral:plugin/tools@0.3.0 export");
+    let call_tool = component.get_export_index(Some(&tools), "call-tool").expect("a call-tool export");
     // The arguments as the host hands them to the guest: one JSON string, made once here.
     let arguments = serde_json::json!({ "text": text }).to_string();
     let limits = Limits::default();
     let tokio = tokio::runtime::Builder::new_current_thread().build().expect("starting tokio");
     tokio.block_on(async {
+        // As corral calls `call-tool`: its type checked in the first instance only.
+        let mut checked = false;
         for _ in 0..calls {
             let mut store = Store::new(&engine, Floor { limits: StoreLimitsBuilder::new().memory_size(limits.memory as usize).build() });
             store.limiter(|floor| &mut floor.limits);
             store.set_fuel(limits.fuel).expect("fuel is on");
             store.set_epoch_deadline(1);
             let instance = pre.instantiate_async(&mut store).await.expect("instantiating");
-            let result =
-                tools.load(&mut store, &instance).expect("the tools export").call_call_tool(&mut store, "echo", &arguments).await.expect("calling echo");
+            let func = instance.get_func(&mut store, &call_tool).expect("the call-tool export");
+            let typed: TypedFunc<(&str, &str), (CallResult,)> = if checked {
+                // SAFETY: the same export of the same component, whose type the first call checked.
+                unsafe { TypedFunc::new_unchecked(func) }
+            } else {
+                checked = true;
+                func.typed(&store).expect("call-tool's type")
+            };
+            let (result,) = typed.call_async(&mut store, ("echo", &arguments)).await.expect("calling echo");
             assert!(matches!(result.content.as_slice(), [Content::Text(t)] if *t == text), "echo answered something else");
         }
     });

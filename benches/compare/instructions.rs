@@ -283,18 +283,28 @@ impl Setup {
 
     /// The [`TOP`] functions by instructions per call of `who` (`corral-100`, `floor-100`):
     /// `callgrind_annotate` of its two files, differenced.
+    ///
+    /// A function inlined from several files is listed once per file by `callgrind_annotate`:
+    /// self counts are summed, inclusive ones the largest taken. Inclusive counts above 97 % of
+    /// the call (the thread and runtime frames every call runs under) are left out.
     fn profile(&self, who: &str, inclusive: bool) {
         let few = annotate(&self.out(&format!("{who}-{FEW}")), inclusive);
         let many = annotate(&self.out(&format!("{who}-{MANY}")), inclusive);
-        let mut per_call: Vec<(String, f64)> =
-            many.iter().map(|(f, n)| (f.clone(), (*n as f64 - few.get(f).copied().unwrap_or(0) as f64) / (MANY - FEW) as f64)).collect();
+        let mut by_name: HashMap<String, f64> = HashMap::new();
+        for (function, n) in &many {
+            let n = (*n as f64 - few.get(function).copied().unwrap_or(0) as f64) / (MANY - FEW) as f64;
+            let entry = by_name.entry(shorten(function)).or_default();
+            *entry = if inclusive { entry.max(n) } else { *entry + n };
+        }
+        let call = (total(&self.out(&format!("{who}-{MANY}"))) as f64 - total(&self.out(&format!("{who}-{FEW}"))) as f64) / (MANY - FEW) as f64;
+        let mut per_call: Vec<(String, f64)> = by_name.into_iter().filter(|(_, n)| !inclusive || *n < 0.97 * call).collect();
         per_call.sort_by(|a, b| b.1.total_cmp(&a.1));
         println!();
         println!("{who}: top {TOP} functions by {} instructions per call", if inclusive { "inclusive" } else { "self" });
         println!("| instr/call | function |");
         println!("|---|---|");
         for (function, n) in per_call.iter().take(TOP) {
-            println!("| {} | `{}` |", group(*n as u64), shorten(function));
+            println!("| {} | `{function}` |", group(*n as u64));
         }
     }
 }
