@@ -65,7 +65,7 @@ pub(crate) struct Exports {
 /// `call-tool`, the export called most, reached without the bindings' per-instance checks: they
 /// look up and type-check every function of the interface (`list-tools`' list of records too)
 /// on every call, about 3 % of a call's instructions. Its type is checked on the first call;
-/// an export of a component has the same type in each of its instances, so later calls skip it.
+/// it has the same type in each instance of the component, so later calls skip the check.
 struct CallTool {
     index: ComponentExportIndex,
     checked: AtomicBool,
@@ -159,8 +159,9 @@ impl Exports {
         // `call-tool`'s parameters and result are the same Rust types in every contract version.
         let typed: TypedFunc<(&str, &str), (CallResult,)> = if self.call_tool.checked.load(Ordering::Relaxed) {
             // SAFETY: `func` is the export at `index` of an instance of the component `index`
-            // was found in (`get_func` checks that), whose type was checked against these Rust
-            // types by an earlier call; a component's export has one type in all its instances.
+            // was found in (`get_func` checks that), whose type an earlier call checked against
+            // these Rust types. Only resource types differ between instances of a component, and
+            // `call-tool` takes and returns none (strings, records, variants, lists, options).
             unsafe { TypedFunc::new_unchecked(func) }
         } else {
             let typed = func.typed(&*store)?;
