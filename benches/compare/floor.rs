@@ -53,7 +53,7 @@ pub fn main(args: &[String]) {
             store.set_fuel(limits.fuel).expect("fuel is on");
             store.set_epoch_deadline(1);
             let instance = pre.instantiate_async(&mut store).await.expect("instantiating");
-            let func = instance.get_func(&mut store, &call_tool).expect("the call-tool export");
+            let func = instance.get_func(&mut store, call_tool).expect("the call-tool export");
             let typed: TypedFunc<(&str, &str), (CallResult,)> = if checked {
                 // SAFETY: the same export of the same component, whose type the first call checked.
                 unsafe { TypedFunc::new_unchecked(func) }

@@ -155,7 +155,7 @@ impl Exports {
     /// `call-tool` (see [`CallTool`]).
     pub async fn call_tool(&self, store: &mut Store<CallState>, pre: &InstancePre<CallState>, name: &str, arguments: &str) -> wasmtime::Result<CallResult> {
         let instance = pre.instantiate_async(&mut *store).await?;
-        let func = instance.get_func(&mut *store, &self.call_tool.index).ok_or_else(|| wasmtime::Error::msg("the instance lacks its call-tool export"))?;
+        let func = instance.get_func(&mut *store, self.call_tool.index).ok_or_else(|| wasmtime::Error::msg("the instance lacks its call-tool export"))?;
         // `call-tool`'s parameters and result are the same Rust types in every contract version.
         let typed: TypedFunc<(&str, &str), (CallResult,)> = if self.call_tool.checked.load(Ordering::Relaxed) {
             // SAFETY: `func` is the export at `index` of an instance of the component `index`
