@@ -5,6 +5,7 @@
 //! COMPARE_ROUNDS=1 cargo bench --bench compare  # fewer rounds, for a quick look
 //! COMPARE_BASELINE=/path/to/corral cargo bench --bench compare  # that build too, as `baseline`
 //! COMPARE_STDIO=0 COMPARE_COLD=0 cargo bench --bench compare   # the http group alone
+//! cargo bench --bench compare -- instructions   # only instructions per call, under callgrind
 //! ```
 //!
 //! Three stdio servers answer the same `tools/call` of `echo` with 100 bytes of text:
@@ -29,11 +30,21 @@
 //! server of its own, `baseline`, interleaved with this tree's, so a change is measured before
 //! and after in one run. The `http` group (`compare/http.rs`, `COMPARE_HTTP=0` skips it) runs
 //! `tools/call` over Streamable HTTP at 1, 8 and 32 clients against the TS SDK's HTTP server.
+//!
+//! The `instructions` group (`compare/instructions.rs`) runs only when named: it counts the
+//! instructions of a call under callgrind, for the null server, a floor of bare wasmtime under
+//! corral's engine (`compare/floor.rs`) and corral, which a busy machine cannot skew.
 
+#[path = "compare/floor.rs"]
+mod floor;
 #[path = "common/http.rs"]
 mod http;
 #[path = "compare/http.rs"]
 mod http_group;
+#[path = "compare/instructions.rs"]
+mod instructions;
+#[path = "compare/null_http.rs"]
+mod null_http;
 #[path = "common/plugin_dir.rs"]
 mod plugin_dir;
 
@@ -59,9 +70,16 @@ const TS_SERVER: &str = include_str!("compare/ts-server.mjs");
 const TS_HTTP_SERVER: &str = include_str!("compare/ts-http-server.mjs");
 
 fn main() {
-    if std::env::args().nth(1).as_deref() == Some("--null-server") {
-        null_server();
-        return;
+    let args: Vec<String> = std::env::args().collect();
+    match args.get(1).map(String::as_str) {
+        Some("--null-server") => return null_server(),
+        Some("--null-http-server") => return null_http::serve(),
+        Some("--floor") => return floor::main(&args[2..]),
+        _ => {}
+    }
+    // Opt-in: only when named (it needs valgrind and takes minutes).
+    if args.iter().any(|a| a == "instructions") {
+        return instructions::run(&text_wasm(), &target_dir());
     }
     let rounds = std::env::var("COMPARE_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(ROUNDS);
     let target = target_dir();
@@ -406,7 +424,11 @@ impl Session {
 }
 
 fn check_echo(line: &str) {
-    assert!(line.contains(ECHO) && !line.contains("\"error\"") && !line.contains("\"isError\":true"), "unexpected echo answer: {line}");
+    check_echo_of(line, ECHO);
+}
+
+fn check_echo_of(line: &str, text: &str) {
+    assert!(line.contains(text) && !line.contains("\"error\"") && !line.contains("\"isError\":true"), "unexpected echo answer: {line}");
 }
 
 fn run_once(kind: &Kind) -> Run {

@@ -19,6 +19,7 @@ use wasmtime::Engine;
 /// Bumped when the layout of the cache changes.
 const FORMAT: &str = "v1";
 
+/// Precompiled components of one engine configuration, kept on disk under the digest of their bytes.
 pub struct CompileCache {
     dir: PathBuf,
 }

@@ -5,7 +5,9 @@
 //! `corral:plugin/tools@0.2.0` and any of `resources`, `prompts`, `completions` of 0.2.0; a 0.3.0
 //! plugin the same interfaces of 0.3.0 (whose answers are converted to 0.2.0's types).
 
-use wasmtime::component::InstancePre;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use wasmtime::component::{ComponentExportIndex, InstancePre, TypedFunc};
 use wasmtime::Store;
 
 use super::bindings::{
@@ -57,6 +59,27 @@ pub(crate) struct Exports {
     resources: Option<Resources>,
     prompts: Option<Prompts>,
     completions: Option<Completions>,
+    call_tool: CallTool,
+}
+
+/// `call-tool`, the export called most, reached without the bindings' per-instance checks: they
+/// look up and type-check every function of the interface (`list-tools`' list of records too)
+/// on every call, about 3 % of a call's instructions. Its type is checked on the first call;
+/// it has the same type in each instance of the component, so later calls skip the check.
+struct CallTool {
+    index: ComponentExportIndex,
+    checked: AtomicBool,
+}
+
+impl CallTool {
+    fn find(pre: &InstancePre<CallState>, interface: &str) -> Result<CallTool, String> {
+        let component = pre.component();
+        let index = component
+            .get_export_index(None, interface)
+            .and_then(|tools| component.get_export_index(Some(&tools), "call-tool"))
+            .ok_or_else(|| format!("{interface} exports no call-tool"))?;
+        Ok(CallTool { index, checked: AtomicBool::new(false) })
+    }
 }
 
 impl Exports {
@@ -64,6 +87,7 @@ impl Exports {
     pub fn find(pre: &InstancePre<CallState>) -> Result<Exports, String> {
         if let Ok(tools) = v3::exports::corral::plugin::tools::GuestIndices::new(pre) {
             return Ok(Exports {
+                call_tool: CallTool::find(pre, "corral:plugin/tools@0.3.0")?,
                 tools: Tools::V3(tools),
                 resources: v3::exports::corral::plugin::resources::GuestIndices::new(pre).ok().map(Optional::V3),
                 prompts: v3::exports::corral::plugin::prompts::GuestIndices::new(pre).ok().map(Optional::V3),
@@ -72,6 +96,7 @@ impl Exports {
         }
         if let Ok(tools) = v2::exports::corral::plugin::tools::GuestIndices::new(pre) {
             return Ok(Exports {
+                call_tool: CallTool::find(pre, "corral:plugin/tools@0.2.0")?,
                 tools: Tools::V2(tools),
                 resources: v2::exports::corral::plugin::resources::GuestIndices::new(pre).ok().map(Optional::V2),
                 prompts: v2::exports::corral::plugin::prompts::GuestIndices::new(pre).ok().map(Optional::V2),
@@ -79,7 +104,13 @@ impl Exports {
             });
         }
         match v1::exports::corral::plugin::tools::GuestIndices::new(pre) {
-            Ok(tools) => Ok(Exports { tools: Tools::V1(tools), resources: None, prompts: None, completions: None }),
+            Ok(tools) => Ok(Exports {
+                call_tool: CallTool::find(pre, "corral:plugin/tools@0.1.0")?,
+                tools: Tools::V1(tools),
+                resources: None,
+                prompts: None,
+                completions: None,
+            }),
             Err(e) => Err(format!("{e:#} (a plugin exports corral:plugin/tools@0.1.0, corral:plugin/tools@0.2.0 or corral:plugin/tools@0.3.0)")),
         }
     }
@@ -121,14 +152,24 @@ impl Exports {
         }
     }
 
-    /// `call-tool`.
+    /// `call-tool` (see [`CallTool`]).
     pub async fn call_tool(&self, store: &mut Store<CallState>, pre: &InstancePre<CallState>, name: &str, arguments: &str) -> wasmtime::Result<CallResult> {
         let instance = pre.instantiate_async(&mut *store).await?;
-        match &self.tools {
-            Tools::V1(indices) => indices.load(&mut *store, &instance)?.call_call_tool(store, name, arguments).await,
-            Tools::V2(indices) => indices.load(&mut *store, &instance)?.call_call_tool(store, name, arguments).await,
-            Tools::V3(indices) => indices.load(&mut *store, &instance)?.call_call_tool(store, name, arguments).await,
-        }
+        let func = instance.get_func(&mut *store, self.call_tool.index).ok_or_else(|| wasmtime::Error::msg("the instance lacks its call-tool export"))?;
+        // `call-tool`'s parameters and result are the same Rust types in every contract version.
+        let typed: TypedFunc<(&str, &str), (CallResult,)> = if self.call_tool.checked.load(Ordering::Relaxed) {
+            // SAFETY: `func` is the export at `index` of an instance of the component `index`
+            // was found in (`get_func` checks that), whose type an earlier call checked against
+            // these Rust types. Only resource types differ between instances of a component, and
+            // `call-tool` takes and returns none (strings, records, variants, lists, options).
+            unsafe { TypedFunc::new_unchecked(func) }
+        } else {
+            let typed = func.typed(&*store)?;
+            self.call_tool.checked.store(true, Ordering::Relaxed);
+            typed
+        };
+        let (result,) = typed.call_async(&mut *store, (name, arguments)).await?;
+        Ok(result)
     }
 
     /// `list-resources` (none without `resources`).

@@ -29,7 +29,11 @@ use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 pub use bindings::*;
 pub use cache::CacheOutcome;
+// The engine and the compile cache are public so that a bench can run bare wasmtime under
+// exactly the host's configuration (`benches/compare/floor.rs`): a copy would drift.
+pub use cache::CompileCache;
 pub use call::{Answer as ClientAnswer, CallContext, CallObserver, Denials, ResourceUpdate, Silent};
+pub use engine::build as build_engine;
 pub use engine::EngineSettings;
 pub use exports::Contract;
 pub use failure::Failure;
@@ -41,7 +45,6 @@ pub use tool_list::Lists;
 
 use crate::cancel::{CancelHandle, Wake};
 use crate::config::{defaults, Limits, Permissions};
-use cache::CompileCache;
 use network::{GuardedLookup, HttpGuard, NetGuard};
 
 use call::CallState;
