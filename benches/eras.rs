@@ -212,15 +212,19 @@ fn finished_get(url: &str) {
     let headers = [("mcp-protocol-version", VERSION), ("mcp-method", "tools/call"), ("mcp-name", "slow_compute")];
     let (_, created) = post(&agent, url, &headers, &json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params }));
     let task = created["result"]["taskId"].as_str().expect("a task").to_owned();
-    let headers = [("mcp-protocol-version", VERSION), ("mcp-method", "tasks/get")];
+    let headers = [("mcp-protocol-version", VERSION), ("mcp-method", "tasks/get"), ("mcp-name", task.as_str())];
     let get = |id: usize| {
         let params = json!({ "taskId": task, "_meta": envelope(ext.clone()) });
         let (_, answer) = post(&agent, url, &headers, &json!({ "jsonrpc": "2.0", "id": id, "method": "tasks/get", "params": params }));
         answer
     };
     let deadline = Instant::now() + Duration::from_secs(30);
-    while get(0)["result"]["status"] != "completed" {
-        assert!(Instant::now() < deadline, "the task never completed");
+    loop {
+        let got = get(0);
+        if got["result"]["status"] == "completed" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the task never completed: {got}");
         std::thread::sleep(Duration::from_millis(20));
     }
     let started_all = Instant::now();
