@@ -4,6 +4,7 @@
 //! answers through the session's [`Outlet`], which is the only way anything reaches a client.
 
 mod ask;
+mod authorize;
 mod inline;
 mod load_wait;
 mod metrics;

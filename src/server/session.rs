@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
+use super::authorize::Action;
 use super::load_wait::Needs;
 use super::notify::{CallNotifier, LevelFilter};
 use super::peer::{ClientCaps, Peer};
@@ -261,10 +262,7 @@ impl Session {
 
     fn start_call(&self, scope: &Scope, id: RequestId, params: Map<String, Value>) {
         let shared = &self.shared;
-        let call = match tools::admit(&shared.host, Params::new(&params)) {
-            Ok(call) => call,
-            Err(e) => return scope.reply(&id, Err(e)),
-        };
+        let Some(call) = scope.admit(&id, tools::admit(&shared.host, Params::new(&params)), |c| Action::CallTool(&c.entry.name)) else { return };
         if Params::new(&params).has("task") {
             // A task outlives this request: its notifications go to the session's outlet.
             let notifier = Arc::new(shared.notifier(&shared.outlet, &call.entry.plugin, call.progress_token.clone()));
@@ -307,10 +305,7 @@ impl Session {
             return scope.answer_later(id, async move { result_links::read(&host, &owner, Params::new(&params)).await });
         }
         let owner = resources::uri_param(p).and_then(|uri| Ok((uri.to_owned(), resources::owner(&host, uri)?)));
-        let (uri, plugin) = match owner {
-            Ok(found) => found,
-            Err(e) => return scope.reply(&id, Err(e)),
-        };
+        let Some((uri, plugin)) = scope.admit(&id, owner, |(uri, _)| Action::ReadResource(uri)) else { return };
         let ctx = self.context(&plugin, p, scope);
         scope.spawn_request(id, move |cancel| async move { resources::read(&host, &plugin, &uri, ctx(cancel)).await.ok() });
     }
@@ -318,10 +313,7 @@ impl Session {
     fn start_prompt(&self, scope: &Scope, id: RequestId, params: Map<String, Value>) {
         let host = self.shared.host.clone();
         let p = Params::new(&params);
-        let admitted = match prompts::admit(&host, p) {
-            Ok(admitted) => admitted,
-            Err(e) => return scope.reply(&id, Err(e)),
-        };
+        let Some(admitted) = scope.admit(&id, prompts::admit(&host, p), |a| Action::UsePrompt(&a.entry.prompt.name)) else { return };
         let ctx = self.context(&admitted.entry.plugin, p, scope);
         scope.spawn_request(id, move |cancel| async move { prompts::get(&host, &admitted, ctx(cancel)).await.ok() });
     }
@@ -329,10 +321,7 @@ impl Session {
     fn start_completion(&self, scope: &Scope, id: RequestId, params: Map<String, Value>) {
         let host = self.shared.host.clone();
         let p = Params::new(&params);
-        let admitted = match prompts::admit_completion(&host, p) {
-            Ok(admitted) => admitted,
-            Err(e) => return scope.reply(&id, Err(e)),
-        };
+        let Some(admitted) = scope.admit(&id, prompts::admit_completion(&host, p), prompts::AdmittedCompletion::action) else { return };
         let ctx = self.context(&admitted.plugin, p, scope);
         scope.spawn_request(id, move |cancel| async move { prompts::complete(&host, &admitted, ctx(cancel)).await.ok() });
     }

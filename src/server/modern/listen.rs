@@ -137,10 +137,7 @@ impl Listener for Listen {
 
 /// Opens a listen stream for request `id` on `reply`.
 pub(in crate::server) fn listen(scope: &Scope, id: RequestId, envelope: &Envelope, params: &Map<String, Value>) {
-    let filter = match Filter::read(Params::new(params), envelope) {
-        Ok(filter) => filter,
-        Err(e) => return scope.reply(&id, Err(e)),
-    };
+    let Some(filter) = scope.or_answer(&id, Filter::read(Params::new(params), envelope)) else { return };
     let (host, owner) = (scope.host().clone(), scope.owner().clone());
     let listen = Arc::new(Listen { subscription: json!(id), filter, outlet: scope.outlet().clone() });
     scope.spawn_request(id, move |cancel| async move {

@@ -22,6 +22,7 @@ use serde_json::{Map, Value};
 use self::input::Round;
 use self::observer::ModernObserver;
 use self::tasks::{AdoptedAsks, RunningCall};
+use super::authorize::Action;
 use super::load_wait::Needs;
 use super::notify::{CallNotifier, LevelFilter};
 use super::scope::Scope;
@@ -148,14 +149,8 @@ fn finish(observer: &ModernObserver, answer: Result<Value, RpcError>) -> Result<
 
 fn call(scope: &Scope, id: RequestId, envelope: Envelope, params: Map<String, Value>) {
     let host = scope.host().clone();
-    let call = match tools::admit_local(&host, Params::new(&params)) {
-        Ok(call) => call,
-        Err(e) => return scope.reply(&id, Err(e)),
-    };
-    let round = match round(scope, "tools/call", &envelope, &params) {
-        Ok(round) => round,
-        Err(e) => return scope.reply(&id, Err(e)),
-    };
+    let Some(call) = scope.admit(&id, tools::admit_local(&host, Params::new(&params)), |c| Action::CallTool(&c.entry.name)) else { return };
+    let Some(round) = scope.or_answer(&id, round(scope, "tools/call", &envelope, &params)) else { return };
     let as_task = envelope.capabilities.tasks;
     match call.entry.task_support {
         TaskSupport::Required if !as_task => return scope.reply(&id, Err(missing_capability(TASKS_EXTENSION))),
@@ -234,14 +229,8 @@ fn read(scope: &Scope, id: RequestId, envelope: Envelope, params: Map<String, Va
             .answer_later(id, async move { result_links::read(&host, &owner, Params::new(&params)).await.map(|v| wire::result(v, COMPLETE, Some(caching))) });
     }
     let owner = resources::uri_param(Params::new(&params)).and_then(|uri| Ok((uri.to_owned(), resources::owner(&host, uri)?)));
-    let (uri, plugin) = match owner {
-        Ok(found) => found,
-        Err(e) => return scope.reply(&id, Err(era_error(e))),
-    };
-    let round = match round(scope, "resources/read", &envelope, &params) {
-        Ok(round) => round,
-        Err(e) => return scope.reply(&id, Err(e)),
-    };
+    let Some((uri, plugin)) = scope.admit(&id, owner.map_err(era_error), |(uri, _)| Action::ReadResource(uri)) else { return };
+    let Some(round) = scope.or_answer(&id, round(scope, "resources/read", &envelope, &params)) else { return };
     let observer = observer(scope, &envelope, &plugin, Params::new(&params).progress_token(), round);
     let ctx = context(&plugin, &observer);
     let caching = Caching { ttl_ms: 0, scope: CacheScope::Private };
@@ -256,14 +245,8 @@ fn read(scope: &Scope, id: RequestId, envelope: Envelope, params: Map<String, Va
 
 fn prompt(scope: &Scope, id: RequestId, envelope: Envelope, params: Map<String, Value>) {
     let host = scope.host().clone();
-    let admitted = match prompts::admit(&host, Params::new(&params)) {
-        Ok(admitted) => admitted,
-        Err(e) => return scope.reply(&id, Err(e)),
-    };
-    let round = match round(scope, "prompts/get", &envelope, &params) {
-        Ok(round) => round,
-        Err(e) => return scope.reply(&id, Err(e)),
-    };
+    let Some(admitted) = scope.admit(&id, prompts::admit(&host, Params::new(&params)), |a| Action::UsePrompt(&a.entry.prompt.name)) else { return };
+    let Some(round) = scope.or_answer(&id, round(scope, "prompts/get", &envelope, &params)) else { return };
     let observer = observer(scope, &envelope, &admitted.entry.plugin, Params::new(&params).progress_token(), round);
     let ctx = context(&admitted.entry.plugin, &observer);
     scope.spawn_request(id, move |cancel| async move {
@@ -274,10 +257,7 @@ fn prompt(scope: &Scope, id: RequestId, envelope: Envelope, params: Map<String, 
 
 fn completion(scope: &Scope, id: RequestId, envelope: Envelope, params: Map<String, Value>) {
     let host = scope.host().clone();
-    let admitted = match prompts::admit_completion(&host, Params::new(&params)) {
-        Ok(admitted) => admitted,
-        Err(e) => return scope.reply(&id, Err(e)),
-    };
+    let Some(admitted) = scope.admit(&id, prompts::admit_completion(&host, Params::new(&params)), prompts::AdmittedCompletion::action) else { return };
     let observer = observer(scope, &envelope, &admitted.plugin, Params::new(&params).progress_token(), Round::closed(envelope.capabilities));
     let ctx = context(&admitted.plugin, &observer);
     scope.spawn_request(id, move |cancel| async move {
