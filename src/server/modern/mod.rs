@@ -10,6 +10,7 @@
 mod discover;
 mod input;
 mod listen;
+mod listens;
 mod observer;
 mod state;
 mod task_input;
@@ -37,6 +38,7 @@ use crate::runtime::{CallContext, TaskSupport, TimeLimit};
 
 pub(super) use self::task_input::TaskInput;
 pub(super) use discover::discover;
+pub use listens::OpenListens;
 pub use state::StateSecret;
 pub use task_input::TaskInputs;
 
