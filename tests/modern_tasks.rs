@@ -1,8 +1,8 @@
 //! The tasks extension beyond create and poll, against the real binary and the conformance
 //! fixture, over stdio and HTTP: `notifications/tasks` pushed on a `subscriptions/listen` that
 //! names `taskIds` (only this owner's tasks; another owner's is refused like an unknown one),
-//! an `optional` call adopted as a task running on under the task's limits, and the bounds on what
-//! listens watch.
+//! an `optional` call adopted as a task running on under the task's limits, the bounds on what
+//! listens watch, and a task creation retried with its idempotency key.
 
 mod common;
 
@@ -383,4 +383,55 @@ fn stdio_listens_watch_a_task_once_and_are_bounded_per_listen_and_per_owner() {
     // And the host serves the owner (and everyone) as before.
     let got = mcp.result("tasks/get", modern(json!({ "taskId": task }), tasks_ext()));
     assert_eq!(got["status"], "working", "{got}");
+}
+
+/// The runlog guest (`required` task tools that leave one file per run in `runs`).
+fn runlog(runs: &std::path::Path) -> TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(common::test_guests().join("runlog.wasm"), dir.path().join("runlog.wasm")).unwrap();
+    common::write_manifest(dir.path(), "runlog", &format!("[permissions]\ndirs = [{{ host = \"{}\", guest = \"/runs\", mode = \"rw\" }}]\n", runs.display()));
+    dir
+}
+
+/// A `record_once` task creation for `label`, with the idempotency key `key`: its task id.
+fn create_with_key(mcp: &mut McpProcess, label: &str, key: &str) -> String {
+    let mut params = modern(json!({ "name": "record_once", "arguments": { "label": label, "ms": 0 } }), tasks_ext());
+    params["_meta"]["corral/idempotency-key"] = json!(key);
+    let created = mcp.result("tools/call", params);
+    assert_eq!(created["resultType"], "task", "{created}");
+    created["taskId"].as_str().unwrap().to_owned()
+}
+
+fn a_retried_task_creation_with_the_same_key_answers_the_first_task(transport: Transport) {
+    let runs = tempfile::tempdir().unwrap();
+    let dir = runlog(runs.path());
+    let mut mcp = serve(transport, &dir, &[]);
+    let first = create_with_key(&mut mcp, "retried", "key-1");
+    assert_eq!(ended(&mut mcp, &first)["status"], "completed");
+    // The client lost the answer and sends the creation again: the same task, not a second run.
+    let again = create_with_key(&mut mcp, "retried", "key-1");
+    assert_eq!(again, first, "the same key names the same task");
+    // Another key is another task.
+    let other = create_with_key(&mut mcp, "other", "key-2");
+    assert_ne!(other, first);
+    assert_eq!(ended(&mut mcp, &other)["status"], "completed");
+    let mut files: Vec<String> = std::fs::read_dir(runs.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    files.sort();
+    assert_eq!(files, ["other.0", "retried.0"], "the tool ran once per key");
+    // A key that is no string is refused naming it.
+    let mut params = modern(json!({ "name": "record_once", "arguments": { "label": "bad" } }), tasks_ext());
+    params["_meta"]["corral/idempotency-key"] = json!(7);
+    let refused = mcp.request("tools/call", params);
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("corral/idempotency-key"), "{refused}");
+}
+
+#[test]
+fn stdio_a_retried_task_creation_with_the_same_key_answers_the_first_task() {
+    a_retried_task_creation_with_the_same_key_answers_the_first_task(Transport::Stdio);
+}
+
+#[test]
+fn http_a_retried_task_creation_with_the_same_key_answers_the_first_task() {
+    a_retried_task_creation_with_the_same_key_answers_the_first_task(Transport::Http);
 }
