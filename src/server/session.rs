@@ -216,11 +216,9 @@ impl Session {
 
     fn initialize(&self, params: Params<'_>) -> Result<Value, RpcError> {
         let requested = params.required_str("protocolVersion", "")?;
-        params.optional_object("capabilities")?;
-        params.optional_object("clientInfo")?;
+        let caps = ClientCaps::from_initialize(params)?;
+        let client = client_name(params)?;
         let version = negotiate_version(requested);
-        let client = params.get("clientInfo").and_then(|c| c.get("name")).and_then(Value::as_str).unwrap_or("unknown");
-        let caps = ClientCaps::from_initialize(params.get("capabilities"));
         tracing::info!(client, requested = %requested, version, elicitation = caps.elicitation, sampling = caps.sampling, "session initialized");
         self.shared.peer.set_capabilities(caps);
         *self.shared.phase.lock().unwrap() = Phase::Initialized;
@@ -390,6 +388,23 @@ impl Listener for Shared {
         }
         subscribed
     }
+}
+
+/// The name in `initialize`'s `clientInfo`, for the log. The schema's `Implementation` needs
+/// `name` and `version` strings; a `clientInfo` that is sent without them is refused (-32602
+/// naming the field). One that is absent reads as "unknown", as it always has: clients of this
+/// host's earliest versions omit it, and nothing here depends on it.
+fn client_name(params: Params<'_>) -> Result<&str, RpcError> {
+    let Some(info) = params.get("clientInfo") else { return Ok("unknown") };
+    let Value::Object(info) = info else { return Err(RpcError::invalid_params("`clientInfo` must be an object")) };
+    let field = |key: &str| match info.get(key) {
+        Some(Value::String(text)) => Ok(text.as_str()),
+        Some(_) => Err(RpcError::invalid_params(format!("`clientInfo.{key}` must be a string"))),
+        None => Err(RpcError::invalid_params(format!("missing `clientInfo.{key}`: the client's {key}, a string"))),
+    };
+    let name = field("name")?;
+    field("version")?;
+    Ok(name)
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 mod discover;
 mod input;
 mod listen;
+mod listens;
 mod observer;
 mod state;
 mod task_input;
@@ -27,7 +28,7 @@ use super::load_wait::Needs;
 use super::notify::{CallNotifier, LevelFilter};
 use super::scope::Scope;
 use super::tools::{self, AdmittedCall};
-use super::{prompts, resources, result_links};
+use super::{prompts, resources, result_links, task_view};
 use crate::cancel::CancelHandle;
 use crate::mcp::modern::wire::{self, CacheScope, Caching, COMPLETE};
 use crate::mcp::modern::{missing_capability, Envelope, ModernMethod, MODERN_PROTOCOL_VERSION, TASKS_EXTENSION};
@@ -38,6 +39,7 @@ use crate::runtime::{CallContext, TaskSupport, TimeLimit};
 
 pub(super) use self::task_input::TaskInput;
 pub(super) use discover::discover;
+pub use listens::OpenListens;
 pub use state::StateSecret;
 pub use task_input::TaskInputs;
 
@@ -161,9 +163,13 @@ fn call(scope: &Scope, id: RequestId, envelope: Envelope, params: Map<String, Va
                 let result = super::results::invalid_arguments_result(&call.entry.name, &problems);
                 return scope.reply(&id, Ok(wire::result(serde_json::to_value(result).expect("results serialize"), COMPLETE, None)));
             }
+            let key = match task_view::idempotency_key(Params::new(&params)) {
+                Ok(key) => key,
+                Err(e) => return scope.reply(&id, Err(e)),
+            };
             let owner = scope.owner().clone();
             let capabilities = envelope.capabilities;
-            return scope.answer_later(id, async move { tasks::create(&host, &owner, &call, None, capabilities).await });
+            return scope.answer_later(id, async move { tasks::create(&host, &owner, &call, None, capabilities, key).await });
         }
         TaskSupport::Optional if as_task => return adaptive(scope, id, envelope, call, round),
         _ => {}
@@ -215,7 +221,9 @@ fn adaptive(scope: &Scope, id: RequestId, envelope: Envelope, call: AdmittedCall
         time_limit.switch_to(task_timeout);
         // Refused (overloaded, shutting down), the call it would have adopted is dropped, and
         // its guest with it.
-        Some(tasks::create(&host, &owner, &call, Some(adopt), envelope.capabilities).await)
+        // No idempotency key: by the time an `optional` call is adopted it has run, and a key
+        // could only hide that a retry ran it again.
+        Some(tasks::create(&host, &owner, &call, Some(adopt), envelope.capabilities, None).await)
     });
 }
 
