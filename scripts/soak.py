@@ -177,7 +177,7 @@ class Stdio:
         self._send({"jsonrpc": "2.0", "method": method, "params": params})
 
     def initialize(self):
-        return self.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "soak"}})
+        return self.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "soak", "version": "0"}})
 
 
 class HttpSession:
@@ -234,7 +234,7 @@ class HttpSession:
         return self.post({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params})
 
     def initialize(self):
-        return self.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "soak"}})
+        return self.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "soak", "version": "0"}})
 
 
 # ------------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 //! The tasks extension beyond create and poll, against the real binary and the conformance
 //! fixture, over stdio and HTTP: `notifications/tasks` pushed on a `subscriptions/listen` that
-//! names `taskIds` (only this owner's tasks; another owner's is refused like an unknown one), and
-//! an `optional` call adopted as a task running on under the task's limits.
+//! names `taskIds` (only this owner's tasks; another owner's is refused like an unknown one),
+//! an `optional` call adopted as a task running on under the task's limits, the bounds on what
+//! listens watch, and a task creation retried with its idempotency key.
 
 mod common;
 
@@ -325,4 +326,112 @@ fn stdio_shutdown_stops_an_adopted_call() {
 #[test]
 fn http_shutdown_stops_an_adopted_call() {
     shutdown_stops_an_adopted_call(Transport::Http);
+}
+
+/// A listen's error message, for a listen that must be refused.
+fn refused_listen(mcp: &mut McpProcess, task_ids: Value) -> String {
+    let answer = mcp.request("subscriptions/listen", modern(json!({ "notifications": { "taskIds": task_ids } }), tasks_ext()));
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    answer["error"]["message"].as_str().unwrap().to_owned()
+}
+
+/// Opens a listen naming `task_ids` and waits for its acknowledgement: (listen id, the ack).
+fn open_listen(mcp: &mut McpProcess, task_ids: Value) -> (u64, Value) {
+    let listen = mcp.send_request("subscriptions/listen", modern(json!({ "notifications": { "taskIds": task_ids } }), tasks_ext()));
+    let ack = mcp.wait_notification("notifications/subscriptions/acknowledged", TIMEOUT);
+    assert_eq!(ack["params"]["_meta"][SUBSCRIPTION], listen, "{ack}");
+    (listen, ack)
+}
+
+#[test]
+fn stdio_listens_watch_a_task_once_and_are_bounded_per_listen_and_per_owner() {
+    let dir = plugins(None);
+    let mut mcp = serve(Transport::Stdio, &dir, &["--task-after", "100ms"]);
+    let task = slow_task(&mut mcp, 60.0, "watched");
+
+    // A task named a thousand times is one watch, acknowledged once.
+    let (first, ack) = open_listen(&mut mcp, json!(vec![task.clone(); 1000]));
+    assert_eq!(ack["params"]["notifications"]["taskIds"], json!([task]), "{ack}");
+    // More distinct tasks than one listen may watch: refused naming the bound, nothing opened.
+    let ids: Vec<String> = (0..101).map(|n| format!("task-{n}")).collect();
+    let message = refused_listen(&mut mcp, json!(ids));
+    assert!(message.contains("names 101 tasks, over the 100 one listen may watch"), "{message}");
+
+    // Sixteen open listens watching tasks per owner; the seventeenth is refused naming the bound.
+    for _ in 1..16 {
+        open_listen(&mut mcp, json!([task]));
+    }
+    let message = refused_listen(&mut mcp, json!([task]));
+    assert!(message.contains("too many open listens watching tasks (16 at most per client)"), "{message}");
+    // A listen that watches no task costs no watcher and is not counted.
+    mcp.send_request("subscriptions/listen", modern(json!({ "notifications": { "toolsListChanged": true } }), json!({})));
+    mcp.wait_notification("notifications/subscriptions/acknowledged", TIMEOUT);
+
+    // Closing one gives its place back. A listen naming an unknown task shows which way it went:
+    // with no place it is refused for the bound, with one for the unknown task.
+    mcp.notify("notifications/cancelled", json!({ "requestId": first, "reason": "done watching" }));
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    loop {
+        let message = refused_listen(&mut mcp, json!(["no-such-task"]));
+        if message.contains("`no-such-task`") {
+            break;
+        }
+        assert!(message.contains("too many open listens"), "{message}");
+        assert!(std::time::Instant::now() < deadline, "the closed listen never gave its place back");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // And the host serves the owner (and everyone) as before.
+    let got = mcp.result("tasks/get", modern(json!({ "taskId": task }), tasks_ext()));
+    assert_eq!(got["status"], "working", "{got}");
+}
+
+/// The runlog guest (`required` task tools that leave one file per run in `runs`).
+fn runlog(runs: &std::path::Path) -> TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(common::test_guests().join("runlog.wasm"), dir.path().join("runlog.wasm")).unwrap();
+    common::write_manifest(dir.path(), "runlog", &format!("[permissions]\ndirs = [{{ host = \"{}\", guest = \"/runs\", mode = \"rw\" }}]\n", runs.display()));
+    dir
+}
+
+/// A `record_once` task creation for `label`, with the idempotency key `key`: its task id.
+fn create_with_key(mcp: &mut McpProcess, label: &str, key: &str) -> String {
+    let mut params = modern(json!({ "name": "record_once", "arguments": { "label": label, "ms": 0 } }), tasks_ext());
+    params["_meta"]["corral/idempotency-key"] = json!(key);
+    let created = mcp.result("tools/call", params);
+    assert_eq!(created["resultType"], "task", "{created}");
+    created["taskId"].as_str().unwrap().to_owned()
+}
+
+fn a_retried_task_creation_with_the_same_key_answers_the_first_task(transport: Transport) {
+    let runs = tempfile::tempdir().unwrap();
+    let dir = runlog(runs.path());
+    let mut mcp = serve(transport, &dir, &[]);
+    let first = create_with_key(&mut mcp, "retried", "key-1");
+    assert_eq!(ended(&mut mcp, &first)["status"], "completed");
+    // The client lost the answer and sends the creation again: the same task, not a second run.
+    let again = create_with_key(&mut mcp, "retried", "key-1");
+    assert_eq!(again, first, "the same key names the same task");
+    // Another key is another task.
+    let other = create_with_key(&mut mcp, "other", "key-2");
+    assert_ne!(other, first);
+    assert_eq!(ended(&mut mcp, &other)["status"], "completed");
+    let mut files: Vec<String> = std::fs::read_dir(runs.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    files.sort();
+    assert_eq!(files, ["other.0", "retried.0"], "the tool ran once per key");
+    // A key that is no string is refused naming it.
+    let mut params = modern(json!({ "name": "record_once", "arguments": { "label": "bad" } }), tasks_ext());
+    params["_meta"]["corral/idempotency-key"] = json!(7);
+    let refused = mcp.request("tools/call", params);
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("corral/idempotency-key"), "{refused}");
+}
+
+#[test]
+fn stdio_a_retried_task_creation_with_the_same_key_answers_the_first_task() {
+    a_retried_task_creation_with_the_same_key_answers_the_first_task(Transport::Stdio);
+}
+
+#[test]
+fn http_a_retried_task_creation_with_the_same_key_answers_the_first_task() {
+    a_retried_task_creation_with_the_same_key_answers_the_first_task(Transport::Http);
 }

@@ -44,6 +44,16 @@ pub const MAX_MANIFEST_SIZE: &str = "4MiB";
 /// last byte.
 pub const PULL_TIMEOUT: &str = "5m";
 
+/// The most distinct `taskIds` one 2026-07-28 `subscriptions/listen` may name (no flag). Each is
+/// a watcher reading its task at the poll interval; a client that follows more tasks opens
+/// another listen. A hundred covers any client's screenful of work, and a list of thousands is
+/// refused before it costs a core.
+pub const MAX_LISTEN_TASKS: usize = 100;
+/// The most listens naming tasks one owner may hold open at once (no flag): with
+/// [`MAX_LISTEN_TASKS`], at most 1 600 watchers per owner. Without authentication every
+/// 2026-07-28 client over HTTP is the same anonymous owner, as for `--max-tasks-per-client`.
+pub const MAX_TASK_LISTENS_PER_OWNER: usize = 16;
+
 /// The value of a duration default (one of the constants above).
 pub fn duration(text: &'static str) -> Duration {
     parse_duration(text).unwrap_or_else(|e| panic!("the default {text:?} is not a duration: {e}"))

@@ -4,6 +4,7 @@
 //! answers through the session's [`Outlet`], which is the only way anything reaches a client.
 
 mod ask;
+mod authorize;
 mod inline;
 mod load_wait;
 mod metrics;
@@ -97,6 +98,8 @@ pub struct Host {
     task_inputs: Arc<TaskInputs>,
     /// Runs the tasks admitted here for their requestor (the engine holds a clone for the rest).
     runner: ToolRunner,
+    /// The `subscriptions/listen` streams watching tasks, per owner (each watch costs a reader).
+    listens: modern::OpenListens,
 }
 
 impl Host {
@@ -105,7 +108,7 @@ impl Host {
         let task_inputs = Arc::new(TaskInputs::new(engine.inputs()));
         // The runner's tasks may ask from now on (those recovered at start wait for this).
         runner.give_task_inputs(task_inputs.clone());
-        Host { registry, runtime, engine, options, metrics, sessions: Default::default(), task_inputs, runner }
+        Host { registry, runtime, engine, options, metrics, sessions: Default::default(), task_inputs, runner, listens: Default::default() }
     }
 
     /// The plugins served now (for the watcher, `corral tools` and the start).

@@ -71,7 +71,17 @@ pub fn seq_cursor(seq: i64) -> String {
 
 /// The sequence number a [`seq_cursor`] resumes after.
 pub fn decode_seq(cursor: &str) -> Option<i64> {
-    decode(AFTER_SEQ, cursor)?.parse().ok()
+    canonical(&decode(AFTER_SEQ, cursor)?)
+}
+
+/// A number written the one way corral writes it: decimal digits, no sign, no leading zero
+/// (`0` itself aside). Rust's `parse` also takes `+1` and `007`; accepting those would give one
+/// page or part several names, so a client could never tell a cursor it made up from one it
+/// was given, and caches keyed by the text would split.
+pub fn canonical<N: std::str::FromStr>(text: &str) -> Option<N> {
+    let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+    let padded = text.len() > 1 && text.starts_with('0');
+    (digits && !padded).then(|| text.parse().ok()).flatten()
 }
 
 fn encode(kind: &str, position: &str) -> String {
@@ -101,6 +111,17 @@ mod tests {
         assert_eq!((refused.code, refused.message.as_str()), (-32602, "invalid cursor \"nonsense\": pass back a `nextCursor` from an earlier x/list"));
         params.insert("cursor".into(), json!(3));
         assert_eq!(page(&map, Params::new(&params), 2, "x/list", "items", |i| json!(i)).unwrap_err().message, "`cursor` must be a string");
+    }
+
+    #[test]
+    fn numbers_are_read_only_as_corral_writes_them() {
+        assert_eq!(canonical::<u32>("0"), Some(0));
+        assert_eq!(canonical::<u32>("10"), Some(10));
+        for bad in ["+1", "-1", "00", "01", "", " 1", "1 ", "1e3", "0x1", "4294967296"] {
+            assert_eq!(canonical::<u32>(bad), None, "{bad:?}");
+        }
+        assert_eq!(decode_seq(&encode(AFTER_SEQ, "+42")), None);
+        assert_eq!(decode_seq(&encode(AFTER_SEQ, "042")), None);
     }
 
     #[test]

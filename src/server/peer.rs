@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use super::task_view::RELATED_TASK;
 use super::Outlet;
 use crate::mcp::jsonrpc::notification;
-use crate::mcp::{RequestId, RpcError};
+use crate::mcp::{Params, RequestId, RpcError};
 
 /// What the client declared it can do for the server.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -39,16 +39,27 @@ pub struct ClientCaps {
 }
 
 impl ClientCaps {
-    /// Reads `initialize`'s `capabilities`.
-    pub fn from_initialize(capabilities: Option<&Value>) -> ClientCaps {
-        let elicitation = match capabilities.and_then(|c| c.get("elicitation")) {
-            // An empty object is form mode, for clients of earlier protocol versions.
-            Some(Value::Object(modes)) => modes.is_empty() || modes.contains_key("form"),
-            _ => false,
+    /// The capabilities the 2025-11-25 schema defines for a client, each an object when sent.
+    const DECLARED: [&'static str; 5] = ["elicitation", "sampling", "roots", "tasks", "experimental"];
+
+    /// Reads `initialize`'s `capabilities`. Absent, the client declared nothing (clients of
+    /// earlier versions omit it); sent, it must be an object whose known capabilities are objects
+    /// (`null` read as absent), else -32602 naming the field: a `"sampling": 3` is a client bug
+    /// to report, not a capability to guess at.
+    pub fn from_initialize(params: Params<'_>) -> Result<ClientCaps, RpcError> {
+        let capabilities = match params.get("capabilities") {
+            None => return Ok(ClientCaps::default()),
+            Some(Value::Object(map)) => Params::new(map),
+            Some(_) => return Err(RpcError::invalid_params("`capabilities` must be an object")),
         };
-        let sampling = capabilities.and_then(|c| c.get("sampling")).is_some_and(Value::is_object);
-        let roots = capabilities.and_then(|c| c.get("roots")).is_some_and(Value::is_object);
-        ClientCaps { elicitation, sampling, roots }
+        let mut declared = [None; 5];
+        for (slot, key) in declared.iter_mut().zip(Self::DECLARED) {
+            *slot = capabilities.optional_object_or(key, &format!("`capabilities.{key}` must be an object"))?;
+        }
+        let [elicitation, sampling, roots, ..] = declared;
+        // An empty object is form mode, for clients of earlier protocol versions.
+        let elicitation = elicitation.is_some_and(|modes| modes.map().is_empty() || modes.has("form"));
+        Ok(ClientCaps { elicitation, sampling: sampling.is_some(), roots: roots.is_some() })
     }
 }
 
@@ -254,15 +265,29 @@ mod tests {
     use super::*;
     use crate::server::testing::Collect;
 
+    fn caps(capabilities: Value) -> Result<ClientCaps, RpcError> {
+        let params = json!({ "capabilities": capabilities });
+        ClientCaps::from_initialize(Params::new(params.as_object().unwrap()))
+    }
+
     #[test]
     fn capabilities_follow_the_spec() {
-        assert_eq!(ClientCaps::from_initialize(Some(&json!({}))), ClientCaps::default());
-        assert_eq!(
-            ClientCaps::from_initialize(Some(&json!({"elicitation": {}, "sampling": {}}))),
-            ClientCaps { elicitation: true, sampling: true, roots: false }
-        );
-        assert!(ClientCaps::from_initialize(Some(&json!({"elicitation": {"form": {}}}))).elicitation);
-        assert!(!ClientCaps::from_initialize(Some(&json!({"elicitation": {"url": {}}}))).elicitation, "URL mode only");
+        assert_eq!(caps(json!({})).unwrap(), ClientCaps::default());
+        assert_eq!(ClientCaps::from_initialize(Params::new(&Map::new())).unwrap(), ClientCaps::default(), "absent: nothing declared");
+        assert_eq!(caps(json!({"elicitation": {}, "sampling": {}})).unwrap(), ClientCaps { elicitation: true, sampling: true, roots: false });
+        assert!(caps(json!({"elicitation": {"form": {}}})).unwrap().elicitation);
+        assert!(!caps(json!({"elicitation": {"url": {}}})).unwrap().elicitation, "URL mode only");
+        assert_eq!(caps(json!({"sampling": null, "roots": {"listChanged": true}})).unwrap(), ClientCaps { roots: true, ..ClientCaps::default() });
+    }
+
+    #[test]
+    fn wrongly_typed_capabilities_are_refused_naming_the_field() {
+        let refused = |capabilities: Value| caps(capabilities).unwrap_err();
+        assert_eq!(refused(json!(null)).message, "`capabilities` must be an object");
+        assert_eq!(refused(json!({"elicitation": "x"})).message, "`capabilities.elicitation` must be an object");
+        assert_eq!(refused(json!({"sampling": 3})).message, "`capabilities.sampling` must be an object");
+        assert_eq!(refused(json!({"roots": true})).message, "`capabilities.roots` must be an object");
+        assert_eq!(refused(json!({"tasks": []})).code, crate::mcp::jsonrpc::INVALID_PARAMS);
     }
 
     #[tokio::test]

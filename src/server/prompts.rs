@@ -128,6 +128,16 @@ pub struct AdmittedCompletion {
     pub context: Vec<(String, String)>,
 }
 
+impl AdmittedCompletion {
+    /// What completing this does, as authorization names it.
+    pub(super) fn action(&self) -> super::authorize::Action<'_> {
+        match &self.reference {
+            Reference::Prompt(name) => super::authorize::Action::UsePrompt(name),
+            Reference::ResourceTemplate(uri) => super::authorize::Action::CompleteTemplate(uri),
+        }
+    }
+}
+
 /// Checks a `completion/complete`: a known prompt (and one of its arguments) or a known template.
 pub fn admit_completion(host: &Host, params: Params<'_>) -> Result<AdmittedCompletion, RpcError> {
     let reference = params.object_or("ref", "missing `ref`: {\"type\": \"ref/prompt\", \"name\": ...} or {\"type\": \"ref/resource\", \"uri\": ...}")?;

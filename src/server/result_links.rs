@@ -14,6 +14,7 @@
 
 use serde_json::{json, Map, Value};
 
+use super::paging;
 use super::results::error_result;
 use super::Host;
 use crate::mcp::jsonrpc::INVALID_PARAMS;
@@ -170,11 +171,20 @@ pub fn not_found(uri: &str) -> RpcError {
     RpcError::new(INVALID_PARAMS, format!("Resource not found: {uri}")).with_data(json!({ "uri": uri }))
 }
 
-/// `{id}` and `{n}` of `corral://results/{id}/{n}`.
+/// `{id}` and `{n}` of `corral://results/{id}/{n}`, `{n}` as corral writes it (so each part has
+/// one URI: `00` and `+0` are no names of part 0).
 fn parse(uri: &str) -> Option<(&str, u32)> {
     let (id, n) = uri.strip_prefix(RESULTS_SCHEME)?.split_once('/')?;
-    let n = n.parse().ok().filter(|_| !id.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))?;
+    let n = paging::canonical(n).filter(|_| !id.is_empty())?;
     Some((id, n))
+}
+
+/// The page `_meta["corral/cursor"]` names (the first without one): a number as
+/// `corral/nextCursor` writes it, else -32602.
+fn page_of(cursor: Option<&str>, uri: &str) -> Result<u32, RpcError> {
+    let Some(cursor) = cursor else { return Ok(0) };
+    paging::canonical(cursor)
+        .ok_or_else(|| RpcError::invalid_params(format!("invalid cursor {cursor:?} for {uri}: pass the `corral/nextCursor` of the previous page")))
 }
 
 /// `resources/read` of a kept result for `owner`: one page, the one `_meta["corral/cursor"]`
@@ -182,12 +192,7 @@ fn parse(uri: &str) -> Option<(&str, u32)> {
 pub async fn read(host: &Host, owner: &Owner, params: Params<'_>) -> Result<Value, RpcError> {
     let uri = super::resources::uri_param(params)?;
     let Some((id, part)) = parse(uri) else { return Err(not_found(uri)) };
-    let page = match params.meta_str(CURSOR)? {
-        None => 0,
-        Some(cursor) => cursor
-            .parse::<u32>()
-            .map_err(|_| RpcError::invalid_params(format!("invalid cursor {cursor:?} for {uri}: pass the `corral/nextCursor` of the previous page")))?,
-    };
+    let page = page_of(params.meta_str(CURSOR)?, uri)?;
     let store = |e: crate::tasks::EngineError| RpcError::internal(e.to_string());
     let Some(found) = host.engine.result_page(owner.key(), id, part, page).await.map_err(store)? else {
         if page > 0 && host.engine.result_page(owner.key(), id, part, 0).await.map_err(store)?.is_some() {
@@ -283,9 +288,31 @@ mod tests {
     }
 
     #[test]
+    fn only_cursors_as_corral_writes_them_name_a_page() {
+        let uri = "corral://results/abc/0";
+        assert_eq!(page_of(None, uri).unwrap(), 0);
+        assert_eq!(page_of(Some("0"), uri).unwrap(), 0);
+        assert_eq!(page_of(Some("12"), uri).unwrap(), 12);
+        for bad in ["+1", "01", "00", "-1", "1.0", ""] {
+            let e = page_of(Some(bad), uri).unwrap_err();
+            assert_eq!(e.code, INVALID_PARAMS, "{bad:?}");
+            assert_eq!(e.message, format!("invalid cursor {bad:?} for {uri}: pass the `corral/nextCursor` of the previous page"));
+        }
+    }
+
+    #[test]
     fn only_well_formed_result_uris_parse() {
         assert_eq!(parse("corral://results/abc/3"), Some(("abc", 3)));
-        for bad in ["corral://results/abc", "corral://results//3", "corral://results/abc/x", "corral://results/abc/+3", "file:///x"] {
+        assert_eq!(parse("corral://results/abc/0"), Some(("abc", 0)));
+        for bad in [
+            "corral://results/abc",
+            "corral://results//3",
+            "corral://results/abc/x",
+            "corral://results/abc/+3",
+            "corral://results/abc/00",
+            "corral://results/abc/03",
+            "file:///x",
+        ] {
             assert_eq!(parse(bad), None, "{bad}");
         }
     }

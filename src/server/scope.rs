@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio_util::task::TaskTracker;
 
+use super::authorize::{authorize, Action};
 use super::inline::run_inline_then_spawn;
 use super::load_wait::Needs;
 use super::{Host, Outlet};
@@ -137,6 +138,25 @@ impl Scope {
     /// Where the request's answer and notifications go.
     pub(super) fn outlet(&self) -> &Arc<dyn Outlet> {
         &self.reply
+    }
+
+    /// The admission and authorization steps of the pipeline: what the method's own admission
+    /// made of the params (`admitted`), if the principal may do what it names (`action`); else
+    /// `None`, with the refusal answered.
+    pub(super) fn admit<T>(&self, id: &RequestId, admitted: Result<T, RpcError>, action: impl for<'a> FnOnce(&'a T) -> Action<'a>) -> Option<T> {
+        let allowed = admitted.and_then(|admitted| authorize(&self.owner, action(&admitted)).map(|()| admitted));
+        self.or_answer(id, allowed)
+    }
+
+    /// `step`'s value, or `None` with its error answered.
+    pub(super) fn or_answer<T>(&self, id: &RequestId, step: Result<T, RpcError>) -> Option<T> {
+        match step {
+            Ok(value) => Some(value),
+            Err(refused) => {
+                self.reply(id, Err(refused));
+                None
+            }
+        }
     }
 
     /// Answers request `id` now.

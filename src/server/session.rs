@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
+use super::authorize::Action;
 use super::load_wait::Needs;
 use super::notify::{CallNotifier, LevelFilter};
 use super::peer::{ClientCaps, Peer};
@@ -215,11 +216,9 @@ impl Session {
 
     fn initialize(&self, params: Params<'_>) -> Result<Value, RpcError> {
         let requested = params.required_str("protocolVersion", "")?;
-        params.optional_object("capabilities")?;
-        params.optional_object("clientInfo")?;
+        let caps = ClientCaps::from_initialize(params)?;
+        let client = client_name(params)?;
         let version = negotiate_version(requested);
-        let client = params.get("clientInfo").and_then(|c| c.get("name")).and_then(Value::as_str).unwrap_or("unknown");
-        let caps = ClientCaps::from_initialize(params.get("capabilities"));
         tracing::info!(client, requested = %requested, version, elicitation = caps.elicitation, sampling = caps.sampling, "session initialized");
         self.shared.peer.set_capabilities(caps);
         *self.shared.phase.lock().unwrap() = Phase::Initialized;
@@ -261,10 +260,7 @@ impl Session {
 
     fn start_call(&self, scope: &Scope, id: RequestId, params: Map<String, Value>) {
         let shared = &self.shared;
-        let call = match tools::admit(&shared.host, Params::new(&params)) {
-            Ok(call) => call,
-            Err(e) => return scope.reply(&id, Err(e)),
-        };
+        let Some(call) = scope.admit(&id, tools::admit(&shared.host, Params::new(&params)), |c| Action::CallTool(&c.entry.name)) else { return };
         if Params::new(&params).has("task") {
             // A task outlives this request: its notifications go to the session's outlet.
             let notifier = Arc::new(shared.notifier(&shared.outlet, &call.entry.plugin, call.progress_token.clone()));
@@ -307,10 +303,7 @@ impl Session {
             return scope.answer_later(id, async move { result_links::read(&host, &owner, Params::new(&params)).await });
         }
         let owner = resources::uri_param(p).and_then(|uri| Ok((uri.to_owned(), resources::owner(&host, uri)?)));
-        let (uri, plugin) = match owner {
-            Ok(found) => found,
-            Err(e) => return scope.reply(&id, Err(e)),
-        };
+        let Some((uri, plugin)) = scope.admit(&id, owner, |(uri, _)| Action::ReadResource(uri)) else { return };
         let ctx = self.context(&plugin, p, scope);
         scope.spawn_request(id, move |cancel| async move { resources::read(&host, &plugin, &uri, ctx(cancel)).await.ok() });
     }
@@ -318,10 +311,7 @@ impl Session {
     fn start_prompt(&self, scope: &Scope, id: RequestId, params: Map<String, Value>) {
         let host = self.shared.host.clone();
         let p = Params::new(&params);
-        let admitted = match prompts::admit(&host, p) {
-            Ok(admitted) => admitted,
-            Err(e) => return scope.reply(&id, Err(e)),
-        };
+        let Some(admitted) = scope.admit(&id, prompts::admit(&host, p), |a| Action::UsePrompt(&a.entry.prompt.name)) else { return };
         let ctx = self.context(&admitted.entry.plugin, p, scope);
         scope.spawn_request(id, move |cancel| async move { prompts::get(&host, &admitted, ctx(cancel)).await.ok() });
     }
@@ -329,10 +319,7 @@ impl Session {
     fn start_completion(&self, scope: &Scope, id: RequestId, params: Map<String, Value>) {
         let host = self.shared.host.clone();
         let p = Params::new(&params);
-        let admitted = match prompts::admit_completion(&host, p) {
-            Ok(admitted) => admitted,
-            Err(e) => return scope.reply(&id, Err(e)),
-        };
+        let Some(admitted) = scope.admit(&id, prompts::admit_completion(&host, p), prompts::AdmittedCompletion::action) else { return };
         let ctx = self.context(&admitted.plugin, p, scope);
         scope.spawn_request(id, move |cancel| async move { prompts::complete(&host, &admitted, ctx(cancel)).await.ok() });
     }
@@ -401,6 +388,23 @@ impl Listener for Shared {
         }
         subscribed
     }
+}
+
+/// The name in `initialize`'s `clientInfo`, for the log. The schema's `Implementation` needs
+/// `name` and `version` strings; a `clientInfo` that is sent without them is refused (-32602
+/// naming the field). One that is absent reads as "unknown", as it always has: clients of this
+/// host's earliest versions omit it, and nothing here depends on it.
+fn client_name(params: Params<'_>) -> Result<&str, RpcError> {
+    let Some(info) = params.get("clientInfo") else { return Ok("unknown") };
+    let Value::Object(info) = info else { return Err(RpcError::invalid_params("`clientInfo` must be an object")) };
+    let field = |key: &str| match info.get(key) {
+        Some(Value::String(text)) => Ok(text.as_str()),
+        Some(_) => Err(RpcError::invalid_params(format!("`clientInfo.{key}` must be a string"))),
+        None => Err(RpcError::invalid_params(format!("missing `clientInfo.{key}`: the client's {key}, a string"))),
+    };
+    let name = field("name")?;
+    field("version")?;
+    Ok(name)
 }
 
 #[cfg(test)]

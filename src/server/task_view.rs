@@ -1,16 +1,26 @@
 //! How a task looks to a client in either era: the pieces both eras' task methods and the
 //! requests tied to a task share (times, the resumed marker, the engine's refusals, the
-//! related-task `_meta` key).
+//! related-task `_meta` key, the idempotency key a creation carries).
 
 use std::time::{Duration, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
-use crate::mcp::RpcError;
+use crate::mcp::{Params, RpcError};
 use crate::tasks::{EngineError, Task};
 
 /// The `_meta` key that ties a message to its task.
 pub const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+
+/// The `_meta` key of a task creation's idempotency key, in both eras: a creation retried with
+/// the same key (by the same owner, while the first task is kept) answers with the first task
+/// instead of running the tool again.
+const IDEMPOTENCY_KEY: &str = "corral/idempotency-key";
+
+/// A `tools/call`'s idempotency key, if it sends one (a non-string is -32602 naming the key).
+pub fn idempotency_key(params: Params<'_>) -> Result<Option<String>, RpcError> {
+    Ok(params.meta_str(IDEMPOTENCY_KEY)?.map(str::to_owned))
+}
 /// JSON-RPC code for "the host cannot take more work now" (implementation-defined range).
 pub const OVERLOADED: i32 = -32000;
 

@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 use super::notify::ProgressGate;
 use super::results::{error_result, failure_result, violations_json, violations_summary};
 use super::runner::Requestor;
-use super::task_view::{engine_error, interrupted_message, task_json, RELATED_TASK};
+use super::task_view::{self, engine_error, interrupted_message, task_json, RELATED_TASK};
 use super::tools::AdmittedCall;
 use super::{paging, Host, Outlet};
 use crate::mcp::jsonrpc::notification;
@@ -24,7 +24,6 @@ use crate::registry::violations;
 use crate::runtime::{CallObserver, Failure, TaskSupport};
 use crate::tasks::{Admission, Launch, Outcome, Progress, Task, TaskEvents};
 
-const IDEMPOTENCY_KEY: &str = "corral/idempotency-key";
 const LIST_PAGE: usize = 50;
 
 fn task_id(params: &Map<String, Value>) -> Result<&str, RpcError> {
@@ -56,7 +55,7 @@ pub async fn create(
         return Err(RpcError::invalid_params(format!("invalid arguments for tool `{}`: {}", entry.name, violations_summary(&problems)))
             .with_data(json!({ "kind": "invalid-arguments", "violations": violations_json(&problems) })));
     }
-    let idempotency_key = Params::new(params).meta_str(IDEMPOTENCY_KEY)?.map(str::to_owned);
+    let idempotency_key = task_view::idempotency_key(Params::new(params))?;
     let admission = Admission {
         owner: owner.key().to_owned(),
         tool: entry.name.clone(),

@@ -13,12 +13,18 @@
 //! and each gets `notifications/tasks` carrying its `DetailedTask` as `tasks/get` reads it: once
 //! at the start and at every change after. A task's end is pushed as soon as the engine knows it
 //! (on any replica, through the store); the states between are read at the task's poll interval.
+//!
+//! Each task watched costs a reader, so a task named twice is watched once, one listen may name
+//! at most `MAX_LISTEN_TASKS` tasks, and one owner may hold `MAX_TASK_LISTENS_PER_OWNER` such
+//! listens open (`config::defaults`; -32602 naming the bound beyond).
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
+use crate::config::defaults::{MAX_LISTEN_TASKS, MAX_TASK_LISTENS_PER_OWNER};
 use crate::mcp::jsonrpc::notification;
 use crate::mcp::modern::{missing_capability, Envelope, TASKS_EXTENSION};
 use crate::mcp::{Params, RequestId, RpcError};
@@ -69,7 +75,7 @@ impl Filter {
             prompts: flag("promptsListChanged")?,
             resources: flag("resourcesListChanged")?,
             resource_uris: uris("resourceSubscriptions")?,
-            task_ids: uris("taskIds")?,
+            task_ids: distinct_task_ids(uris("taskIds")?)?,
         })
     }
 
@@ -98,6 +104,20 @@ impl Filter {
             _ => false,
         }
     }
+}
+
+/// `taskIds` without repeats, in the order first named (one watcher per task, however often it
+/// is named), at most [`MAX_LISTEN_TASKS`] of them.
+fn distinct_task_ids(ids: Vec<String>) -> Result<Vec<String>, RpcError> {
+    let mut seen = HashSet::new();
+    let ids: Vec<String> = ids.into_iter().filter(|id| seen.insert(id.clone())).collect();
+    if ids.len() > MAX_LISTEN_TASKS {
+        return Err(RpcError::invalid_params(format!(
+            "`notifications.taskIds` names {} tasks, over the {MAX_LISTEN_TASKS} one listen may watch: split them across listens",
+            ids.len()
+        )));
+    }
+    Ok(ids)
 }
 
 /// One open listen stream, as the host's set of listeners sees it.
@@ -137,13 +157,23 @@ impl Listener for Listen {
 
 /// Opens a listen stream for request `id` on `reply`.
 pub(in crate::server) fn listen(scope: &Scope, id: RequestId, envelope: &Envelope, params: &Map<String, Value>) {
-    let filter = match Filter::read(Params::new(params), envelope) {
-        Ok(filter) => filter,
-        Err(e) => return scope.reply(&id, Err(e)),
-    };
+    let Some(filter) = scope.or_answer(&id, Filter::read(Params::new(params), envelope)) else { return };
     let (host, owner) = (scope.host().clone(), scope.owner().clone());
+    // Held for as long as the stream is open (the future below owns it).
+    let slot = match filter.task_ids.is_empty() {
+        true => None,
+        false => match host.listens.take(owner.key(), MAX_TASK_LISTENS_PER_OWNER) {
+            Some(slot) => Some(slot),
+            None => {
+                let message =
+                    format!("too many open listens watching tasks ({MAX_TASK_LISTENS_PER_OWNER} at most per client): close one, or name more tasks in one");
+                return scope.reply(&id, Err(RpcError::invalid_params(message)));
+            }
+        },
+    };
     let listen = Arc::new(Listen { subscription: json!(id), filter, outlet: scope.outlet().clone() });
     scope.spawn_request(id, move |cancel| async move {
+        let _slot = slot;
         // Every task named must be this owner's before anything is acknowledged.
         for task in &listen.filter.task_ids {
             if let Err(e) = host.engine.get(owner.key(), task).await {
@@ -247,6 +277,16 @@ mod tests {
         assert_eq!(asked.acknowledged(), json!({"taskIds": ["t"]}), "accepted task ids are acknowledged");
         let bad_ids = json!({"notifications": {"taskIds": "t"}});
         assert_eq!(Filter::read(Params::new(bad_ids.as_object().unwrap()), &envelope(true)).unwrap_err().code, -32602);
+        let repeated = json!({"notifications": {"taskIds": vec!["t"; 20_000]}});
+        let once = Filter::read(Params::new(repeated.as_object().unwrap()), &envelope(true)).unwrap();
+        assert_eq!(once.task_ids, ["t"], "a task named 20 000 times is watched once");
+        let ids: Vec<String> = (0..=MAX_LISTEN_TASKS).map(|n| format!("t{n}")).collect();
+        let many = json!({"notifications": {"taskIds": ids}});
+        let refused = Filter::read(Params::new(many.as_object().unwrap()), &envelope(true)).unwrap_err();
+        assert_eq!(refused.code, -32602);
+        assert_eq!(refused.message, "`notifications.taskIds` names 101 tasks, over the 100 one listen may watch: split them across listens");
+        let most = json!({"notifications": {"taskIds": &ids[..MAX_LISTEN_TASKS]}});
+        assert_eq!(Filter::read(Params::new(most.as_object().unwrap()), &envelope(true)).unwrap().task_ids.len(), MAX_LISTEN_TASKS);
         let bad = json!({"notifications": {"toolsListChanged": "yes"}});
         assert_eq!(Filter::read(Params::new(bad.as_object().unwrap()), &envelope(false)).unwrap_err().code, -32602);
         assert_eq!(Filter::read(Params::new(&Map::new()), &envelope(false)).unwrap_err().code, -32602);

@@ -10,6 +10,7 @@
 mod discover;
 mod input;
 mod listen;
+mod listens;
 mod observer;
 mod state;
 mod task_input;
@@ -22,11 +23,12 @@ use serde_json::{Map, Value};
 use self::input::Round;
 use self::observer::ModernObserver;
 use self::tasks::{AdoptedAsks, RunningCall};
+use super::authorize::Action;
 use super::load_wait::Needs;
 use super::notify::{CallNotifier, LevelFilter};
 use super::scope::Scope;
 use super::tools::{self, AdmittedCall};
-use super::{prompts, resources, result_links};
+use super::{prompts, resources, result_links, task_view};
 use crate::cancel::CancelHandle;
 use crate::mcp::modern::wire::{self, CacheScope, Caching, COMPLETE};
 use crate::mcp::modern::{missing_capability, Envelope, ModernMethod, MODERN_PROTOCOL_VERSION, TASKS_EXTENSION};
@@ -37,6 +39,7 @@ use crate::runtime::{CallContext, TaskSupport, TimeLimit};
 
 pub(super) use self::task_input::TaskInput;
 pub(super) use discover::discover;
+pub use listens::OpenListens;
 pub use state::StateSecret;
 pub use task_input::TaskInputs;
 
@@ -148,14 +151,8 @@ fn finish(observer: &ModernObserver, answer: Result<Value, RpcError>) -> Result<
 
 fn call(scope: &Scope, id: RequestId, envelope: Envelope, params: Map<String, Value>) {
     let host = scope.host().clone();
-    let call = match tools::admit_local(&host, Params::new(&params)) {
-        Ok(call) => call,
-        Err(e) => return scope.reply(&id, Err(e)),
-    };
-    let round = match round(scope, "tools/call", &envelope, &params) {
-        Ok(round) => round,
-        Err(e) => return scope.reply(&id, Err(e)),
-    };
+    let Some(call) = scope.admit(&id, tools::admit_local(&host, Params::new(&params)), |c| Action::CallTool(&c.entry.name)) else { return };
+    let Some(round) = scope.or_answer(&id, round(scope, "tools/call", &envelope, &params)) else { return };
     let as_task = envelope.capabilities.tasks;
     match call.entry.task_support {
         TaskSupport::Required if !as_task => return scope.reply(&id, Err(missing_capability(TASKS_EXTENSION))),
@@ -166,9 +163,13 @@ fn call(scope: &Scope, id: RequestId, envelope: Envelope, params: Map<String, Va
                 let result = super::results::invalid_arguments_result(&call.entry.name, &problems);
                 return scope.reply(&id, Ok(wire::result(serde_json::to_value(result).expect("results serialize"), COMPLETE, None)));
             }
+            let key = match task_view::idempotency_key(Params::new(&params)) {
+                Ok(key) => key,
+                Err(e) => return scope.reply(&id, Err(e)),
+            };
             let owner = scope.owner().clone();
             let capabilities = envelope.capabilities;
-            return scope.answer_later(id, async move { tasks::create(&host, &owner, &call, None, capabilities).await });
+            return scope.answer_later(id, async move { tasks::create(&host, &owner, &call, None, capabilities, key).await });
         }
         TaskSupport::Optional if as_task => return adaptive(scope, id, envelope, call, round),
         _ => {}
@@ -220,7 +221,9 @@ fn adaptive(scope: &Scope, id: RequestId, envelope: Envelope, call: AdmittedCall
         time_limit.switch_to(task_timeout);
         // Refused (overloaded, shutting down), the call it would have adopted is dropped, and
         // its guest with it.
-        Some(tasks::create(&host, &owner, &call, Some(adopt), envelope.capabilities).await)
+        // No idempotency key: by the time an `optional` call is adopted it has run, and a key
+        // could only hide that a retry ran it again.
+        Some(tasks::create(&host, &owner, &call, Some(adopt), envelope.capabilities, None).await)
     });
 }
 
@@ -234,14 +237,8 @@ fn read(scope: &Scope, id: RequestId, envelope: Envelope, params: Map<String, Va
             .answer_later(id, async move { result_links::read(&host, &owner, Params::new(&params)).await.map(|v| wire::result(v, COMPLETE, Some(caching))) });
     }
     let owner = resources::uri_param(Params::new(&params)).and_then(|uri| Ok((uri.to_owned(), resources::owner(&host, uri)?)));
-    let (uri, plugin) = match owner {
-        Ok(found) => found,
-        Err(e) => return scope.reply(&id, Err(era_error(e))),
-    };
-    let round = match round(scope, "resources/read", &envelope, &params) {
-        Ok(round) => round,
-        Err(e) => return scope.reply(&id, Err(e)),
-    };
+    let Some((uri, plugin)) = scope.admit(&id, owner.map_err(era_error), |(uri, _)| Action::ReadResource(uri)) else { return };
+    let Some(round) = scope.or_answer(&id, round(scope, "resources/read", &envelope, &params)) else { return };
     let observer = observer(scope, &envelope, &plugin, Params::new(&params).progress_token(), round);
     let ctx = context(&plugin, &observer);
     let caching = Caching { ttl_ms: 0, scope: CacheScope::Private };
@@ -256,14 +253,8 @@ fn read(scope: &Scope, id: RequestId, envelope: Envelope, params: Map<String, Va
 
 fn prompt(scope: &Scope, id: RequestId, envelope: Envelope, params: Map<String, Value>) {
     let host = scope.host().clone();
-    let admitted = match prompts::admit(&host, Params::new(&params)) {
-        Ok(admitted) => admitted,
-        Err(e) => return scope.reply(&id, Err(e)),
-    };
-    let round = match round(scope, "prompts/get", &envelope, &params) {
-        Ok(round) => round,
-        Err(e) => return scope.reply(&id, Err(e)),
-    };
+    let Some(admitted) = scope.admit(&id, prompts::admit(&host, Params::new(&params)), |a| Action::UsePrompt(&a.entry.prompt.name)) else { return };
+    let Some(round) = scope.or_answer(&id, round(scope, "prompts/get", &envelope, &params)) else { return };
     let observer = observer(scope, &envelope, &admitted.entry.plugin, Params::new(&params).progress_token(), round);
     let ctx = context(&admitted.entry.plugin, &observer);
     scope.spawn_request(id, move |cancel| async move {
@@ -274,10 +265,7 @@ fn prompt(scope: &Scope, id: RequestId, envelope: Envelope, params: Map<String, 
 
 fn completion(scope: &Scope, id: RequestId, envelope: Envelope, params: Map<String, Value>) {
     let host = scope.host().clone();
-    let admitted = match prompts::admit_completion(&host, Params::new(&params)) {
-        Ok(admitted) => admitted,
-        Err(e) => return scope.reply(&id, Err(e)),
-    };
+    let Some(admitted) = scope.admit(&id, prompts::admit_completion(&host, Params::new(&params)), prompts::AdmittedCompletion::action) else { return };
     let observer = observer(scope, &envelope, &admitted.plugin, Params::new(&params).progress_token(), Round::closed(envelope.capabilities));
     let ctx = context(&admitted.plugin, &observer);
     scope.spawn_request(id, move |cancel| async move {

@@ -144,13 +144,16 @@ fn task_fields(task: &Task, status: &str) -> Map<String, Value> {
 /// Admits `call` as a task (its arguments were validated by the shared admission) and answers
 /// the flat `CreateTaskResult`. `running` is the call already going, when there is one; else
 /// the task's guest asks through [`TaskInput`] (questions wait for `tasks/update`), for the
-/// `capabilities` the creating request declared.
+/// `capabilities` the creating request declared. With an `idempotency_key` the owner used
+/// before (the task still kept), the answer is that task and nothing runs: a client that lost
+/// the answer to a creation may send it again.
 pub(in crate::server) async fn create(
     host: &Host,
     owner: &Owner,
     call: &AdmittedCall,
     running: Option<RunningCall>,
     capabilities: ClientCapabilities,
+    idempotency_key: Option<String>,
 ) -> Result<Value, RpcError> {
     let launch = match running {
         Some(running) => running.launch(call),
@@ -165,7 +168,7 @@ pub(in crate::server) async fn create(
         arguments: call.arguments.clone(),
         requested_ttl_ms: None,
         progress_token: None,
-        idempotency_key: None,
+        idempotency_key,
         launch,
         events: None,
         client_capabilities: Some(super::task_input::kept(capabilities)),

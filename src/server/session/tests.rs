@@ -59,7 +59,8 @@ impl Client {
     }
 
     async fn initialize(&self) {
-        let answer = self.ask(0, "initialize", json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t" } })).await;
+        let answer =
+            self.ask(0, "initialize", json!({ "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "0" } })).await;
         assert_eq!(answer["result"]["protocolVersion"], "2025-11-25", "{answer}");
         self.send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
     }
@@ -101,6 +102,19 @@ async fn params_errors_say_exactly_what_is_wrong() {
     let version = json!("2025-11-25");
     assert_eq!(c.refused(13, "initialize", json!({ "protocolVersion": version, "capabilities": [] })).await, invalid("`capabilities` must be an object"));
     assert_eq!(c.refused(14, "initialize", json!({ "protocolVersion": version, "clientInfo": "me" })).await, invalid("`clientInfo` must be an object"));
+    let malformed = [
+        (json!({ "capabilities": null }), "`capabilities` must be an object"),
+        (json!({ "capabilities": { "elicitation": "x" } }), "`capabilities.elicitation` must be an object"),
+        (json!({ "capabilities": { "sampling": 3 } }), "`capabilities.sampling` must be an object"),
+        (json!({ "clientInfo": {} }), "missing `clientInfo.name`: the client's name, a string"),
+        (json!({ "clientInfo": { "name": 5, "version": "1" } }), "`clientInfo.name` must be a string"),
+        (json!({ "clientInfo": { "name": "me", "version": [] } }), "`clientInfo.version` must be a string"),
+        (json!({ "clientInfo": { "name": "me" } }), "missing `clientInfo.version`: the client's version, a string"),
+    ];
+    for (n, (mut params, message)) in malformed.into_iter().enumerate() {
+        params["protocolVersion"] = version.clone();
+        assert_eq!(c.refused(20 + n as i64, "initialize", params.clone()).await, invalid(message), "{params}");
+    }
     c.initialize().await;
     assert_eq!(c.refused(3, "tools/call", json!({})).await, invalid("missing `name`: tools/call needs the name of a tool"));
     assert_eq!(c.refused(4, "tools/call", json!({ "name": 3 })).await, invalid("`name` must be a string"));

@@ -20,6 +20,19 @@ pub type HeaderRefusal = (StatusCode, String);
 
 const LOOPBACK: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 
+/// The headers a request may carry once at most, as their names are written in messages. Each is
+/// checked or routed on by reading one copy, while a proxy, a log or the next hop may read the
+/// other: two copies are refused rather than guessed between.
+const SINGLE: [&str; 6] = ["Host", "Origin", "MCP-Protocol-Version", "Mcp-Method", "Mcp-Name", "Mcp-Session-Id"];
+
+/// Refuses (400) a request that repeats a header of [`SINGLE`], naming it.
+pub fn check_single(headers: &HeaderMap) -> Result<(), HeaderRefusal> {
+    match SINGLE.iter().find(|name| headers.get_all(**name).iter().nth(1).is_some()) {
+        Some(name) => Err((StatusCode::BAD_REQUEST, format!("more than one {name} header"))),
+        None => Ok(()),
+    }
+}
+
 impl Guard {
     /// `extra_hosts` and `extra_origins` add to the loopback names that are always allowed.
     pub fn new(extra_hosts: &[String], extra_origins: &[String], tokens: Vec<(String, String)>) -> Guard {
@@ -34,12 +47,9 @@ impl Guard {
         !self.tokens.is_empty()
     }
 
-    /// Checks `Host` and `Origin` against the allowed names (ports are not compared).
+    /// Checks `Host` and `Origin` against the allowed names (ports are not compared). Each must
+    /// come once: [`check_single`] runs first.
     pub fn check_origin(&self, headers: &HeaderMap) -> Result<(), HeaderRefusal> {
-        // Two `Host` headers could pass the check with one and be routed by the other.
-        if headers.get_all("host").iter().nth(1).is_some() {
-            return Err((StatusCode::BAD_REQUEST, "more than one Host header".into()));
-        }
         if let Some(host) = headers.get("host") {
             let host = host.to_str().unwrap_or("");
             if !self.allowed_hosts.contains(&strip_port(host).to_ascii_lowercase()) {
@@ -136,9 +146,29 @@ mod tests {
         assert!(g.check_origin(&headers(&[("host", "localhost"), ("origin", "https://app.example")])).is_ok());
         assert_eq!(g.check_origin(&headers(&[("host", "evil.example.com")])).unwrap_err().0, StatusCode::FORBIDDEN);
         assert_eq!(g.check_origin(&headers(&[("host", "localhost"), ("origin", "http://evil.example.com")])).unwrap_err().0, StatusCode::FORBIDDEN);
-        let mut two = headers(&[("host", "localhost")]);
-        two.append("host", "evil.example.com".parse().unwrap());
-        assert_eq!(g.check_origin(&two).unwrap_err(), (StatusCode::BAD_REQUEST, "more than one Host header".to_owned()));
+    }
+
+    #[test]
+    fn a_repeated_routing_header_is_refused_naming_it() {
+        let pairs = [
+            ("host", "Host", "localhost", "evil.example.com"),
+            ("origin", "Origin", "http://localhost", "http://evil.example.com"),
+            ("mcp-protocol-version", "MCP-Protocol-Version", "2026-07-28", "2025-11-25"),
+            ("mcp-method", "Mcp-Method", "tools/call", "tools/list"),
+            ("mcp-name", "Mcp-Name", "echo", "delete_everything"),
+            ("mcp-session-id", "Mcp-Session-Id", "a", "b"),
+        ];
+        for (key, name, first, second) in pairs {
+            let mut two = headers(&[("host", "localhost")]);
+            two.insert(key, first.parse().unwrap());
+            assert!(check_single(&two).is_ok(), "one {name} passes");
+            two.append(key, second.parse().unwrap());
+            assert_eq!(check_single(&two).unwrap_err(), (StatusCode::BAD_REQUEST, format!("more than one {name} header")));
+        }
+        // Even two equal copies: nothing downstream is bound to read them as one.
+        let mut same = headers(&[("origin", "http://localhost")]);
+        same.append("origin", "http://localhost".parse().unwrap());
+        assert_eq!(check_single(&same).unwrap_err().1, "more than one Origin header");
     }
 
     #[test]

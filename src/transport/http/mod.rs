@@ -222,6 +222,9 @@ fn check_headers(app: &App, headers: &HeaderMap) -> Result<Option<String>, Respo
 // A refusal is the HTTP response itself; boxing it would buy nothing on these cold paths.
 #[allow(clippy::result_large_err)]
 fn check_access(app: &App, headers: &HeaderMap) -> Result<Option<String>, Response> {
+    // Before any header is read: a check must not pass on one copy while the era, the session
+    // or the method is decided by another.
+    guard::check_single(headers).map_err(|(s, m)| refuse(s, m))?;
     app.guard.check_origin(headers).map_err(|(s, m)| refuse(s, m))?;
     // A body announced larger than `--max-body` is refused before any of it is read.
     let announced = headers.get(axum::http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
@@ -727,6 +730,41 @@ mod tests {
         })
         .await
         .unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_repeated_header_is_refused_with_400_naming_it_in_both_eras() {
+        let (addr, stop, served) = start(ConnectionSettings::default()).await;
+        let url = format!("http://{addr}/mcp");
+        let modern = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+        let version = ("mcp-protocol-version", "2026-07-28".to_owned());
+        let (method, name) = (("mcp-method", "tools/call".to_owned()), ("mcp-name", "echo".to_owned()));
+        let twice = |(key, value): (&'static str, String), other: &str| vec![(key, value), (key, other.to_owned())];
+        let cases = [
+            ("Mcp-Name", [twice(name.clone(), "delete_everything"), vec![version.clone(), method.clone()]].concat()),
+            ("Mcp-Method", [twice(method.clone(), "tools/list"), vec![version.clone(), name.clone()]].concat()),
+            ("MCP-Protocol-Version", [twice(version.clone(), "2025-11-25"), vec![method.clone(), name.clone()]].concat()),
+            ("Origin", [twice(("origin", "http://localhost".into()), "http://evil.example.com"), vec![version, method, name]].concat()),
+        ];
+        for (header, headers) in cases {
+            let (status, body) = send("POST", url.clone(), headers, modern).await;
+            assert_eq!(status, 400, "two {header}: {body}");
+            let answer: Value = serde_json::from_str(&body).unwrap();
+            assert_eq!(answer["error"]["message"], format!("more than one {header} header"), "{body}");
+        }
+        // The 2025-11-25 era: two Origin headers on initialize, two versions on a session's request.
+        let origins = vec![("origin", "http://localhost".to_owned()), ("origin", "http://evil.example.com".to_owned())];
+        let (status, body) = send("POST", url.clone(), origins, INIT).await;
+        assert_eq!((status, body.contains("more than one Origin header")), (400, true), "{body}");
+        let (_, session, _) = post(url.clone(), INIT).await;
+        let versions = vec![(SESSION_HEADER, session.unwrap()), (VERSION_HEADER, "2025-11-25".to_owned()), (VERSION_HEADER, "2099-01-01".to_owned())];
+        let (status, body) = send("POST", url.clone(), versions, r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#).await;
+        assert_eq!((status, body.contains("more than one MCP-Protocol-Version header")), (400, true), "{body}");
+        // One of each is served as before.
+        let (status, body) = send("POST", url, vec![("origin", "http://localhost".to_owned())], INIT).await;
+        assert_eq!(status, 200, "{body}");
+        stop.send(()).unwrap();
+        tokio::time::timeout(PATIENCE, served).await.unwrap().unwrap().unwrap();
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
