@@ -219,7 +219,7 @@ impl Session {
         let caps = ClientCaps::from_initialize(params)?;
         let client = client_name(params)?;
         let version = negotiate_version(requested);
-        tracing::info!(client, requested = %requested, version, elicitation = caps.elicitation, sampling = caps.sampling, "session initialized");
+        tracing::info!(client, principal = %self.shared.owner, requested = %requested, version, elicitation = caps.elicitation, sampling = caps.sampling, "session initialized");
         self.shared.peer.set_capabilities(caps);
         *self.shared.phase.lock().unwrap() = Phase::Initialized;
         let list_changed = self.shared.host.options.list_changed;

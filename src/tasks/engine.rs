@@ -481,8 +481,20 @@ impl Reservation {
     /// Reserves a slot within the caps, or says which cap refuses. The locks are not held
     /// across the durable insert, so concurrent admissions can share one commit.
     fn take(inner: &Arc<Inner>, owner: &str) -> Result<Reservation, EngineError> {
+        Reservation::within_caps(inner, owner, false)
+    }
+
+    /// Reserves a running slot for a call that already runs: within the owner's cap, but not
+    /// the queue's (it waits in no queue) nor `max_running`'s (its guest is mid-run, and
+    /// stopping it to wait for a worker would throw its work away; the plugin's
+    /// `max-concurrency` and the instance pool bound it instead).
+    fn running(inner: &Arc<Inner>, owner: &str) -> Result<Reservation, EngineError> {
+        Reservation::within_caps(inner, owner, true)
+    }
+
+    fn within_caps(inner: &Arc<Inner>, owner: &str, running: bool) -> Result<Reservation, EngineError> {
         let mut counts = inner.counts.lock().unwrap();
-        if counts.queued >= inner.settings.max_queued {
+        if !running && counts.queued >= inner.settings.max_queued {
             return Err(EngineError::Overloaded { queued: counts.queued, limit: inner.settings.max_queued });
         }
         let mut per_owner = inner.per_owner.lock().unwrap();
@@ -491,24 +503,11 @@ impl Reservation {
             return Err(EngineError::OwnerLimit { active: *active, limit: inner.settings.max_per_owner });
         }
         *active += 1;
-        counts.queued += 1;
-        Ok(Reservation { inner: Some((inner.clone(), owner.to_owned())), running: false })
-    }
-
-    /// Reserves a running slot for a call that already runs: within the owner's cap, but not
-    /// the queue's (it waits in no queue) nor `max_running`'s (its guest is mid-run, and
-    /// stopping it to wait for a worker would throw its work away; the plugin's
-    /// `max-concurrency` and the instance pool bound it instead).
-    fn running(inner: &Arc<Inner>, owner: &str) -> Result<Reservation, EngineError> {
-        let mut counts = inner.counts.lock().unwrap();
-        let mut per_owner = inner.per_owner.lock().unwrap();
-        let active = per_owner.entry(owner.to_owned()).or_default();
-        if *active >= inner.settings.max_per_owner {
-            return Err(EngineError::OwnerLimit { active: *active, limit: inner.settings.max_per_owner });
+        match running {
+            true => counts.running += 1,
+            false => counts.queued += 1,
         }
-        *active += 1;
-        counts.running += 1;
-        Ok(Reservation { inner: Some((inner.clone(), owner.to_owned())), running: true })
+        Ok(Reservation { inner: Some((inner.clone(), owner.to_owned())), running })
     }
 
     /// Reserves without the caps, for an orphan recovery claimed.
