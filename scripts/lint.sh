@@ -40,7 +40,7 @@ forbid transport config cancel runtime registry tasks oci cli
 
 echo "== import circles"
 # Within a room, files import each other one way (a module and its own submodules aside).
-for room in mcp config oci registry server transport; do
+for room in mcp config oci registry server transport cli; do
     python3 scripts/import_cycles.py "$room" || status=1
 done
 exit "$status"

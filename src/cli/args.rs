@@ -51,9 +51,9 @@ pub enum Command {
     Compile(CompileArgs),
     /// Show a plugin's contract version, imports, tools and whether the host would serve it;
     /// exits 1 when it would refuse it.
-    Inspect(super::inspect::InspectArgs),
+    Inspect(InspectArgs),
     /// Create a plugin project (Rust, JavaScript, Python or C) that builds on the first try.
-    New(super::new::NewArgs),
+    New(NewArgs),
     /// Fetch a plugin from an OCI registry, verify its digests and signature, and pin it in
     /// the plugin directory's corral.lock.
     Pull(PullArgs),
@@ -405,6 +405,50 @@ impl clap::builder::TypedValueParser for SecretParser {
 fn parse_state_secret_file(path: &str) -> Result<StateSecret, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the state secret file {path}: {e}"))?;
     StateSecret::from_hex(&text).map_err(|e| format!("{path}: {e}"))
+}
+
+// Undocumented on purpose: clap turns doc comments into help text; the `inspect` variant of `cli::args::Command` holds this command's.
+#[allow(missing_docs)]
+#[derive(clap::Args)]
+pub struct InspectArgs {
+    /// The component to inspect; a manifest NAME.toml beside it is read as `serve` would.
+    #[arg(value_name = "FILE.wasm")]
+    pub file: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// The compile cache `serve` uses, so a second inspect maps the plugin instead of compiling
+    /// it. [default: the per-user cache directory, e.g. ~/.cache/corral]
+    #[arg(long, env = "CORRAL_CACHE_DIR", value_name = "DIR")]
+    pub cache_dir: Option<std::path::PathBuf>,
+    /// Compile the plugin afresh, without the compile cache.
+    #[arg(long, env = "CORRAL_NO_CACHE", conflicts_with = "cache_dir")]
+    pub no_cache: bool,
+}
+
+// Undocumented on purpose: clap turns doc comments on a value enum into help text for each value.
+#[allow(missing_docs)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Lang {
+    Rust,
+    Js,
+    Python,
+    C,
+}
+
+// Undocumented on purpose: clap turns doc comments into help text; the `new` variant of `cli::args::Command` holds this command's.
+#[allow(missing_docs)]
+#[derive(clap::Args)]
+pub struct NewArgs {
+    /// The plugin's name: 1-64 characters of a-z, 0-9, `-` and `_`, starting with a letter.
+    /// It names the directory, the component (NAME.wasm) and the starter tool.
+    pub name: String,
+    /// The language of the project.
+    #[arg(long, value_enum, default_value = "rust")]
+    pub lang: Lang,
+    /// The directory to create the project in.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub dir: PathBuf,
 }
 
 #[cfg(test)]

@@ -17,27 +17,10 @@ use crate::registry::{load_plugin, Catalog, LoadSettings, Refusal};
 use crate::runtime::{EngineSettings, Interfaces, Runtime, RuntimeSettings};
 use crate::server;
 
+use super::args::InspectArgs;
+
 /// The contract's package; the version follows the `@` in the export's name.
 const CONTRACT_EXPORT: &str = "corral:plugin/tools@";
-
-// Undocumented on purpose: clap turns doc comments into help text; the `inspect` variant of `cli::args::Command` holds this command's.
-#[allow(missing_docs)]
-#[derive(clap::Args)]
-pub struct InspectArgs {
-    /// The component to inspect; a manifest NAME.toml beside it is read as `serve` would.
-    #[arg(value_name = "FILE.wasm")]
-    pub file: PathBuf,
-    /// Print JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
-    /// The compile cache `serve` uses, so a second inspect maps the plugin instead of compiling
-    /// it. [default: the per-user cache directory, e.g. ~/.cache/corral]
-    #[arg(long, env = "CORRAL_CACHE_DIR", value_name = "DIR")]
-    pub cache_dir: Option<std::path::PathBuf>,
-    /// Compile the plugin afresh, without the compile cache.
-    #[arg(long, env = "CORRAL_NO_CACHE", conflicts_with = "cache_dir")]
-    pub no_cache: bool,
-}
 
 /// Everything `inspect` found out about one component.
 #[derive(Debug, Serialize)]

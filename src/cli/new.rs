@@ -10,32 +10,8 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use super::args::{Lang, NewArgs};
 use super::templates::{self, File};
-
-// Undocumented on purpose: clap turns doc comments on a value enum into help text for each value.
-#[allow(missing_docs)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Lang {
-    Rust,
-    Js,
-    Python,
-    C,
-}
-
-// Undocumented on purpose: clap turns doc comments into help text; the `new` variant of `cli::args::Command` holds this command's.
-#[allow(missing_docs)]
-#[derive(clap::Args)]
-pub struct NewArgs {
-    /// The plugin's name: 1-64 characters of a-z, 0-9, `-` and `_`, starting with a letter.
-    /// It names the directory, the component (NAME.wasm) and the starter tool.
-    pub name: String,
-    /// The language of the project.
-    #[arg(long, value_enum, default_value = "rust")]
-    pub lang: Lang,
-    /// The directory to create the project in.
-    #[arg(long, value_name = "DIR", default_value = ".")]
-    pub dir: PathBuf,
-}
 
 /// Creates the project and says how to build and serve it.
 pub fn run(args: NewArgs) -> anyhow::Result<ExitCode> {
