@@ -215,3 +215,41 @@ async fn a_pending_end_never_replaces_a_cancel_the_store_took() {
     assert_eq!(ended.status, TaskStatus::Cancelled);
     assert_eq!(outcome, Outcome::Cancelled);
 }
+
+/// PostgreSQL stopped as a task ends and started again 4 s later: the task ends `completed`
+/// with its result, written once the server is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_a_task_that_ends_while_the_server_is_down_is_completed_once_it_is_back() {
+    let server = match super::postgres::testing::private_server() {
+        Ok(server) => Arc::new(server),
+        Err(why) => {
+            let external = std::env::var_os("CORRAL_TEST_POSTGRES").is_some();
+            assert!(external || std::env::var_os("CORRAL_REQUIRE_POSTGRES").is_none(), "{}", super::postgres::testing::skip_notice(&why));
+            eprintln!("{}", super::postgres::testing::skip_notice(&why));
+            return;
+        }
+    };
+    let url = server.database().unwrap();
+    let runners = Runners::shared();
+    let store = Arc::new(PgStore::open(PgOptions::new(&url, runners.id())).await.unwrap());
+    let release = Arc::new(Semaphore::new(0));
+    let engine =
+        Engine::start(store, runners, TaskSettings::default(), Arc::new(Held(release.clone())), Arc::new(|| {}), CancellationToken::new()).await.unwrap();
+    let task = engine.admit(call("alice")).await.unwrap();
+    eventually("the task runs", || engine.counts().running == 1).await;
+
+    let stopping = server.clone();
+    tokio::task::spawn_blocking(move || stopping.stop()).await.unwrap();
+    release.add_permits(1);
+    eventually("its end waits for the server", || engine.pending_ends().0 == 1).await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let starting = server.clone();
+    tokio::task::spawn_blocking(move || starting.restart()).await.unwrap();
+
+    let (ended, outcome) = tokio::time::timeout(Duration::from_secs(60), engine.result("alice", &task.id)).await.expect("tasks/result answers").unwrap();
+    assert_eq!(ended.status, TaskStatus::Completed);
+    assert_eq!(outcome, Outcome::Result(json!({ "ran": task.id })));
+    assert_eq!(engine.pending_ends(), (0, 0));
+    assert_eq!(super::postgres::testing::psql(&url, &format!("SELECT status FROM corral_tasks WHERE id = '{}'", task.id)).unwrap(), "completed");
+    engine.shutdown().await;
+}
