@@ -163,3 +163,35 @@ pub(super) async fn flush(inner: Arc<Inner>, stop: CancellationToken) {
         tracing::error!("{lost} task ends were never stored (the store did not answer before shutdown); their tasks stay working for recovery");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cancel::CancelHandle;
+
+    fn end(id: usize) -> PendingEnd {
+        let live = Arc::new(Live {
+            id: format!("t{id}"),
+            owner: "o".into(),
+            cancel: CancelHandle::new(Arc::new(|| {})),
+            local_run: Mutex::new(None),
+            stopped: Default::default(),
+            events: None,
+            message: Mutex::new(None),
+            done: tokio::sync::watch::channel(false).0,
+        });
+        PendingEnd { live, status: TaskStatus::Completed, message: None, outcome: Outcome::Cancelled }
+    }
+
+    #[test]
+    fn beyond_the_bound_the_oldest_end_is_dropped_and_counted() {
+        let pending = PendingEnds::default();
+        for n in 0..MAX_PENDING_ENDS {
+            assert!(pending.push(end(n)).is_none());
+        }
+        let evicted = pending.push(end(MAX_PENDING_ENDS)).expect("one had to go");
+        assert_eq!(evicted.live.id, "t0", "the oldest");
+        assert_eq!((pending.len(), pending.dropped()), (MAX_PENDING_ENDS, 1));
+        assert_eq!(pending.queue.lock().unwrap().back().unwrap().live.id, format!("t{MAX_PENDING_ENDS}"), "the newest is kept");
+    }
+}
