@@ -253,3 +253,34 @@ async fn on_postgres_a_task_that_ends_while_the_server_is_down_is_completed_once
     assert_eq!(super::postgres::testing::psql(&url, &format!("SELECT status FROM corral_tasks WHERE id = '{}'", task.id)).unwrap(), "completed");
     engine.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_pending_end_writes_nothing_once_another_host_holds_the_task() {
+    let (engine, store, release) = start(usize::MAX).await;
+    let task = engine.admit(call("alice")).await.unwrap();
+    release.add_permits(1);
+    eventually("the store refused the end", || store.refused.load(Ordering::SeqCst) >= 1).await;
+    // Meanwhile another host claimed it (this one was taken for dead).
+    let me = engine.inner.runners.id().to_owned();
+    assert!(store.inner.claim(&task.id, &me, "another-host").await.unwrap().is_some());
+    store.failures_left.store(0, Ordering::SeqCst);
+    eventually("the pending end was dealt with", || engine.pending_ends().0 == 0).await;
+    let now = engine.get("alice", &task.id).await.unwrap();
+    assert_eq!((now.status, now.runner.as_str()), (TaskStatus::Working, "another-host"), "the fence kept the other host's task");
+    assert!(!engine.runs("alice", &task.id));
+}
+
+#[tokio::test]
+async fn an_adopted_call_that_ends_while_the_store_fails_is_written_when_it_answers() {
+    let (engine, store, _) = start(2).await;
+    let cancel = crate::cancel::CancelHandle::new(Arc::new(|| {}));
+    let run: LocalRun = Box::new(|task: &Task, _control: TaskControl| {
+        let id = task.id.clone();
+        Box::pin(async move { Finished { status: TaskStatus::Completed, message: None, outcome: Outcome::Result(json!({ "adopted": id })) } })
+    });
+    let task = engine.admit(Admission { launch: Launch::Running { cancel, run }, ..call("alice") }).await.unwrap();
+    let (ended, outcome) = tokio::time::timeout(Duration::from_secs(30), engine.result("alice", &task.id)).await.expect("tasks/result answers").unwrap();
+    assert_eq!((ended.status, outcome), (TaskStatus::Completed, Outcome::Result(json!({ "adopted": task.id }))));
+    assert_eq!(store.refused.load(Ordering::SeqCst), 2, "stored after two failures");
+    assert_eq!(engine.counts().running, 0);
+}
