@@ -563,6 +563,8 @@ fn metrics_count_calls_by_tool_and_outcome_and_tasks_by_status() {
         r#"corral_tool_calls_total{tool="hash_chain",outcome="ok"} 1"#,
         r#"corral_tasks{status="completed"} 1"#,
         r#"corral_task_queue_depth 0"#,
+        r#"corral_task_ends_pending 0"#,
+        r#"corral_task_ends_dropped_total 0"#,
         r#"corral_http_sessions 1"#,
     ] {
         assert!(text.lines().any(|l| l == line), "missing `{line}` in:\n{text}");

@@ -47,6 +47,9 @@ pub struct Metrics {
     tasks: Family<StatusLabel, Gauge>,
     queued: Gauge,
     running: Gauge,
+    /// Task ends waiting for the store to answer again, and those dropped (see `tasks::pending`).
+    ends_pending: Gauge,
+    ends_dropped: Counter,
 }
 
 impl Default for Metrics {
@@ -63,7 +66,10 @@ impl Default for Metrics {
         registry.register("tasks", "Stored tasks by status", tasks.clone());
         registry.register("task_queue_depth", "Tasks admitted and waiting for a worker", queued.clone());
         registry.register("tasks_running", "Tasks running now", running.clone());
-        Metrics { registry, requests, calls, latency, tasks, queued, running }
+        let (ends_pending, ends_dropped) = (Gauge::default(), Counter::default());
+        registry.register("task_ends_pending", "Ended tasks whose end waits for the task store to answer again", ends_pending.clone());
+        registry.register("task_ends_dropped", "Task ends dropped because too many waited for the task store", ends_dropped.clone());
+        Metrics { registry, requests, calls, latency, tasks, queued, running, ends_pending, ends_dropped }
     }
 }
 
@@ -85,6 +91,9 @@ impl Metrics {
         let counts = engine.counts();
         self.queued.set(counts.queued as i64);
         self.running.set(counts.running as i64);
+        let (pending, dropped) = engine.pending_ends();
+        self.ends_pending.set(pending as i64);
+        self.ends_dropped.inc_by(dropped.saturating_sub(self.ends_dropped.get()));
         if let Ok(by_status) = engine.count_by_status().await {
             for status in crate::tasks::TaskStatus::ALL {
                 let n = by_status.iter().find(|(s, _)| *s == status).map_or(0, |(_, n)| *n);

@@ -19,6 +19,7 @@ use tokio_util::task::TaskTracker;
 
 use super::finish::FinishOnDrop;
 use super::model::{now_ms, Outcome, Task, TaskStatus};
+use super::pending::{self, PendingEnds};
 use super::relay::Relays;
 use super::runner::{Launch, Live, LocalRun, TaskControl, TaskEvents, TaskRunner};
 use super::runners::Runners;
@@ -140,6 +141,8 @@ pub(super) struct Inner {
     /// Bumped whenever this host records answers to a task's questions, so a guest waiting here
     /// for them reads them at once (answers recorded elsewhere come as [`StoreEvent::Answered`]).
     pub(super) answered: watch::Sender<u64>,
+    /// Ends of runs the store could not take yet, written by `pending::flush` once it answers.
+    pub(super) pending: PendingEnds,
 }
 
 /// A queued task: its id and owner (every store read is scoped by owner).
@@ -174,6 +177,7 @@ impl Engine {
             spread: Arc::new(tokio::sync::Notify::new()),
             relays: Relays::default(),
             answered: watch::channel(0).0,
+            pending: PendingEnds::default(),
         });
         let engine = Engine { inner: inner.clone(), stop: shutdown.child_token(), tracker: TaskTracker::new() };
         let receiver = Arc::new(tokio::sync::Mutex::new(receiver));
@@ -181,6 +185,7 @@ impl Engine {
             engine.tracker.spawn(work::worker(inner.clone(), receiver.clone(), engine.stop.clone()));
         }
         engine.tracker.spawn(work::reaper(inner.clone(), engine.stop.clone()));
+        engine.tracker.spawn(pending::flush(inner.clone(), engine.stop.clone()));
         if let Some(changes) = inner.store.subscribe() {
             engine.tracker.spawn(work::follow(inner.clone(), changes, engine.stop.clone()));
             engine.tracker.spawn(work::spread(inner.clone(), engine.stop.clone()));
@@ -213,6 +218,12 @@ impl Engine {
     /// Tasks queued and running in this process now.
     pub fn counts(&self) -> Counts {
         *self.inner.counts.lock().unwrap()
+    }
+
+    /// Task ends waiting for the store to answer again, and how many were dropped so far
+    /// because too many waited (see `pending`).
+    pub fn pending_ends(&self) -> (usize, u64) {
+        (self.inner.pending.len(), self.inner.pending.dropped())
     }
 
     /// Stored tasks per status.

@@ -9,6 +9,7 @@ mod engine;
 mod finish;
 mod input;
 mod model;
+mod pending;
 mod postgres;
 mod relay;
 mod resume;
@@ -25,6 +26,8 @@ mod work;
 
 #[cfg(test)]
 mod engine_tests;
+#[cfg(test)]
+mod outage_tests;
 
 pub use blobs::{pages as result_pages, PartKind, ResultPage, ResultPart, RESULT_PAGE_BYTES};
 pub use engine::{Admission, Counts, Engine, EngineError};

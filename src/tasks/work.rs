@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::engine::{EngineError, Inner, Queued, Reservation};
 use super::model::{now_ms, Outcome, Task, TaskStatus};
+use super::pending::PendingEnd;
 use super::resume::{verdict, Verdict};
 use super::runner::{Finished, Live, LocalRun};
 use super::store::StoreEvent;
@@ -80,8 +81,9 @@ async fn run_one(inner: &Arc<Inner>, queued: &Queued) {
         Some(run) => run(&task, control).await,
         None => inner.runner.run(&task, control).await,
     };
-    inner.conclude(&live, finished).await;
-    inner.retire(id);
+    if inner.conclude(&live, finished).await {
+        inner.retire(id);
+    }
 }
 
 /// Runs a call adopted as task `task` as it goes on (see `Launch::Running`): no worker, the
@@ -89,12 +91,14 @@ async fn run_one(inner: &Arc<Inner>, queued: &Queued) {
 /// worker's run, it stays `working` in the store for recovery.
 pub(super) async fn run_adopted(inner: Arc<Inner>, live: Arc<Live>, task: Task, run: LocalRun, stop: CancellationToken) {
     let control = inner.control(&live);
-    tokio::select! {
-        _ = stop.cancelled() => {}
+    let ended = tokio::select! {
+        _ = stop.cancelled() => true,
         finished = run(&task, control) => inner.conclude(&live, finished).await,
-    }
+    };
     inner.counts.lock().unwrap().running -= 1;
-    inner.retire(&task.id);
+    if ended {
+        inner.retire(&task.id);
+    }
 }
 
 /// The `statusMessage` of a task whose own request was cancelled as the task was made (a
@@ -106,9 +110,13 @@ impl Inner {
     /// engine stopped writes nothing (its end is stored already); one cancelled another way (an
     /// adopted call's request, cancelled as it became a task) is stored `cancelled`, never left
     /// `working` nor stored as the failure the stopped guest reported.
-    async fn conclude(&self, live: &Live, finished: Finished) {
+    ///
+    /// An end the store fails to take is kept and written when it answers again (`pending`);
+    /// false then: the task is not retired until it is written, so no waiter is told an end the
+    /// store does not hold. True when the caller retires the task now.
+    async fn conclude(&self, live: &Arc<Live>, finished: Finished) -> bool {
         if live.stopped_by_engine() {
-            return;
+            return true;
         }
         let (status, message, outcome) = match live.cancel.is_cancelled() {
             true => (TaskStatus::Cancelled, Some(REQUEST_CANCELLED.to_owned()), Outcome::Cancelled),
@@ -117,8 +125,13 @@ impl Inner {
         match self.store.finish_as(&live.id, self.runners.id(), status, message.as_deref(), &outcome).await {
             Ok(Some(ended)) => live.announce(&ended),
             Ok(None) => {}
-            Err(e) => tracing::error!(task = %live.id, "storing the task's outcome failed: {e}"),
+            Err(e) => {
+                tracing::warn!(task = %live.id, "storing the task's outcome failed; keeping it to write when the store answers: {e}");
+                self.keep_end(PendingEnd { live: live.clone(), status, message, outcome });
+                return false;
+            }
         }
+        true
     }
 }
 

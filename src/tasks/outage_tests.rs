@@ -1,0 +1,286 @@
+//! A store that fails to take a task's end for a while: the end is kept and written once the
+//! store answers again (`pending`), and never replaces an end the store already holds.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use serde_json::json;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use super::blobs::{ResultPage, ResultPart};
+use super::*;
+
+/// SQLite, except that `finish_as` fails while `failures_left` is above zero (each failure
+/// counts down; `usize::MAX` fails until told otherwise), as an unreachable server would.
+struct Flaky {
+    inner: SqliteStore,
+    failures_left: AtomicUsize,
+    refused: AtomicUsize,
+}
+
+impl TaskStore for Flaky {
+    fn insert(&self, task: Task) -> StoreFuture<Task> {
+        self.inner.insert(task)
+    }
+    fn get(&self, owner: &str, id: &str) -> StoreFuture<Option<Task>> {
+        self.inner.get(owner, id)
+    }
+    fn list(&self, owner: &str, after: i64, limit: usize) -> StoreFuture<Vec<Task>> {
+        self.inner.list(owner, after, limit)
+    }
+    fn set_status(&self, id: &str, status: TaskStatus, message: Option<&str>) -> StoreFuture<Option<Task>> {
+        self.inner.set_status(id, status, message)
+    }
+    fn finish(&self, id: &str, status: TaskStatus, message: Option<&str>, outcome: &Outcome) -> StoreFuture<Option<Task>> {
+        self.inner.finish(id, status, message, outcome)
+    }
+    fn outcome(&self, id: &str) -> StoreFuture<Option<Outcome>> {
+        self.inner.outcome(id)
+    }
+    fn get_with_outcome(&self, owner: &str, id: &str) -> StoreFuture<Option<(Task, Option<Outcome>)>> {
+        self.inner.get_with_outcome(owner, id)
+    }
+    fn find_by_key(&self, owner: &str, key: &str) -> StoreFuture<Option<Task>> {
+        self.inner.find_by_key(owner, key)
+    }
+    fn unfinished(&self) -> StoreFuture<Vec<Task>> {
+        self.inner.unfinished()
+    }
+    fn claim(&self, id: &str, from: &str, to: &str) -> StoreFuture<Option<Task>> {
+        self.inner.claim(id, from, to)
+    }
+    fn start(&self, owner: &str, id: &str, runner: &str) -> StoreFuture<Option<Task>> {
+        self.inner.start(owner, id, runner)
+    }
+    fn started(&self, id: &str) -> StoreFuture<bool> {
+        self.inner.started(id)
+    }
+    fn set_status_as(&self, id: &str, runner: &str, status: TaskStatus, message: Option<&str>) -> StoreFuture<Option<Task>> {
+        self.inner.set_status_as(id, runner, status, message)
+    }
+    fn finish_as(&self, id: &str, runner: &str, status: TaskStatus, message: Option<&str>, outcome: &Outcome) -> StoreFuture<Option<Task>> {
+        let failing = self.failures_left.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| match n {
+            0 => None,
+            usize::MAX => Some(usize::MAX),
+            n => Some(n - 1),
+        });
+        if failing.is_ok() {
+            self.refused.fetch_add(1, Ordering::SeqCst);
+            return Box::pin(async { Err(StoreError::Unavailable("the test's outage".into())) });
+        }
+        self.inner.finish_as(id, runner, status, message, outcome)
+    }
+    fn purge_expired(&self, now_ms: i64) -> StoreFuture<usize> {
+        self.inner.purge_expired(now_ms)
+    }
+    fn checkpoint(&self, id: &str, runner: &str, state: Vec<u8>, message: Option<&str>) -> StoreFuture<Option<u64>> {
+        self.inner.checkpoint(id, runner, state, message)
+    }
+    fn checkpoint_state(&self, id: &str) -> StoreFuture<Option<(u64, Vec<u8>)>> {
+        self.inner.checkpoint_state(id)
+    }
+    fn keep_result(&self, owner: &str, id: &str, expires_at: Option<i64>, parts: Vec<ResultPart>) -> StoreFuture<()> {
+        self.inner.keep_result(owner, id, expires_at, parts)
+    }
+    fn result_page(&self, owner: &str, id: &str, part: u32, page: u32, now_ms: i64) -> StoreFuture<Option<ResultPage>> {
+        self.inner.result_page(owner, id, part, page, now_ms)
+    }
+    fn keep_questions(&self, id: &str, questions: Vec<(String, serde_json::Value)>) -> StoreFuture<()> {
+        self.inner.keep_questions(id, questions)
+    }
+    fn questions(&self, id: &str) -> StoreFuture<Vec<TaskQuestion>> {
+        self.inner.questions(id)
+    }
+    fn answer_questions(&self, id: &str, answers: Vec<(String, serde_json::Value)>) -> StoreFuture<Vec<String>> {
+        self.inner.answer_questions(id, answers)
+    }
+    fn drop_questions(&self, id: &str, keys: Vec<String>) -> StoreFuture<()> {
+        self.inner.drop_questions(id, keys)
+    }
+    fn count_by_status(&self) -> StoreFuture<Vec<(TaskStatus, u64)>> {
+        self.inner.count_by_status()
+    }
+    fn close(&self) -> BoxFuture<'static, ()> {
+        self.inner.close()
+    }
+}
+
+/// Runs every task until `release` gives a permit, then ends it `completed` with `{ran: id}`.
+struct Held(Arc<Semaphore>);
+
+impl TaskRunner for Held {
+    fn run(&self, task: &Task, _control: TaskControl) -> BoxFuture<'static, Finished> {
+        let (id, release) = (task.id.clone(), self.0.clone());
+        Box::pin(async move {
+            release.acquire().await.unwrap().forget();
+            Finished { status: TaskStatus::Completed, message: None, outcome: Outcome::Result(json!({ "ran": id })) }
+        })
+    }
+    fn may_rerun(&self, _tool: &str) -> BoxFuture<'static, bool> {
+        Box::pin(std::future::ready(false))
+    }
+    fn outlives_host(&self, _owner: &str) -> bool {
+        true
+    }
+}
+
+async fn start(failures: usize) -> (Engine, Arc<Flaky>, Arc<Semaphore>) {
+    let store = Arc::new(Flaky {
+        inner: SqliteStore::open(Path::new(":memory:"), Durability::Process).unwrap(),
+        failures_left: AtomicUsize::new(failures),
+        refused: AtomicUsize::new(0),
+    });
+    let release = Arc::new(Semaphore::new(0));
+    let settings = TaskSettings { max_running: 2, ..TaskSettings::default() };
+    let engine = Engine::start(
+        store.clone(),
+        Runners::register(Path::new(":memory:")).unwrap(),
+        settings,
+        Arc::new(Held(release.clone())),
+        Arc::new(|| {}),
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    (engine, store, release)
+}
+
+fn call(owner: &str) -> Admission {
+    Admission {
+        owner: owner.into(),
+        tool: "slow".into(),
+        arguments: json!({}),
+        requested_ttl_ms: None,
+        progress_token: None,
+        idempotency_key: None,
+        launch: Launch::Queue,
+        events: None,
+        client_capabilities: None,
+    }
+}
+
+/// Waits (up to twenty seconds: a loaded machine) until `done` holds.
+async fn eventually(what: &str, done: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test]
+async fn an_end_the_store_failed_to_take_is_written_when_it_answers_again() {
+    let (engine, store, release) = start(usize::MAX).await;
+    let engine = Arc::new(engine);
+    let task = engine.admit(call("alice")).await.unwrap();
+    let waiter = {
+        let (engine, id) = (engine.clone(), task.id.clone());
+        tokio::spawn(async move { engine.result("alice", &id).await })
+    };
+    release.add_permits(1);
+    eventually("the store refused the end twice (a retry)", || store.refused.load(Ordering::SeqCst) >= 2).await;
+    // Not written yet: the store says `working`, and no waiter was told otherwise.
+    assert_eq!(engine.get("alice", &task.id).await.unwrap().status, TaskStatus::Working);
+    assert!(!waiter.is_finished(), "tasks/result waits for the end to be stored");
+    assert_eq!(engine.pending_ends(), (1, 0));
+    eventually("the worker is free for other tasks meanwhile", || engine.counts().running == 0).await;
+    // The store comes back after two more failures.
+    let refused = store.refused.load(Ordering::SeqCst);
+    store.failures_left.store(2, Ordering::SeqCst);
+    let (ended, outcome) = tokio::time::timeout(Duration::from_secs(30), waiter).await.expect("tasks/result answers").unwrap().unwrap();
+    assert_eq!(ended.status, TaskStatus::Completed);
+    assert_eq!(outcome, Outcome::Result(json!({ "ran": task.id })));
+    assert!(store.refused.load(Ordering::SeqCst) >= refused + 2, "retried through the failures");
+    assert_eq!(engine.get("alice", &task.id).await.unwrap().status, TaskStatus::Completed);
+    assert_eq!(engine.pending_ends(), (0, 0));
+    assert!(!engine.runs("alice", &task.id), "retired once written");
+}
+
+#[tokio::test]
+async fn a_pending_end_never_replaces_a_cancel_the_store_took() {
+    let (engine, store, release) = start(usize::MAX).await;
+    let task = engine.admit(call("alice")).await.unwrap();
+    release.add_permits(1);
+    eventually("the store refused the end", || store.refused.load(Ordering::SeqCst) >= 1).await;
+    assert!(engine.runs("alice", &task.id), "kept live while its end waits");
+    let cancelled = engine.cancel("alice", &task.id).await.unwrap();
+    assert_eq!(cancelled.status, TaskStatus::Cancelled);
+    store.failures_left.store(0, Ordering::SeqCst);
+    eventually("the pending end was dealt with", || engine.pending_ends().0 == 0).await;
+    let (ended, outcome) = engine.result("alice", &task.id).await.unwrap();
+    assert_eq!(ended.status, TaskStatus::Cancelled);
+    assert_eq!(outcome, Outcome::Cancelled);
+}
+
+/// PostgreSQL stopped as a task ends and started again 4 s later: the task ends `completed`
+/// with its result, written once the server is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_a_task_that_ends_while_the_server_is_down_is_completed_once_it_is_back() {
+    let server = match super::postgres::testing::private_server() {
+        Ok(server) => Arc::new(server),
+        Err(why) => {
+            let external = std::env::var_os("CORRAL_TEST_POSTGRES").is_some();
+            assert!(external || std::env::var_os("CORRAL_REQUIRE_POSTGRES").is_none(), "{}", super::postgres::testing::skip_notice(&why));
+            eprintln!("{}", super::postgres::testing::skip_notice(&why));
+            return;
+        }
+    };
+    let url = server.database().unwrap();
+    let runners = Runners::shared();
+    let store = Arc::new(PgStore::open(PgOptions::new(&url, runners.id())).await.unwrap());
+    let release = Arc::new(Semaphore::new(0));
+    let engine =
+        Engine::start(store, runners, TaskSettings::default(), Arc::new(Held(release.clone())), Arc::new(|| {}), CancellationToken::new()).await.unwrap();
+    let task = engine.admit(call("alice")).await.unwrap();
+    eventually("the task runs", || engine.counts().running == 1).await;
+
+    let stopping = server.clone();
+    tokio::task::spawn_blocking(move || stopping.stop()).await.unwrap();
+    release.add_permits(1);
+    eventually("its end waits for the server", || engine.pending_ends().0 == 1).await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let starting = server.clone();
+    tokio::task::spawn_blocking(move || starting.restart()).await.unwrap();
+
+    let (ended, outcome) = tokio::time::timeout(Duration::from_secs(60), engine.result("alice", &task.id)).await.expect("tasks/result answers").unwrap();
+    assert_eq!(ended.status, TaskStatus::Completed);
+    assert_eq!(outcome, Outcome::Result(json!({ "ran": task.id })));
+    assert_eq!(engine.pending_ends(), (0, 0));
+    assert_eq!(super::postgres::testing::psql(&url, &format!("SELECT status FROM corral_tasks WHERE id = '{}'", task.id)).unwrap(), "completed");
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_pending_end_writes_nothing_once_another_host_holds_the_task() {
+    let (engine, store, release) = start(usize::MAX).await;
+    let task = engine.admit(call("alice")).await.unwrap();
+    release.add_permits(1);
+    eventually("the store refused the end", || store.refused.load(Ordering::SeqCst) >= 1).await;
+    // Meanwhile another host claimed it (this one was taken for dead).
+    let me = engine.inner.runners.id().to_owned();
+    assert!(store.inner.claim(&task.id, &me, "another-host").await.unwrap().is_some());
+    store.failures_left.store(0, Ordering::SeqCst);
+    eventually("the pending end was dealt with", || engine.pending_ends().0 == 0).await;
+    let now = engine.get("alice", &task.id).await.unwrap();
+    assert_eq!((now.status, now.runner.as_str()), (TaskStatus::Working, "another-host"), "the fence kept the other host's task");
+    assert!(!engine.runs("alice", &task.id));
+}
+
+#[tokio::test]
+async fn an_adopted_call_that_ends_while_the_store_fails_is_written_when_it_answers() {
+    let (engine, store, _) = start(2).await;
+    let cancel = crate::cancel::CancelHandle::new(Arc::new(|| {}));
+    let run: LocalRun = Box::new(|task: &Task, _control: TaskControl| {
+        let id = task.id.clone();
+        Box::pin(async move { Finished { status: TaskStatus::Completed, message: None, outcome: Outcome::Result(json!({ "adopted": id })) } })
+    });
+    let task = engine.admit(Admission { launch: Launch::Running { cancel, run }, ..call("alice") }).await.unwrap();
+    let (ended, outcome) = tokio::time::timeout(Duration::from_secs(30), engine.result("alice", &task.id)).await.expect("tasks/result answers").unwrap();
+    assert_eq!((ended.status, outcome), (TaskStatus::Completed, Outcome::Result(json!({ "adopted": task.id }))));
+    assert_eq!(store.refused.load(Ordering::SeqCst), 2, "stored after two failures");
+    assert_eq!(engine.counts().running, 0);
+}

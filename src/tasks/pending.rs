@@ -1,0 +1,197 @@
+//! Ends of tasks the store could not take when the run ended (PostgreSQL unreachable, a SQLite
+//! write error), kept in memory and written as soon as the store answers again.
+//!
+//! Without this an outcome that failed to be written was lost: the task stayed `working` until
+//! its host died and recovery ran it again (or failed it as interrupted), although its run had
+//! ended once and well. A pending end stays live in this host (its `tasks/result` waiters keep
+//! waiting, its owner slot stays taken), so nobody is told an end the store does not hold; once
+//! written it is announced and retired like any other.
+//!
+//! The write is [`TaskStore::finish_as`](super::store::TaskStore::finish_as), fenced on this
+//! host: a task that another host claimed meanwhile (this one was taken for dead), or that was
+//! cancelled, keeps what the store has and the pending end is dropped.
+//!
+//! Bounded: at most [`MAX_PENDING_ENDS`]; beyond that the oldest is logged, counted and dropped
+//! (its task stays `working` for recovery, as before). Ends still pending at shutdown are lost
+//! the same way.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::engine::Inner;
+use super::model::{Outcome, TaskStatus};
+use super::runner::Live;
+
+/// How many ends may wait for the store at once. An outcome can be large (a tool's whole
+/// result), so this bounds the memory an outage can pin; a host runs far fewer tasks at a time
+/// than this, so only a long outage under load reaches it.
+pub(super) const MAX_PENDING_ENDS: usize = 1024;
+
+/// The first wait after a failed write; doubled after each failure up to [`MAX_RETRY`].
+const FIRST_RETRY: Duration = Duration::from_millis(50);
+
+/// The longest wait between two writes: an end lands within about this of the store coming
+/// back, well inside a host expiry (so before other replicas take this host for dead).
+const MAX_RETRY: Duration = Duration::from_secs(1);
+
+/// How a run ended, not yet stored.
+pub(super) struct PendingEnd {
+    pub(super) live: Arc<Live>,
+    pub(super) status: TaskStatus,
+    pub(super) message: Option<String>,
+    pub(super) outcome: Outcome,
+}
+
+/// The ends waiting for the store, oldest first; see the module doc.
+#[derive(Default)]
+pub(super) struct PendingEnds {
+    queue: Mutex<VecDeque<PendingEnd>>,
+    /// Wakes [`flush`] when an end is added.
+    added: Notify,
+    /// Ends dropped because more than [`MAX_PENDING_ENDS`] waited.
+    dropped: AtomicU64,
+}
+
+impl PendingEnds {
+    /// Keeps `end` until the store takes it; returns the oldest end when that one had to go to
+    /// make room.
+    fn push(&self, end: PendingEnd) -> Option<PendingEnd> {
+        let evicted = {
+            let mut queue = self.queue.lock().unwrap();
+            queue.push_back(end);
+            (queue.len() > MAX_PENDING_ENDS).then(|| queue.pop_front()).flatten()
+        };
+        self.added.notify_one();
+        if evicted.is_some() {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        evicted
+    }
+
+    /// Ends waiting now.
+    pub(super) fn len(&self) -> usize {
+        self.queue.lock().unwrap().len()
+    }
+
+    /// Ends dropped so far because too many waited.
+    pub(super) fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+impl Inner {
+    /// Keeps the end of `live`'s run for [`flush`] to write, after the store failed to take it.
+    pub(super) fn keep_end(&self, end: PendingEnd) {
+        if let Some(old) = self.pending.push(end) {
+            tracing::error!(
+                task = %old.live.id,
+                limit = MAX_PENDING_ENDS,
+                "too many task ends wait for the store; dropping the oldest (the task stays working for recovery)"
+            );
+            self.retire(&old.live.id);
+        }
+    }
+
+    /// Writes the oldest pending end. `Err(())`: the store is still failing.
+    async fn write_oldest(&self) -> Result<(), ()> {
+        let Some((live, status, message, outcome)) =
+            self.pending.queue.lock().unwrap().front().map(|e| (e.live.clone(), e.status, e.message.clone(), e.outcome.clone()))
+        else {
+            return Ok(());
+        };
+        // Written even when the engine stopped the run meanwhile: the fence keeps whatever the
+        // store holds (a cancel that was stored, a claim by another host), and a cancel that
+        // failed to be stored leaves nothing this end should give way to.
+        match self.store.finish_as(&live.id, self.runners.id(), status, message.as_deref(), &outcome).await {
+            Ok(Some(ended)) => {
+                tracing::info!(task = %live.id, status = ended.status.as_str(), "stored a task's end once the store answered again");
+                live.announce(&ended);
+            }
+            Ok(None) => tracing::warn!(task = %live.id, "a task's pending end was refused: it ended or moved to another host meanwhile"),
+            Err(e) => {
+                tracing::warn!(task = %live.id, "storing the task's outcome failed again: {e}");
+                return Err(());
+            }
+        }
+        // Only this task removes entries from the front, save `keep_end`'s eviction: drop the
+        // entry written, if it is still there.
+        let mut queue = self.pending.queue.lock().unwrap();
+        if queue.front().is_some_and(|e| Arc::ptr_eq(&e.live, &live)) {
+            queue.pop_front();
+        }
+        drop(queue);
+        self.retire(&live.id);
+        Ok(())
+    }
+}
+
+/// Writes pending ends, oldest first, retrying with a capped backoff while the store fails,
+/// until `stop` fires.
+pub(super) async fn flush(inner: Arc<Inner>, stop: CancellationToken) {
+    let mut wait = FIRST_RETRY;
+    loop {
+        if inner.pending.len() == 0 {
+            wait = FIRST_RETRY;
+            tokio::select! {
+                _ = stop.cancelled() => break,
+                _ = inner.pending.added.notified() => {}
+            }
+            // Just failed in `conclude`: give the store a moment before the first retry.
+        }
+        tokio::select! {
+            _ = stop.cancelled() => break,
+            _ = tokio::time::sleep(wait) => {}
+        }
+        loop {
+            match inner.write_oldest().await {
+                Ok(()) if inner.pending.len() > 0 => wait = FIRST_RETRY,
+                Ok(()) => break,
+                Err(()) => {
+                    wait = (wait * 2).min(MAX_RETRY);
+                    break;
+                }
+            }
+        }
+    }
+    let lost = inner.pending.len();
+    if lost > 0 {
+        tracing::error!("{lost} task ends were never stored (the store did not answer before shutdown); their tasks stay working for recovery");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cancel::CancelHandle;
+
+    fn end(id: usize) -> PendingEnd {
+        let live = Arc::new(Live {
+            id: format!("t{id}"),
+            owner: "o".into(),
+            cancel: CancelHandle::new(Arc::new(|| {})),
+            local_run: Mutex::new(None),
+            stopped: Default::default(),
+            events: None,
+            message: Mutex::new(None),
+            done: tokio::sync::watch::channel(false).0,
+        });
+        PendingEnd { live, status: TaskStatus::Completed, message: None, outcome: Outcome::Cancelled }
+    }
+
+    #[test]
+    fn beyond_the_bound_the_oldest_end_is_dropped_and_counted() {
+        let pending = PendingEnds::default();
+        for n in 0..MAX_PENDING_ENDS {
+            assert!(pending.push(end(n)).is_none());
+        }
+        let evicted = pending.push(end(MAX_PENDING_ENDS)).expect("one had to go");
+        assert_eq!(evicted.live.id, "t0", "the oldest");
+        assert_eq!((pending.len(), pending.dropped()), (MAX_PENDING_ENDS, 1));
+        assert_eq!(pending.queue.lock().unwrap().back().unwrap().live.id, format!("t{MAX_PENDING_ENDS}"), "the newest is kept");
+    }
+}
