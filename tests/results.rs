@@ -209,6 +209,30 @@ fn a_plain_calls_result_expires_with_the_task_ttl() {
 }
 
 #[test]
+fn past_the_clients_bound_a_large_result_is_not_kept_and_says_which_flag() {
+    let dir = plugins();
+    // Room for one 1 MB result, not two.
+    let mut mcp = serve(Transport::Http, &dir, &["--max-result-bytes-per-client", "1500000"]);
+    mcp.initialize();
+    let uri = link_of(&mcp.call_tool("mid", json!({})), MID);
+    let refused = mcp.call_tool("mid", json!({}));
+    assert_eq!(refused["isError"], true, "{}", clip(&refused));
+    assert_eq!(refused["_meta"]["corral/error"]["kind"], "result-not-kept", "{}", clip(&refused));
+    let text = refused["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("--max-result-bytes-per-client (1500000 bytes)") && text.contains("1000000 bytes are kept"), "{text}");
+    let created = mcp.result("tools/call", json!({ "name": "mid", "arguments": {}, "task": {} }));
+    let task = mcp.result("tasks/result", json!({ "taskId": created["task"]["taskId"] }));
+    assert_eq!(task["_meta"]["corral/error"]["kind"], "result-not-kept", "a task's result counts too: {}", clip(&task));
+    assert!(read_all(&mut mcp, &uri, &json!({})) == expected(MID), "the first result still reads back whole");
+    let metrics = mcp.http_url().unwrap().replace("/mcp", "/metrics");
+    let text = ureq::get(&metrics).call().unwrap().into_body().read_to_string().unwrap();
+    assert!(text.lines().any(|l| l == format!("corral_result_bytes_kept {MID}")), "only the first is counted:\n{text}");
+    // Another client has a bound of its own.
+    mcp.new_session();
+    link_of(&mcp.call_tool("mid", json!({})), MID);
+}
+
+#[test]
 fn a_plugin_may_raise_its_inline_limit_in_its_manifest() {
     let dir = plugins();
     common::write_manifest(dir.path(), "gen", "[limits]\ninline-result = \"2MiB\"\n");

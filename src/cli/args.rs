@@ -152,6 +152,14 @@ pub struct TaskArgs {
     /// Unfinished tasks one client (a session, or a token's holder) may have at once.
     #[arg(long, env = "CORRAL_MAX_TASKS_PER_CLIENT", default_value_t = TaskSettings::default().max_per_owner, value_parser = config::parse_positive::<usize>)]
     pub max_tasks_per_client: usize,
+    /// Most bytes of large results kept by reference for one client (a session, or a token's
+    /// holder), e.g. 256MiB; past it a large result is answered with a `result-not-kept` error.
+    #[arg(long, env = "CORRAL_MAX_RESULT_BYTES_PER_CLIENT", default_value = defaults::MAX_RESULT_BYTES_PER_CLIENT, value_parser = config::parse_size)]
+    pub max_result_bytes_per_client: u64,
+    /// Most bytes of large results kept by reference for all clients together (across replicas
+    /// sharing a PostgreSQL --db), e.g. 2GiB.
+    #[arg(long, env = "CORRAL_MAX_RESULT_BYTES", default_value = defaults::MAX_RESULT_BYTES, value_parser = config::parse_size)]
+    pub max_result_bytes: u64,
     /// How long a task and its result are kept when the client asks for no TTL.
     #[arg(long, env = "CORRAL_TASK_TTL", default_value = defaults::TASK_TTL, value_parser = config::parse_duration)]
     pub task_ttl: Duration,
@@ -485,7 +493,9 @@ mod tests {
             let err = serve(&[flag, "0s"]).err().unwrap_or_else(|| panic!("{flag} 0s was accepted"));
             assert!(err.to_string().contains("must be greater than zero"), "{flag}: {err}");
         }
-        for flag in ["--memory", "--memory-ceiling", "--max-output", "--max-body", "--inline-result-limit"] {
+        for flag in
+            ["--memory", "--memory-ceiling", "--max-output", "--max-body", "--inline-result-limit", "--max-result-bytes-per-client", "--max-result-bytes"]
+        {
             assert!(serve(&[flag, "0B"]).is_err(), "{flag} 0B was accepted");
         }
     }
@@ -514,6 +524,9 @@ mod tests {
             (args.tasks.task_ttl, args.tasks.task_max_ttl, args.tasks.task_poll_interval, args.tasks.task_reap_every),
             (tasks.default_ttl, tasks.max_ttl, tasks.poll_interval, tasks.reap_every)
         );
+        assert_eq!((args.tasks.max_result_bytes_per_client, args.tasks.max_result_bytes), (tasks.result_quota.per_owner, tasks.result_quota.total));
+        let args = serve(&["--max-result-bytes-per-client", "1MiB", "--max-result-bytes", "3MiB"]).unwrap();
+        assert_eq!(args.tasks.settings().result_quota, crate::tasks::ResultQuota { per_owner: 1 << 20, total: 3 << 20 });
     }
 
     #[test]

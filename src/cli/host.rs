@@ -13,7 +13,7 @@ use crate::config::{self, Limits};
 use crate::registry::{load_in_background, plugin_files, LoadSettings, Registry};
 use crate::runtime::{EngineSettings, Runtime, RuntimeSettings};
 use crate::server::{self, Host, ServerOptions, ToolRunner};
-use crate::tasks::{is_postgres_url, Durability, Engine, PgOptions, PgStore, Runners, SqliteStore, TaskSettings, TaskStore};
+use crate::tasks::{is_postgres_url, Durability, Engine, PgOptions, PgStore, ResultQuota, Runners, SqliteStore, TaskSettings, TaskStore};
 use crate::transport;
 
 impl HostArgs {
@@ -65,6 +65,7 @@ impl TaskArgs {
             poll_interval: self.task_poll_interval,
             reap_every: self.task_reap_every,
             host_expiry: self.host_expiry,
+            result_quota: ResultQuota { per_owner: self.max_result_bytes_per_client, total: self.max_result_bytes },
         }
     }
 

@@ -26,6 +26,15 @@ pub const MAX_OUTPUT: &str = "16MiB";
 pub const INLINE_RESULT: &str = "256KiB";
 /// [`Limits::checkpoint`](super::Limits::checkpoint): the largest checkpoint a plugin may store.
 pub const CHECKPOINT: &str = "1MiB";
+/// `--max-result-bytes-per-client`, `tasks::ResultQuota::per_owner`: the most bytes of results
+/// kept by reference for one client. Sixteen results at the default `--max-output`, more than a
+/// conversation reads back within the task TTL, while one client looping on a large tool stops
+/// there instead of filling the disk.
+pub const MAX_RESULT_BYTES_PER_CLIENT: &str = "256MiB";
+/// `--max-result-bytes`, `tasks::ResultQuota::total`: the most bytes of results kept by
+/// reference for every client together (across replicas on PostgreSQL). Eight clients at their
+/// own bound: a size any host's disk holds, so the store cannot grow without limit.
+pub const MAX_RESULT_BYTES: &str = "2GiB";
 /// `--task-ttl`, `tasks::TaskSettings::default_ttl`.
 pub const TASK_TTL: &str = "1h";
 /// `--task-max-ttl`, `tasks::TaskSettings::max_ttl`.
@@ -78,6 +87,8 @@ mod tests {
         assert_eq!(size(MAX_OUTPUT), 16 << 20);
         assert_eq!(size(INLINE_RESULT), 256 << 10);
         assert_eq!(size(CHECKPOINT), 1 << 20);
+        assert_eq!(size(MAX_RESULT_BYTES_PER_CLIENT), 256 << 20);
+        assert_eq!(size(MAX_RESULT_BYTES), 2 << 30);
         assert_eq!(duration(TASK_TTL), Duration::from_secs(3600));
         assert_eq!(duration(TASK_MAX_TTL), Duration::from_secs(24 * 3600));
         assert_eq!(duration(TASK_POLL_INTERVAL), Duration::from_millis(1000));

@@ -50,6 +50,8 @@ pub struct Metrics {
     /// Task ends waiting for the store to answer again, and those dropped (see `tasks::pending`).
     ends_pending: Gauge,
     ends_dropped: Counter,
+    /// Bytes of results kept by reference, read from the store at each scrape.
+    result_bytes: Gauge,
 }
 
 impl Default for Metrics {
@@ -69,7 +71,9 @@ impl Default for Metrics {
         let (ends_pending, ends_dropped) = (Gauge::default(), Counter::default());
         registry.register("task_ends_pending", "Ended tasks whose end waits for the task store to answer again", ends_pending.clone());
         registry.register("task_ends_dropped", "Task ends dropped because too many waited for the task store", ends_dropped.clone());
-        Metrics { registry, requests, calls, latency, tasks, queued, running, ends_pending, ends_dropped }
+        let result_bytes = Gauge::default();
+        registry.register("result_bytes_kept", "Bytes of large results kept by reference in the task store", result_bytes.clone());
+        Metrics { registry, requests, calls, latency, tasks, queued, running, ends_pending, ends_dropped, result_bytes }
     }
 }
 
@@ -99,6 +103,9 @@ impl Metrics {
                 let n = by_status.iter().find(|(s, _)| *s == status).map_or(0, |(_, n)| *n);
                 self.tasks.get_or_create(&StatusLabel { status: status.as_str().to_owned() }).set(n as i64);
             }
+        }
+        if let Ok(bytes) = engine.result_bytes_kept().await {
+            self.result_bytes.set(i64::try_from(bytes).unwrap_or(i64::MAX));
         }
         let mut text = String::new();
         encode(&mut text, &self.registry).expect("writing to a String cannot fail");

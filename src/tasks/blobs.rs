@@ -5,10 +5,15 @@
 //! a text, or the base64 of a binary) under an id and a part number. The store splits it into
 //! pages of at most [`RESULT_PAGE_BYTES`], cut where a page is valid on its own (a UTF-8 character
 //! boundary; base64 in whole groups of four), so every page can be sent as it is.
+//!
+//! What is kept is bounded per owner and in all ([`ResultQuota`]): without a bound one client
+//! looping on a large tool fills the disk for the whole TTL. The store checks it as it writes,
+//! so the bound holds across replicas sharing a store, and a keep past it writes nothing.
 
 use super::engine::{Engine, EngineError};
 use super::model::now_ms;
 use super::runner::TaskControl;
+use super::store::StoreError;
 
 /// The most bytes of one part a page holds (text: UTF-8 bytes; binary: base64 characters).
 pub const RESULT_PAGE_BYTES: usize = 256 * 1024;
@@ -35,6 +40,71 @@ impl PartKind {
     pub fn parse(s: &str) -> Option<PartKind> {
         [PartKind::Text, PartKind::Blob].into_iter().find(|k| k.as_str() == s)
     }
+}
+
+/// The bounds on the bytes of kept results (`--max-result-bytes-per-client`,
+/// `--max-result-bytes`). They count what is stored: the bytes of every kept part, expired or
+/// not, until the reaper purges it, because that is what the disk holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResultQuota {
+    /// The most bytes of results one owner may have kept.
+    pub per_owner: u64,
+    /// The most bytes of results kept for every owner together (across every host of a shared
+    /// store).
+    pub total: u64,
+}
+
+impl Default for ResultQuota {
+    fn default() -> ResultQuota {
+        ResultQuota {
+            per_owner: crate::config::defaults::size(crate::config::defaults::MAX_RESULT_BYTES_PER_CLIENT),
+            total: crate::config::defaults::size(crate::config::defaults::MAX_RESULT_BYTES),
+        }
+    }
+}
+
+/// Which bound of a [`ResultQuota`] a keep would pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QuotaBound {
+    /// The owner's own (`--max-result-bytes-per-client`).
+    PerOwner,
+    /// Everyone's together (`--max-result-bytes`).
+    Total,
+}
+
+impl QuotaBound {
+    /// The flag that sets it, so the refusal says what to raise.
+    pub fn flag(self) -> &'static str {
+        match self {
+            QuotaBound::PerOwner => "--max-result-bytes-per-client",
+            QuotaBound::Total => "--max-result-bytes",
+        }
+    }
+
+    /// Whose results it counts, in words.
+    pub fn whose(self) -> &'static str {
+        match self {
+            QuotaBound::PerOwner => "this client",
+            QuotaBound::Total => "all clients",
+        }
+    }
+}
+
+impl ResultQuota {
+    /// Whether `size` more bytes may be kept when `mine` are kept for the owner and `all` for
+    /// everyone; the refusal names the bound passed (the owner's first).
+    pub fn admit(&self, size: u64, mine: u64, all: u64) -> Result<(), StoreError> {
+        let over = |bound, limit: u64, kept: u64| (kept.saturating_add(size) > limit).then_some(StoreError::OverQuota { bound, limit, kept, size });
+        match over(QuotaBound::PerOwner, self.per_owner, mine).or_else(|| over(QuotaBound::Total, self.total, all)) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The bytes a keep of `parts` adds, as the quota counts them.
+pub fn parts_size(parts: &[ResultPart]) -> u64 {
+    parts.iter().map(|p| p.data.len() as u64).sum()
 }
 
 /// One piece of a result to keep: content block `part` of the result `id`.
@@ -95,8 +165,14 @@ pub fn pages(kind: PartKind, data: &str, max: usize) -> Vec<&str> {
 impl Engine {
     /// Keeps `parts` of the result `id` for `owner` until `expires_at` (ms since the epoch;
     /// `None`: until deleted): a plain call's large result, read back with [`Engine::result_page`].
+    /// Past the [`ResultQuota`] it is not kept ([`StoreError::OverQuota`]).
     pub async fn keep_result(&self, owner: &str, id: &str, expires_at: Option<i64>, parts: Vec<ResultPart>) -> Result<(), EngineError> {
-        Ok(self.inner.store.keep_result(owner, id, expires_at, parts).await?)
+        Ok(self.inner.store.keep_result(owner, id, expires_at, parts, self.inner.settings.result_quota).await?)
+    }
+
+    /// The bytes of results kept now, by every owner (for `/metrics`).
+    pub async fn result_bytes_kept(&self) -> Result<u64, EngineError> {
+        Ok(self.inner.store.result_bytes_kept().await?)
     }
 
     /// Page `page` of part `part` of the result `id`, if `owner` owns it and it has not expired.
@@ -115,7 +191,7 @@ impl TaskControl {
     /// (`expires_at` is the task's expiry). Written before the task ends, so a client that sees
     /// the task ended can read them.
     pub async fn keep_result(&self, expires_at: Option<i64>, parts: Vec<ResultPart>) -> Result<(), EngineError> {
-        Ok(self.store.keep_result(&self.live.owner, &self.live.id, expires_at, parts).await?)
+        Ok(self.store.keep_result(&self.live.owner, &self.live.id, expires_at, parts, self.result_quota).await?)
     }
 }
 
@@ -138,5 +214,17 @@ mod tests {
         assert!(cut[..cut.len() - 1].iter().all(|p| p.len() == 8), "{cut:?}");
         assert_eq!(cut.concat(), data);
         assert_eq!(pages(PartKind::Text, "", 10), [""], "an empty part still has a page");
+    }
+
+    #[test]
+    fn the_owners_bound_is_named_before_the_total() {
+        let quota = ResultQuota { per_owner: 100, total: 150 };
+        assert!(quota.admit(40, 60, 60).is_ok(), "exactly at both bounds is within them");
+        let e = quota.admit(41, 60, 60).unwrap_err();
+        assert!(matches!(e, StoreError::OverQuota { bound: QuotaBound::PerOwner, limit: 100, kept: 60, size: 41 }), "{e:?}");
+        assert!(e.to_string().contains("--max-result-bytes-per-client"), "{e}");
+        let e = quota.admit(10, 0, 145).unwrap_err();
+        assert!(matches!(e, StoreError::OverQuota { bound: QuotaBound::Total, .. }), "{e:?}");
+        assert!(e.to_string().contains("--max-result-bytes ("), "{e}");
     }
 }

@@ -447,7 +447,7 @@ impl Inner {
 
     /// The control a run of `live` gets: every write fenced on this host.
     pub(super) fn control(self: &Arc<Self>, live: &Arc<Live>) -> TaskControl {
-        TaskControl { live: live.clone(), store: self.store.clone(), runner: self.runners.id().into() }
+        TaskControl { live: live.clone(), store: self.store.clone(), runner: self.runners.id().into(), result_quota: self.settings.result_quota }
     }
 
     /// Shows the newest progress message of a task that is still working.

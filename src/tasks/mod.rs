@@ -29,7 +29,7 @@ mod engine_tests;
 #[cfg(test)]
 mod outage_tests;
 
-pub use blobs::{pages as result_pages, PartKind, ResultPage, ResultPart, RESULT_PAGE_BYTES};
+pub use blobs::{pages as result_pages, PartKind, QuotaBound, ResultPage, ResultPart, ResultQuota, RESULT_PAGE_BYTES};
 pub use engine::{Admission, Counts, Engine, EngineError};
 pub use input::Inputs;
 pub use model::{now_ms, Outcome, OutcomeKind, Progress, Task, TaskStatus};

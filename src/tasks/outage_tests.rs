@@ -11,7 +11,7 @@ use serde_json::json;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use super::blobs::{ResultPage, ResultPart};
+use super::blobs::{ResultPage, ResultPart, ResultQuota};
 use super::*;
 
 /// SQLite, except that `finish_as` fails while `failures_left` is above zero (each failure
@@ -83,8 +83,12 @@ impl TaskStore for Flaky {
     fn checkpoint_state(&self, id: &str) -> StoreFuture<Option<(u64, Vec<u8>)>> {
         self.inner.checkpoint_state(id)
     }
-    fn keep_result(&self, owner: &str, id: &str, expires_at: Option<i64>, parts: Vec<ResultPart>) -> StoreFuture<()> {
-        self.inner.keep_result(owner, id, expires_at, parts)
+    fn keep_result(&self, owner: &str, id: &str, expires_at: Option<i64>, parts: Vec<ResultPart>, quota: ResultQuota) -> StoreFuture<()> {
+        self.inner.keep_result(owner, id, expires_at, parts, quota)
+    }
+
+    fn result_bytes_kept(&self) -> StoreFuture<u64> {
+        self.inner.result_bytes_kept()
     }
     fn result_page(&self, owner: &str, id: &str, part: u32, page: u32, now_ms: i64) -> StoreFuture<Option<ResultPage>> {
         self.inner.result_page(owner, id, part, page, now_ms)

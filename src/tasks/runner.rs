@@ -93,6 +93,8 @@ pub struct TaskControl {
     /// This host's runner id: every write is fenced on it, so a host whose task was claimed
     /// by another (it was taken for dead) writes nothing.
     pub(super) runner: Arc<str>,
+    /// The bounds a kept result of this task counts against (the engine's settings).
+    pub(super) result_quota: super::blobs::ResultQuota,
 }
 
 impl TaskControl {

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use super::blobs::ResultQuota;
 use crate::config::defaults;
 
 /// Task engine limits and defaults. (The runtime has its own `EngineSettings`, for wasmtime.)
@@ -26,6 +27,8 @@ pub struct TaskSettings {
     /// Recovery then looks four times per expiry, so a dead replica's tasks move within
     /// about `host_expiry` and a quarter.
     pub host_expiry: Duration,
+    /// The bounds on the bytes of results kept by reference, per owner and in all.
+    pub result_quota: ResultQuota,
 }
 
 /// `--host-expiry`'s default.
@@ -42,6 +45,7 @@ impl Default for TaskSettings {
             poll_interval: defaults::duration(defaults::TASK_POLL_INTERVAL),
             reap_every: defaults::duration(defaults::TASK_REAP_EVERY),
             host_expiry: DEFAULT_HOST_EXPIRY,
+            result_quota: ResultQuota::default(),
         }
     }
 }

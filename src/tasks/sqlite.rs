@@ -24,7 +24,7 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row, Transactio
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use super::blobs::{ResultPage, ResultPart};
+use super::blobs::{ResultPage, ResultPart, ResultQuota};
 use super::model::{Outcome, Task, TaskStatus};
 use super::store::{StoreError, StoreFuture, StoreResult, TaskQuestion, TaskStore};
 
@@ -646,9 +646,14 @@ impl TaskStore for SqliteStore {
         self.write(move |c| super::sqlite_inputs::forget(c, &id, &keys))
     }
 
-    fn keep_result(&self, owner: &str, id: &str, expires_at: Option<i64>, parts: Vec<ResultPart>) -> StoreFuture<()> {
+    fn keep_result(&self, owner: &str, id: &str, expires_at: Option<i64>, parts: Vec<ResultPart>, quota: ResultQuota) -> StoreFuture<()> {
         let (owner, id) = (owner.to_owned(), id.to_owned());
-        self.write(move |c| super::sqlite_blobs::keep(c, &owner, &id, expires_at, &parts))
+        let kept = self.write(move |c| super::sqlite_blobs::keep(c, &owner, &id, expires_at, &parts, quota));
+        Box::pin(async move { kept.await? })
+    }
+
+    fn result_bytes_kept(&self) -> StoreFuture<u64> {
+        self.read(super::sqlite_blobs::kept)
     }
 
     fn result_page(&self, owner: &str, id: &str, part: u32, page: u32, now_ms: i64) -> StoreFuture<Option<ResultPage>> {

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 
-use super::blobs::{ResultPage, ResultPart};
+use super::blobs::{QuotaBound, ResultPage, ResultPart, ResultQuota};
 use super::model::{Outcome, Progress, Task, TaskStatus};
 
 /// What every store call returns.
@@ -111,6 +111,22 @@ pub enum StoreError {
         active: usize,
         /// The cap.
         limit: usize,
+    },
+    /// Keeping a result would pass a bound on the bytes of kept results ([`ResultQuota`]): it
+    /// is not kept.
+    #[error(
+        "the results kept for {} would pass {} ({limit} bytes): {kept} bytes are kept and this result is {size} bytes; read them and let them expire, or raise the flag",
+        bound.whose(), bound.flag()
+    )]
+    OverQuota {
+        /// Which bound.
+        bound: QuotaBound,
+        /// Its value in bytes.
+        limit: u64,
+        /// The bytes kept already under it.
+        kept: u64,
+        /// The bytes this keep would add.
+        size: u64,
     },
     /// A task ended without an outcome, which a store must never let happen.
     #[error("task store: task {id} ended without an outcome")]
@@ -272,8 +288,14 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// Keeps `parts` of the large result `id` for `owner` in pages ([`super::blobs::pages`]),
     /// all in one transaction, until `expires_at` (ms since the epoch; `None`: until deleted).
-    /// [`TaskStore::purge_expired`] deletes them when they expire.
-    fn keep_result(&self, owner: &str, id: &str, expires_at: Option<i64>, parts: Vec<ResultPart>) -> StoreFuture<()>;
+    /// [`TaskStore::purge_expired`] deletes them when they expire. A keep that would pass either
+    /// bound of `quota` (counted over what is stored, on every host of a shared store, the
+    /// result's own earlier version left out) keeps nothing and fails with
+    /// [`StoreError::OverQuota`].
+    fn keep_result(&self, owner: &str, id: &str, expires_at: Option<i64>, parts: Vec<ResultPart>, quota: ResultQuota) -> StoreFuture<()>;
+
+    /// The bytes of every kept result now stored, by every owner, as the quota counts them.
+    fn result_bytes_kept(&self) -> StoreFuture<u64>;
 
     /// Page `page` of part `part` of the kept result `id`, when `owner` owns it and it has not
     /// expired at `now_ms`; `None` otherwise (whoever asks learns nothing of others' results).

@@ -194,14 +194,14 @@ pub(crate) async fn counts_and_unfinished_follow_the_statuses(store: &dyn TaskSt
 }
 
 pub(crate) async fn results_are_kept_in_pages_for_their_owner_until_they_expire(store: &dyn TaskStore) {
-    use super::blobs::{PartKind, ResultPart, RESULT_PAGE_BYTES};
+    use super::blobs::{PartKind, ResultPart, ResultQuota, RESULT_PAGE_BYTES};
     let now = now_ms();
     let text: String = (0..RESULT_PAGE_BYTES * 2 + 10).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
     let parts = vec![
         ResultPart { part: 0, kind: PartKind::Text, mime_type: Some("text/plain".into()), data: text.clone() },
         ResultPart { part: 2, kind: PartKind::Blob, mime_type: Some("image/png".into()), data: "AQID".into() },
     ];
-    store.keep_result("alice", "r1", Some(now + 60_000), parts).await.unwrap();
+    store.keep_result("alice", "r1", Some(now + 60_000), parts, ResultQuota::default()).await.unwrap();
     let mut read = String::new();
     for n in 0..3 {
         let page = store.result_page("alice", "r1", 0, n, now).await.unwrap().expect("a page");
@@ -216,11 +216,35 @@ pub(crate) async fn results_are_kept_in_pages_for_their_owner_until_they_expire(
     assert_eq!(store.result_page("alice", "r1", 1, 0, now).await.unwrap(), None, "no such part");
     assert_eq!(store.result_page("bob", "r1", 0, 0, now).await.unwrap(), None, "another owner reads nothing");
     assert_eq!(store.result_page("alice", "r1", 0, 0, now + 60_000).await.unwrap(), None, "an expired result reads as gone");
-    store.keep_result("alice", "forever", None, vec![ResultPart { part: 0, kind: PartKind::Text, mime_type: None, data: String::new() }]).await.unwrap();
+    store
+        .keep_result("alice", "forever", None, vec![ResultPart { part: 0, kind: PartKind::Text, mime_type: None, data: String::new() }], ResultQuota::default())
+        .await
+        .unwrap();
     store.purge_expired(now + 60_000).await.unwrap();
     assert_eq!(store.result_page("alice", "r1", 2, 0, now).await.unwrap(), None, "purged once expired");
     let empty = store.result_page("alice", "forever", 0, 0, now + 60_000).await.unwrap().expect("kept without expiry");
     assert_eq!((empty.data.as_str(), empty.pages, empty.size), ("", 1, 0));
+}
+
+pub(crate) async fn a_keep_past_the_owners_bound_is_refused_and_another_owner_is_unaffected(store: &dyn TaskStore) {
+    use super::blobs::{PartKind, QuotaBound, ResultPart, ResultQuota};
+    use super::store::StoreError;
+    let part = |n: usize| vec![ResultPart { part: 0, kind: PartKind::Text, mime_type: None, data: "x".repeat(n) }];
+    let quota = ResultQuota { per_owner: 1000, total: 1700 };
+    let expires = Some(now_ms() + 60_000);
+    store.keep_result("alice", "a1", expires, part(600), quota).await.unwrap();
+    let e = store.keep_result("alice", "a2", expires, part(500), quota).await.unwrap_err();
+    assert!(matches!(e, StoreError::OverQuota { bound: QuotaBound::PerOwner, limit: 1000, kept: 600, size: 500 }), "{e:?}");
+    assert!(e.to_string().contains("--max-result-bytes-per-client"), "the refusal names the flag: {e}");
+    assert_eq!(store.result_page("alice", "a2", 0, 0, now_ms()).await.unwrap(), None, "nothing of the refused result is kept");
+    assert_eq!(store.result_bytes_kept().await.unwrap(), 600);
+    // Replacing a result counts its new size, not both.
+    store.keep_result("alice", "a1", expires, part(1000), quota).await.unwrap();
+    store.keep_result("bob", "b1", expires, part(700), quota).await.expect("another owner has a bound of its own");
+    assert_eq!(store.result_bytes_kept().await.unwrap(), 1700);
+    let e = store.keep_result("carol", "c1", expires, part(1), quota).await.unwrap_err();
+    assert!(matches!(e, StoreError::OverQuota { bound: QuotaBound::Total, limit: 1700, kept: 1700, size: 1 }), "{e:?}");
+    assert!(store.result_page("alice", "a1", 0, 0, now_ms()).await.unwrap().is_some(), "what was kept stays readable");
 }
 
 pub(crate) async fn questions_are_kept_answered_once_and_go_with_their_task(store: &dyn TaskStore) {
@@ -319,6 +343,7 @@ macro_rules! store_suite {
                 purge_deletes_expired_tasks_and_their_outcomes,
                 counts_and_unfinished_follow_the_statuses,
                 results_are_kept_in_pages_for_their_owner_until_they_expire,
+                a_keep_past_the_owners_bound_is_refused_and_another_owner_is_unaffected,
                 checkpoints_replace_each_other_are_fenced_and_attempts_are_counted,
                 questions_are_kept_answered_once_and_go_with_their_task,
                 an_attempt_remembers_the_checkpoint_it_started_from,

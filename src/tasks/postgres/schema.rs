@@ -114,6 +114,7 @@ UPDATE corral_outcomes SET
         WHEN body ? 'result' THEN 'result'
     END;
 ",
+    super::blobs::MIGRATION,
 ];
 
 /// The schema version this corral writes.

@@ -20,7 +20,7 @@ use super::counts::{MINE, QUEUED};
 use super::notify::{Notifier, ANSWERED};
 use super::pool::{get, Target};
 use super::{hosts, listen, schema, PgOptions};
-use crate::tasks::blobs::{ResultPage, ResultPart};
+use crate::tasks::blobs::{ResultPage, ResultPart, ResultQuota};
 use crate::tasks::model::{now_ms, Outcome, Progress, Task, TaskStatus};
 use crate::tasks::store::{StoreError, StoreEvent, StoreFuture, StoreResult, TaskQuestion, TaskStore};
 
@@ -466,8 +466,12 @@ impl TaskStore for PgStore {
         Box::pin(super::inputs::forget(self.pool(), id.to_owned(), keys))
     }
 
-    fn keep_result(&self, owner: &str, id: &str, expires_at: Option<i64>, parts: Vec<ResultPart>) -> StoreFuture<()> {
-        Box::pin(super::blobs::keep(self.pool(), owner.to_owned(), id.to_owned(), expires_at, parts))
+    fn keep_result(&self, owner: &str, id: &str, expires_at: Option<i64>, parts: Vec<ResultPart>, quota: ResultQuota) -> StoreFuture<()> {
+        Box::pin(super::blobs::keep(self.pool(), owner.to_owned(), id.to_owned(), expires_at, parts, quota))
+    }
+
+    fn result_bytes_kept(&self) -> StoreFuture<u64> {
+        Box::pin(super::blobs::kept(self.pool()))
     }
 
     fn result_page(&self, owner: &str, id: &str, part: u32, page: u32, now_ms: i64) -> StoreFuture<Option<ResultPage>> {
