@@ -101,7 +101,8 @@ impl Seen {
     }
 }
 
-fn call(owner: &str, tool: &str) -> Admission {
+/// A queued call of `tool` for `owner` (also the outage tests' admission).
+pub(super) fn call(owner: &str, tool: &str) -> Admission {
     Admission {
         owner: owner.into(),
         tool: tool.into(),

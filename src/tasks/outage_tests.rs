@@ -12,6 +12,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::blobs::{ResultPage, ResultPart, ResultQuota};
+use super::engine_tests::call;
 use super::*;
 
 /// SQLite, except that `finish_as` fails while `failures_left` is above zero (each failure
@@ -153,20 +154,6 @@ async fn start(failures: usize) -> (Engine, Arc<Flaky>, Arc<Semaphore>) {
     (engine, store, release)
 }
 
-fn call(owner: &str) -> Admission {
-    Admission {
-        owner: owner.into(),
-        tool: "slow".into(),
-        arguments: json!({}),
-        requested_ttl_ms: None,
-        progress_token: None,
-        idempotency_key: None,
-        launch: Launch::Queue,
-        events: None,
-        client_capabilities: None,
-    }
-}
-
 /// Waits (up to twenty seconds: a loaded machine) until `done` holds.
 async fn eventually(what: &str, done: impl Fn() -> bool) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
@@ -180,7 +167,7 @@ async fn eventually(what: &str, done: impl Fn() -> bool) {
 async fn an_end_the_store_failed_to_take_is_written_when_it_answers_again() {
     let (engine, store, release) = start(usize::MAX).await;
     let engine = Arc::new(engine);
-    let task = engine.admit(call("alice")).await.unwrap();
+    let task = engine.admit(call("alice", "slow")).await.unwrap();
     let waiter = {
         let (engine, id) = (engine.clone(), task.id.clone());
         tokio::spawn(async move { engine.result("alice", &id).await })
@@ -207,7 +194,7 @@ async fn an_end_the_store_failed_to_take_is_written_when_it_answers_again() {
 #[tokio::test]
 async fn a_pending_end_never_replaces_a_cancel_the_store_took() {
     let (engine, store, release) = start(usize::MAX).await;
-    let task = engine.admit(call("alice")).await.unwrap();
+    let task = engine.admit(call("alice", "slow")).await.unwrap();
     release.add_permits(1);
     eventually("the store refused the end", || store.refused.load(Ordering::SeqCst) >= 1).await;
     assert!(engine.runs("alice", &task.id), "kept live while its end waits");
@@ -239,7 +226,7 @@ async fn on_postgres_a_task_that_ends_while_the_server_is_down_is_completed_once
     let release = Arc::new(Semaphore::new(0));
     let engine =
         Engine::start(store, runners, TaskSettings::default(), Arc::new(Held(release.clone())), Arc::new(|| {}), CancellationToken::new()).await.unwrap();
-    let task = engine.admit(call("alice")).await.unwrap();
+    let task = engine.admit(call("alice", "slow")).await.unwrap();
     eventually("the task runs", || engine.counts().running == 1).await;
 
     let stopping = server.clone();
@@ -261,7 +248,7 @@ async fn on_postgres_a_task_that_ends_while_the_server_is_down_is_completed_once
 #[tokio::test]
 async fn a_pending_end_writes_nothing_once_another_host_holds_the_task() {
     let (engine, store, release) = start(usize::MAX).await;
-    let task = engine.admit(call("alice")).await.unwrap();
+    let task = engine.admit(call("alice", "slow")).await.unwrap();
     release.add_permits(1);
     eventually("the store refused the end", || store.refused.load(Ordering::SeqCst) >= 1).await;
     // Meanwhile another host claimed it (this one was taken for dead).
@@ -282,7 +269,7 @@ async fn an_adopted_call_that_ends_while_the_store_fails_is_written_when_it_answ
         let id = task.id.clone();
         Box::pin(async move { Finished { status: TaskStatus::Completed, message: None, outcome: Outcome::Result(json!({ "adopted": id })) } })
     });
-    let task = engine.admit(Admission { launch: Launch::Running { cancel, run }, ..call("alice") }).await.unwrap();
+    let task = engine.admit(Admission { launch: Launch::Running { cancel, run }, ..call("alice", "slow") }).await.unwrap();
     let (ended, outcome) = tokio::time::timeout(Duration::from_secs(30), engine.result("alice", &task.id)).await.expect("tasks/result answers").unwrap();
     assert_eq!((ended.status, outcome), (TaskStatus::Completed, Outcome::Result(json!({ "adopted": task.id }))));
     assert_eq!(store.refused.load(Ordering::SeqCst), 2, "stored after two failures");
