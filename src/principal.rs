@@ -23,6 +23,42 @@ pub enum Principal {
     /// which is unguessable, is then the only capability to a task (as the tasks extension
     /// says).
     Anonymous,
+    /// The subject of an OAuth access token an authorization server issued, with the claims a
+    /// policy matches on. Two tokens for the same issuer and subject are the same principal.
+    User(Arc<User>),
+}
+
+/// A signed-in user (or client): who issued the token, whom it names, and what it grants.
+///
+/// Equality and hashing look at `issuer` and `subject` only: the scopes of a user's next token
+/// may differ, and what the user owns must not.
+#[derive(Clone, Debug, Default)]
+pub struct User {
+    /// The authorization server that issued the token (`iss`), exactly as it wrote it.
+    pub issuer: String,
+    /// Whom the token names (`sub`).
+    pub subject: String,
+    /// The scopes the token grants (`scope`, space-separated, or `scp`).
+    pub scopes: Vec<String>,
+    /// The groups and roles the token carries (`groups`, `roles`, Keycloak's `realm_access.roles`).
+    pub groups: Vec<String>,
+    /// The OAuth client the token was issued to (`client_id` or `azp`), when it says.
+    pub client_id: Option<String>,
+}
+
+impl PartialEq for User {
+    fn eq(&self, other: &User) -> bool {
+        self.issuer == other.issuer && self.subject == other.subject
+    }
+}
+
+impl Eq for User {}
+
+impl std::hash::Hash for User {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.issuer.hash(state);
+        self.subject.hash(state);
+    }
 }
 
 /// Which wire made what an owner owns. Each era reads only its own tasks: their shapes and
@@ -48,6 +84,9 @@ const LOCAL: &str = "local";
 const TOKEN: &str = "token:";
 const SESSION: &str = "session:";
 const ANONYMOUS: &str = "anonymous";
+/// `user:{issuer} {subject}`: an issuer is a URL, which holds no space, so the first space
+/// ends it whatever the subject holds.
+const USER: &str = "user:";
 const STATELESS: &str = "modern:";
 
 impl Owner {
@@ -58,6 +97,7 @@ impl Owner {
             Principal::Token(name) => format!("{TOKEN}{name}"),
             Principal::Session(id) => format!("{SESSION}{id}"),
             Principal::Anonymous => ANONYMOUS.to_owned(),
+            Principal::User(user) => format!("{USER}{} {}", user.issuer, user.subject),
         };
         let key = match wire {
             Wire::Sessions => principal_key,
@@ -80,6 +120,8 @@ impl Owner {
             Principal::Token(name.to_owned())
         } else if let Some(id) = rest.strip_prefix(SESSION) {
             Principal::Session(id.to_owned())
+        } else if let Some((issuer, subject)) = rest.strip_prefix(USER).and_then(|user| user.split_once(' ')) {
+            Principal::User(Arc::new(User { issuer: issuer.to_owned(), subject: subject.to_owned(), ..User::default() }))
         } else {
             return None;
         };
@@ -130,7 +172,10 @@ mod tests {
 
     #[test]
     fn every_owner_reads_back_from_its_key_and_the_keys_of_older_rows_read_too() {
-        for principal in [Principal::Local, Principal::Token("ci".into()), Principal::Session("a1b2".into()), Principal::Anonymous] {
+        let user = User { issuer: "https://id.example".into(), subject: "ada lovelace".into(), scopes: vec!["mcp".into()], ..User::default() };
+        for principal in
+            [Principal::Local, Principal::Token("ci".into()), Principal::Session("a1b2".into()), Principal::Anonymous, Principal::User(Arc::new(user))]
+        {
             for wire in [Wire::Sessions, Wire::Stateless] {
                 let owner = Owner::new(principal.clone(), wire);
                 assert_eq!(Owner::parse(owner.key()), Some(owner.clone()), "{owner}");

@@ -1,5 +1,6 @@
 //! What a call carries down into the runtime, and the per-call store state.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -139,6 +140,8 @@ pub struct CallContext {
     pub observer: Arc<dyn CallObserver>,
     /// Accesses the sandbox refused during the call, for the result to name.
     pub denials: Arc<Denials>,
+    /// What the call consumed, filled in as it ends, for the audit trail, metrics and traces.
+    pub usage: Arc<Usage>,
     /// `limits.timeout` unless switched while the call runs (an adopted call gets its task's).
     pub time_limit: TimeLimit,
 }
@@ -151,7 +154,7 @@ impl CallContext {
 
     /// A context for a call that `cancel` stops (a request, a task), under `limits.timeout`.
     pub fn for_request(limits: Limits, cancel: CancelHandle, observer: Arc<dyn CallObserver>) -> CallContext {
-        CallContext { limits, cancel, observer, denials: Arc::default(), time_limit: TimeLimit::default() }
+        CallContext { limits, cancel, observer, denials: Arc::default(), usage: Arc::default(), time_limit: TimeLimit::default() }
     }
 }
 
@@ -178,6 +181,31 @@ impl Denials {
     }
 }
 
+/// What one call consumed: the fuel its guest burned and the largest its linear memory grew.
+/// Read once the call has ended (whatever its outcome); zero before.
+#[derive(Debug, Default)]
+pub struct Usage {
+    fuel: AtomicU64,
+    peak_memory: AtomicU64,
+}
+
+impl Usage {
+    /// Fuel units the guest consumed (about one per WebAssembly instruction).
+    pub fn fuel_consumed(&self) -> u64 {
+        self.fuel.load(Ordering::Relaxed)
+    }
+
+    /// The largest linear memory the guest held, in bytes.
+    pub fn peak_memory(&self) -> u64 {
+        self.peak_memory.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn record(&self, fuel: u64, peak_memory: u64) {
+        self.fuel.store(fuel, Ordering::Relaxed);
+        self.peak_memory.store(peak_memory, Ordering::Relaxed);
+    }
+}
+
 /// The data of one call's `Store`.
 pub(crate) struct CallState {
     pub wasi: WasiCtx,
@@ -197,6 +225,9 @@ pub(crate) struct CallState {
     pub time_limit: TimeLimit,
     pub memory_cap: u64,
     pub memory_cap_hit: bool,
+    /// The largest memory size granted so far (every growth, the first allocation included,
+    /// passes through the limiter).
+    pub peak_memory: u64,
     /// The call's last `checkpoint` (0.3.0) outside a task: kept for the call only.
     pub checkpoint: Option<Vec<u8>>,
     /// The largest checkpoint the plugin may store (`[limits] checkpoint`).
@@ -214,6 +245,7 @@ impl ResourceLimiter for CallState {
             self.memory_cap_hit = true;
             return Err(MemoryCapReached(self.memory_cap).into());
         }
+        self.peak_memory = self.peak_memory.max(desired as u64);
         Ok(true)
     }
 

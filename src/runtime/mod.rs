@@ -32,7 +32,7 @@ pub use cache::CacheOutcome;
 // The engine and the compile cache are public so that a bench can run bare wasmtime under
 // exactly the host's configuration (`benches/compare/floor.rs`): a copy would drift.
 pub use cache::CompileCache;
-pub use call::{Answer as ClientAnswer, CallContext, CallObserver, Denials, ResourceUpdate, Silent};
+pub use call::{Answer as ClientAnswer, CallContext, CallObserver, Denials, ResourceUpdate, Silent, Usage};
 pub use engine::build as build_engine;
 pub use engine::EngineSettings;
 pub use exports::Contract;
@@ -382,6 +382,8 @@ impl Runtime {
         };
         stdout.flush_partial();
         stderr.flush_partial();
+        let left = store.get_fuel().unwrap_or(0);
+        ctx.usage.record(ctx.limits.fuel.saturating_sub(left), store.data().peak_memory);
         // A guest that saw `cancelled()` turn true may return in the same poll that the
         // cancellation or the deadline landed in; it still counts as cancelled or late.
         if ctx.cancel.is_cancelled() {
@@ -443,6 +445,7 @@ impl Runtime {
             time_limit: ctx.time_limit.clone(),
             memory_cap: ctx.limits.memory,
             memory_cap_hit: false,
+            peak_memory: 0,
             checkpoint: None,
             checkpoint_cap: ctx.limits.checkpoint,
         };
