@@ -390,16 +390,74 @@ fn http_shutdown_ends_open_listen_streams_at_once() {
     assert!(stopped.elapsed() < Duration::from_secs(3), "exit took {:?}", stopped.elapsed());
 }
 
+#[test]
+fn http_listen_streams_are_bounded_per_client_and_in_all_and_health_checks_stay_served() {
+    let dir = plugins();
+    // Without authentication every local client is one address: two streams each, and with 8
+    // connections at most 6 streams in all.
+    let server = Server::start_with(dir.path(), &["--max-streams-per-client", "2"]);
+    let held: Vec<TcpStream> = (0..2).map(|i| acknowledged(listen_for_tool_changes(&server, &format!("held-{i}")))).collect();
+    let params = || with_meta(json!({ "notifications": { "toolsListChanged": true } }), json!({}));
+    let refused = server.modern(7, "subscriptions/listen", params());
+    assert_eq!(refused.status, 429, "{refused:?}");
+    assert!(refused.header("retry-after").is_some(), "{refused:?}");
+    let answer = refused.answer();
+    assert_eq!(answer["id"], 7, "{answer}");
+    assert!(answer["error"]["message"].as_str().unwrap().contains("--max-streams-per-client"), "{answer}");
+    // Plain requests and probes are not streams: still served.
+    assert_eq!(server.modern(8, "tools/list", with_meta(json!({}), json!({}))).status, 200);
+    assert_eq!(server.agent.get(format!("{}/healthz", server.base)).call().unwrap().status().as_u16(), 200);
+    drop(held);
+    drop(server);
+
+    let server = Server::start_with(dir.path(), &["--max-connections", "8"]);
+    let held: Vec<TcpStream> = (0..6).map(|i| acknowledged(listen_for_tool_changes(&server, &format!("all-{i}")))).collect();
+    let refused = server.modern(9, "subscriptions/listen", params());
+    assert_eq!(refused.status, 503, "{refused:?}");
+    assert!(refused.answer()["error"]["message"].as_str().unwrap().contains("--max-connections"), "{refused:?}");
+    assert_eq!(server.agent.get(format!("{}/healthz", server.base)).call().unwrap().status().as_u16(), 200, "a quarter of the slots is kept");
+    drop(held);
+}
+
+#[test]
+fn http_a_listen_stream_ends_after_its_lifetime_and_gives_its_place_back() {
+    let dir = plugins();
+    let server = Server::start_with(dir.path(), &["--max-streams-per-client", "1", "--max-stream-lifetime", "1s"]);
+    for round in 0..2 {
+        // With `Connection: close` the end of the stream is the end of the connection.
+        let stream = acknowledged(listen_with(&server, &format!("round-{round}"), "connection: close\r\n"));
+        let rest: Vec<String> = BufReader::new(stream).lines().map_while(Result::ok).collect();
+        assert!(!rest.iter().any(|l| l.contains("\"error\"")), "the stream ended gracefully, without an error: {rest:?}");
+    }
+}
+
+/// `stream` once the listen's acknowledgement has arrived on it.
+fn acknowledged(stream: TcpStream) -> TcpStream {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut line = String::new();
+    while !line.contains("notifications/subscriptions/acknowledged") {
+        line.clear();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "the listen ended before its acknowledgement");
+        assert!(!line.starts_with("HTTP/1.1 4") && !line.starts_with("HTTP/1.1 5"), "the listen was refused: {line}");
+    }
+    stream
+}
+
 /// Opens a `subscriptions/listen` for `toolsListChanged` on a raw connection, so a test can read
 /// the SSE stream as it arrives (and see when it ends).
 fn listen_for_tool_changes(server: &Server, id: &str) -> TcpStream {
+    listen_with(server, id, "")
+}
+
+/// Like [`listen_for_tool_changes`], with `extra` header lines (each ending in CRLF).
+fn listen_with(server: &Server, id: &str, extra: &str) -> TcpStream {
     let body = json!({ "jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
         "params": with_meta(json!({ "notifications": { "toolsListChanged": true } }), json!({})) })
     .to_string();
     let address = server.base.strip_prefix("http://").unwrap().to_owned();
     let mut stream = TcpStream::connect(&address).unwrap();
     let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: {VERSION}\r\nMcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n{body}",
+        "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: {VERSION}\r\nMcp-Method: subscriptions/listen\r\n{extra}Content-Length: {}\r\n\r\n{body}",
         body.len()
     );
     stream.write_all(head.as_bytes()).unwrap();

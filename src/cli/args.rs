@@ -16,7 +16,7 @@ use crate::oci::client::Access;
 use crate::runtime::EngineSettings;
 use crate::server::{ServerOptions, StateSecret};
 use crate::tasks::{Durability, TaskSettings};
-use crate::transport::http::ConnectionSettings;
+use crate::transport::http::{ConnectionSettings, StreamSettings};
 
 /// The `corral` command line.
 #[derive(Parser)]
@@ -221,6 +221,14 @@ pub struct HttpArgs {
     /// A keep-alive connection with no request in progress for this long is closed.
     #[arg(long, env = "CORRAL_HTTP_IDLE_TIMEOUT", default_value = "60s", value_parser = config::parse_duration)]
     pub http_idle_timeout: Duration,
+    /// Event streams (GET streams, 2026-07-28 listens) one client may hold open at once: an
+    /// authenticated principal, or without authentication one address. Beyond it: 429.
+    #[arg(long, env = "CORRAL_MAX_STREAMS_PER_CLIENT", default_value_t = StreamSettings::default().per_client, value_parser = config::parse_positive::<usize>)]
+    pub max_streams_per_client: usize,
+    /// An event stream open this long is ended; the client reconnects (with Last-Event-ID, or
+    /// by listening again).
+    #[arg(long, env = "CORRAL_MAX_STREAM_LIFETIME", default_value = "30m", value_parser = config::parse_duration)]
+    pub max_stream_lifetime: Duration,
 }
 
 /// `corral serve`.

@@ -108,6 +108,7 @@ impl HttpArgs {
                 idle_timeout: self.http_idle_timeout,
                 ..transport::http::ConnectionSettings::default()
             },
+            streams: transport::http::StreamSettings { per_client: self.max_streams_per_client, max_lifetime: self.max_stream_lifetime },
         })
     }
 }

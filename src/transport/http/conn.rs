@@ -102,12 +102,16 @@ impl Acceptor {
             Admission::Serve { id, evict } => (id, evict),
             Admission::Refuse => return refuse(stream, self.settings.max_connections),
         };
+        let peer = stream.peer_addr().ok().map(super::PeerAddr);
         let activity = Arc::new(Activity { in_progress: AtomicUsize::new(0), last: Mutex::new(Instant::now()) });
         let state = Arc::new(ConnState { id, table: self.table.clone(), established: std::sync::atomic::AtomicBool::new(false) });
         let service = {
             let (activity, state) = (activity.clone(), state.clone());
-            hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+            hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
                 state.establish();
+                if let Some(peer) = peer {
+                    request.extensions_mut().insert(peer);
+                }
                 let busy = Busy::new(activity.clone());
                 let mut router = router.clone();
                 async move {

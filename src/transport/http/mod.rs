@@ -10,6 +10,7 @@ mod conn;
 mod events;
 mod guard;
 mod modern;
+mod streams;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -24,6 +25,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use axum::Extension;
 use axum::{Json, Router};
 use futures_util::stream::{self, StreamExt};
 use serde_json::{json, Value};
@@ -33,6 +35,8 @@ pub use self::conn::ConnectionSettings;
 use self::events::EventLog;
 pub use self::guard::parse_tokens;
 use self::guard::Guard;
+pub use self::streams::{PeerAddr, StreamSettings};
+use self::streams::{StreamClient, StreamSlot, Streams};
 use crate::mcp::jsonrpc::{self, Incoming};
 use crate::mcp::modern::Era;
 use crate::mcp::types::SUPPORTED_PROTOCOL_VERSIONS;
@@ -67,6 +71,8 @@ pub struct HttpSettings {
     pub max_sessions: usize,
     /// The connection cap, timeouts and shutdown grace.
     pub connections: ConnectionSettings,
+    /// The bounds on long-lived event streams.
+    pub streams: StreamSettings,
 }
 
 struct App {
@@ -76,6 +82,28 @@ struct App {
     sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
     /// Fires at shutdown: ends the 2026-07-28 requests still open (listen streams, calls).
     stopping: tokio_util::sync::CancellationToken,
+    /// The event streams open now (GET and listen), bounded per client and in all.
+    streams: Arc<Streams>,
+}
+
+impl App {
+    /// A place for one more long-lived stream of the client a request comes from, or the 429
+    /// (this client holds its bound) or 503 (streams hold all they may) to answer with.
+    // A refusal is the HTTP response itself; boxing it would buy nothing on this cold path.
+    #[allow(clippy::result_large_err)]
+    fn open_stream_slot(&self, identity: &Option<String>, peer: Option<PeerAddr>, id: Option<&crate::mcp::RequestId>) -> Result<StreamSlot, Response> {
+        let client = StreamClient::of(identity.clone().map(Principal::Token), peer);
+        self.streams.open(client).map_err(|refusal| {
+            let status = match refusal {
+                streams::Refusal::Client { .. } => StatusCode::TOO_MANY_REQUESTS,
+                streams::Refusal::All { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            };
+            let error = RpcError::new(jsonrpc::INVALID_REQUEST, refusal.message());
+            let mut response = (status, Json(jsonrpc::error_message(id, &error))).into_response();
+            response.headers_mut().insert("retry-after", HeaderValue::from_static("1"));
+            response
+        })
+    }
 }
 
 struct HttpSession {
@@ -142,7 +170,8 @@ pub async fn serve_on(
     if !addr.ip().is_loopback() && !guard.auth_enabled() {
         tracing::warn!("listening on {addr} without authentication: anyone who can reach it can run tools");
     }
-    let app = Arc::new(App { host, guard, settings: settings.clone(), sessions: Mutex::new(HashMap::new()), stopping: Default::default() });
+    let streams = Streams::new(settings.streams.clone(), settings.connections.max_connections);
+    let app = Arc::new(App { host, guard, settings: settings.clone(), sessions: Mutex::new(HashMap::new()), stopping: Default::default(), streams });
     let _reaper = AbortOnDrop(tokio::spawn(reap_idle_sessions(Arc::downgrade(&app))));
     let router = Router::new()
         .route("/mcp", get(open_stream).post(post_message).delete(end_session))
@@ -311,7 +340,7 @@ fn new_session(app: &App, identity: Option<String>) -> Result<(String, Arc<HttpS
     Ok((id, entry))
 }
 
-async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: axum::body::Body) -> Response {
+async fn post_message(State(app): State<Arc<App>>, peer: Option<Extension<PeerAddr>>, headers: HeaderMap, body: axum::body::Body) -> Response {
     let identity = match check_access(&app, &headers) {
         Ok(identity) => identity,
         Err(response) => return response,
@@ -336,7 +365,7 @@ async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: axu
         // A request on a live 2025-11-25 session is that session's, whatever version header it sends.
         let header = headers.get(VERSION_HEADER).filter(|_| !headers.contains_key(SESSION_HEADER)).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
         if Era::of(params, header.as_deref()) == Era::Modern {
-            return modern::post(&app, &headers, identity, message).await;
+            return modern::post(&app, &headers, identity, peer.map(|Extension(p)| p), message).await;
         }
     }
     // A 2026-07-28 notification outside a session (the TS client 2.4 sends `notifications/cancelled`
@@ -414,7 +443,7 @@ fn events(first: Value, rest: impl futures_core::Stream<Item = Value> + Send + '
     Sse::new(events).keep_alive(KeepAlive::default())
 }
 
-async fn open_stream(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+async fn open_stream(State(app): State<Arc<App>>, peer: Option<Extension<PeerAddr>>, headers: HeaderMap) -> Response {
     let (_, session) = match existing_session(&app, &headers) {
         Ok(found) => found,
         Err(response) => return response,
@@ -423,6 +452,10 @@ async fn open_stream(State(app): State<Arc<App>>, headers: HeaderMap) -> Respons
     if !accept.contains("text/event-stream") && !accept.contains("*/*") {
         return refuse(StatusCode::NOT_ACCEPTABLE, "GET /mcp opens an event stream: send `Accept: text/event-stream`");
     }
+    let slot = match app.open_stream_slot(&session.identity, peer.map(|Extension(p)| p), None) {
+        Ok(slot) => slot,
+        Err(response) => return response,
+    };
     let last_seen = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     let events::Subscription { missed, live, complete, ended } = session.events.subscribe(last_seen);
     let open = OpenStream::new(session.clone());
@@ -436,8 +469,9 @@ async fn open_stream(State(app): State<Arc<App>>, headers: HeaderMap) -> Respons
         .filter_map(|item| std::future::ready(item.ok()))
         // Each message goes on one stream only: a newer GET takes over and this one ends.
         .take_until(ended.cancelled_owned());
-    let events = stream::iter(missed).chain(live).map(move |e| {
-        let _open = &open;
+    // At the end of its lifetime the stream ends; the client reconnects with Last-Event-ID.
+    let events = stream::iter(missed).chain(live).take_until(tokio::time::sleep(app.streams.lifetime())).map(move |e| {
+        let _open = (&open, &slot);
         Ok::<_, Infallible>(SseEvent::default().id(e.id.to_string()).data(e.message.to_string()))
     });
     Sse::new(events).keep_alive(KeepAlive::default()).into_response()
@@ -521,6 +555,7 @@ mod tests {
             event_buffer: 16,
             max_sessions: 4,
             connections: ConnectionSettings::default(),
+            streams: StreamSettings::default(),
         }
     }
 

@@ -17,10 +17,10 @@ use futures_util::stream::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::{events, is_response_to, until_answer, App, ChannelOutlet, VERSION_HEADER};
+use super::{events, is_response_to, until_answer, App, ChannelOutlet, PeerAddr, VERSION_HEADER};
 use crate::mcp::jsonrpc::{self, Incoming, INVALID_PARAMS, METHOD_NOT_FOUND};
 use crate::mcp::modern::headers::{self, RequestHeaders};
-use crate::mcp::modern::{self as era, HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION};
+use crate::mcp::modern::{self as era, ModernMethod, HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION};
 use crate::mcp::{RequestId, RpcError};
 use crate::principal::{Owner, Principal, Wire};
 use crate::server::{Requests, Scope};
@@ -51,8 +51,9 @@ fn refuse(status: StatusCode, id: &RequestId, error: &RpcError) -> Response {
     (status, Json(jsonrpc::error_message(Some(id), error))).into_response()
 }
 
-/// Serves one modern POST. `identity` is the bearer token's name when authentication is on.
-pub(super) async fn post(app: &Arc<App>, headers: &HeaderMap, identity: Option<String>, message: Incoming) -> Response {
+/// Serves one modern POST. `identity` is the bearer token's name when authentication is on;
+/// `peer` is where the request came from.
+pub(super) async fn post(app: &Arc<App>, headers: &HeaderMap, identity: Option<String>, peer: Option<PeerAddr>, message: Incoming) -> Response {
     let Incoming::Request { id, method, params } = message else {
         unreachable!("only requests are classified by era");
     };
@@ -67,6 +68,15 @@ pub(super) async fn post(app: &Arc<App>, headers: &HeaderMap, identity: Option<S
         // Envelope errors (-32602, -32022) are the ladder's 400s; an unknown method is 404.
         Err(e) if e.code == INVALID_PARAMS => return refuse(StatusCode::BAD_REQUEST, &id, &e),
         Err(e) => return refuse(status_of(e.code), &id, &e),
+    };
+    // A listen holds its stream until the client closes it: it takes one of the client's stream
+    // places first, for as long as it is open.
+    let slot = match method {
+        ModernMethod::SubscriptionsListen => match app.open_stream_slot(&identity, peer, Some(&id)) {
+            Ok(slot) => Some(slot),
+            Err(response) => return response,
+        },
+        _ => None,
     };
     // Without authentication the requests of all clients share one principal: a task id, which
     // is unguessable, is then the only capability to a task (as the tasks extension says).
@@ -92,7 +102,15 @@ pub(super) async fn post(app: &Arc<App>, headers: &HeaderMap, identity: Option<S
         return (status, Json(first)).into_response();
     }
     // Notifications (progress, logs) came first: an SSE stream, ending with the response. A
-    // listen stream never ends by itself: shutdown ends it (and, dropping the guard, its request).
-    let rest = until_answer(answers, request_id, guard).take_until(stopping.cancelled_owned());
+    // listen stream never ends by itself: shutdown or the end of its lifetime ends it (and,
+    // dropping the guard, its request); the client listens again.
+    let lifetime = slot.as_ref().map(|_| app.streams.lifetime());
+    let lifetime = async move {
+        match lifetime {
+            Some(lifetime) => tokio::time::sleep(lifetime).await,
+            None => std::future::pending().await,
+        }
+    };
+    let rest = until_answer(answers, request_id, (guard, slot)).take_until(stopping.cancelled_owned()).take_until(lifetime);
     ([NO_BUFFERING], events(first, rest)).into_response()
 }
