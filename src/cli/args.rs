@@ -223,6 +223,29 @@ pub struct HttpArgs {
     pub http_idle_timeout: Duration,
 }
 
+/// The admin console's flags.
+#[derive(Args)]
+pub struct AdminArgs {
+    /// Serve the operator's web console and its JSON API at http://ADDR/, a listener apart from
+    /// MCP's; a bare port means 127.0.0.1:PORT. Needs --admin-tokens-file: there is no console
+    /// without authentication. It speaks plain HTTP: reach it over a network only through TLS.
+    #[arg(long, env = "CORRAL_ADMIN", value_name = "ADDR", value_parser = parse_admin_addr, requires = "admin_tokens_file")]
+    pub admin: Option<std::net::SocketAddr>,
+    /// The console's tokens, one per line as `NAME TOKEN` (the format of --auth-tokens-file; use
+    /// other tokens than MCP clients have). A person signs in with one; a script sends it as
+    /// `Authorization: Bearer TOKEN`.
+    #[arg(long, env = "CORRAL_ADMIN_TOKENS_FILE", value_name = "PATH", requires = "admin")]
+    pub admin_tokens_file: Option<PathBuf>,
+}
+
+/// `--admin`: `HOST:PORT`, or a bare port on the loopback address.
+fn parse_admin_addr(text: &str) -> Result<std::net::SocketAddr, String> {
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    text.parse().map_err(|_| format!("`{text}` is neither a port nor an address like 127.0.0.1:9090 or [::1]:9090"))
+}
+
 /// `corral serve`.
 #[derive(Args)]
 pub struct ServeArgs {
@@ -235,6 +258,9 @@ pub struct ServeArgs {
     /// The HTTP transport (stdio when `--http` is absent).
     #[command(flatten)]
     pub http: HttpArgs,
+    /// The operator's console.
+    #[command(flatten)]
+    pub admin: AdminArgs,
     /// Tools per tools/list page.
     #[arg(long, env = "CORRAL_PAGE_SIZE", default_value_t = ServerOptions::default().page_size, value_parser = config::parse_positive::<usize>)]
     pub page_size: usize,
@@ -462,6 +488,13 @@ pub struct NewArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_admin_port_alone_listens_on_loopback() {
+        assert_eq!(parse_admin_addr("9090").unwrap(), "127.0.0.1:9090".parse().unwrap());
+        assert_eq!(parse_admin_addr("[::1]:9090").unwrap(), "[::1]:9090".parse().unwrap());
+        assert!(parse_admin_addr("nine").unwrap_err().contains("neither a port nor an address"));
+    }
     use clap::error::ErrorKind;
 
     fn serve(extra: &[&str]) -> Result<ServeArgs, clap::Error> {

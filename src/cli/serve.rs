@@ -22,8 +22,19 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     tracing::info!("tasks are kept in {}", crate::tasks::redacted(&db.display().to_string()));
     server::announce_changes(&host);
     let _watcher: Option<Watcher> = match args.watch {
-        true => Some(crate::registry::watch(&args.host.plugins, host.registry().clone(), host.runtime().clone(), load)?),
+        true => Some(crate::registry::watch(&args.host.plugins, host.registry().clone(), host.runtime().clone(), load.clone())?),
         false => None,
+    };
+    // The console stops when the transport has returned (a signal, or the end of stdin).
+    let admin_stop = tokio_util::sync::CancellationToken::new();
+    let reload = super::host::reloader(args.host.plugins.clone(), &host, load.clone());
+    let admin = match args.admin.settings(&args.http, reload)? {
+        Some(settings) => {
+            let stop = admin_stop.clone();
+            let listener = tokio::net::TcpListener::bind(settings.addr).await.map_err(|e| anyhow::anyhow!("--admin: cannot listen on {}: {e}", settings.addr))?;
+            Some(tokio::spawn(crate::admin::serve_on(host.clone(), listener, settings, async move { stop.cancelled().await })))
+        }
+        None => None,
     };
     let serving = host.clone();
     match args.http.http {
@@ -38,6 +49,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             let settings = transport::stdio::StdioSettings { max_line, max_in_flight: args.max_in_flight, shutdown_grace: args.shutdown_grace };
             transport::stdio::serve_with(serving, std::io::stdin(), std::io::stdout(), settings, transport::shutdown_signal()).await?
         }
+    }
+    admin_stop.cancel();
+    if let Some(admin) = admin {
+        admin.await.map_err(|e| anyhow::anyhow!("the admin listener panicked: {e}"))??;
     }
     host.shutdown().await;
     Ok(ExitCode::SUCCESS)

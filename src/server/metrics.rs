@@ -89,6 +89,13 @@ impl Metrics {
         self.latency.get_or_create(&ToolLabel { tool: tool.to_owned() }).observe(took.as_secs_f64());
     }
 
+    /// The exposition text of what is counted in memory, without reading the task store.
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        encode(&mut text, &self.registry).expect("writing to a String cannot fail");
+        text
+    }
+
     /// The exposition text, with task figures read now (the counts by status from the store,
     /// asynchronously: a scrape never holds the thread that serves clients).
     pub async fn render(&self, engine: &Engine) -> String {

@@ -48,12 +48,19 @@ pub struct ToolRunner {
     /// needs this runner first): a 2026-07-28 task that runs here without its requestor asks
     /// through them.
     task_inputs: Arc<SetOnce<Arc<TaskInputs>>>,
+    /// The last progress of the tasks running here, for the operator's console.
+    progress: Arc<super::progress_board::ProgressBoard>,
 }
 
 impl ToolRunner {
     /// A runner of the tools in `registry`.
     pub fn new(registry: Arc<Registry>, runtime: Arc<Runtime>, metrics: Arc<Metrics>) -> ToolRunner {
-        ToolRunner { registry, runtime, metrics, task_inputs: Arc::default() }
+        ToolRunner { registry, runtime, metrics, task_inputs: Arc::default(), progress: Arc::default() }
+    }
+
+    /// The last progress of the tasks running here.
+    pub(super) fn progress(&self) -> &super::progress_board::ProgressBoard {
+        &self.progress
     }
 
     /// Gives the runner the host's task inputs (see the field); once.
@@ -76,6 +83,7 @@ impl ToolRunner {
         let stateless = Owner::parse(&task.owner).is_some_and(|owner| owner.wire() == Wire::Stateless);
         let kept_capabilities = task.client_capabilities.clone().filter(|_| stateless);
         let (task_inputs, rerun) = (self.task_inputs.clone(), task.attempts > 1);
+        let board = self.progress.clone();
         if task.attempts > 1 {
             control.set_message(resumed_message(task));
         }
@@ -119,13 +127,15 @@ impl ToolRunner {
                     None => None,
                 },
             };
-            let observer = Arc::new(TaskObserver::new(control.clone(), forward).resuming(resume.map(|(_, state)| state)).publishing(publish));
+            let observer = TaskObserver::new(control.clone(), forward).resuming(resume.map(|(_, state)| state)).publishing(publish);
+            let observer = Arc::new(observer.reporting(board.clone()));
             let mut limits = entry.plugin.limits.clone();
             limits.timeout = limits.task_timeout;
             let inline_limit = limits.inline_result;
             let ctx = CallContext::for_request(limits, cancel, observer);
             let call = AdmittedCall { entry, arguments, progress_token: None };
             let outcome = tools::run_validated(&runtime, &metrics, &call, ctx).await;
+            board.forget(control.id());
             finished(&tool, kept(&control, expires_at, &tool, inline_limit, outcome).await)
         })
     }

@@ -44,6 +44,11 @@ impl Requests {
         Arc::new(Requests { host, in_flight: Mutex::default(), calls: TaskTracker::new(), runtime: tokio::runtime::Handle::current() })
     }
 
+    /// How many requests are in flight now (for the operator's view of sessions).
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.lock().unwrap().len()
+    }
+
     /// Cancels every request in flight (the client went away): no answers follow.
     pub fn cancel_all(&self) {
         for call in self.in_flight.lock().unwrap().values() {

@@ -58,6 +58,10 @@ struct Shared {
     peer: Arc<Peer>,
     /// Resource URIs the client subscribed to.
     subscriptions: Mutex<HashSet<String>>,
+    /// When the session was made, in milliseconds since the Unix epoch.
+    opened_at: i64,
+    /// `clientInfo.name` and the protocol version agreed, once initialized.
+    client: Mutex<Option<(String, String)>>,
 }
 
 impl Session {
@@ -73,6 +77,8 @@ impl Session {
             outlet,
             phase: Mutex::new(Phase::New),
             levels: LevelFilter::new(LogLevel::Info),
+            opened_at: crate::tasks::now_ms(),
+            client: Mutex::new(None),
         });
         let listener: Arc<dyn Listener> = shared.clone();
         let id = shared.host.sessions.join(Arc::downgrade(&listener));
@@ -221,6 +227,7 @@ impl Session {
         let version = negotiate_version(requested);
         tracing::info!(client, principal = %self.shared.owner, requested = %requested, version, elicitation = caps.elicitation, sampling = caps.sampling, "session initialized");
         self.shared.peer.set_capabilities(caps);
+        *self.shared.client.lock().unwrap() = Some((client.to_owned(), version.to_owned()));
         *self.shared.phase.lock().unwrap() = Phase::Initialized;
         let list_changed = self.shared.host.options.list_changed;
         Ok(json!({
@@ -379,6 +386,11 @@ impl Listener for Shared {
             self.outlet.send(message.clone());
         }
         initialized
+    }
+
+    fn describe(&self) -> Option<super::operator::SessionView> {
+        let client = self.client.lock().unwrap().clone();
+        Some(super::operator::SessionView::new(&self.owner, client, self.opened_at, self.requests.in_flight()))
     }
 
     fn resource_updated(&self, uri: &str) -> bool {

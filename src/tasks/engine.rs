@@ -231,6 +231,16 @@ impl Engine {
         Ok(self.inner.store.count_by_status().await?)
     }
 
+    /// The replicas sharing the store (`None` on SQLite); see [`TaskStore::replicas`].
+    pub async fn replicas(&self) -> Result<Option<Vec<crate::tasks::Replica>>, EngineError> {
+        Ok(self.inner.store.replicas().await?)
+    }
+
+    /// This host's runner id (what the tasks it holds name as their `runner`).
+    pub fn runner_id(&self) -> &str {
+        self.inner.runners.id()
+    }
+
     /// Whether this process runs (or has queued) `owner`'s task `id`; asks no store.
     pub fn runs(&self, owner: &str, id: &str) -> bool {
         self.inner.live.lock().unwrap().get(id).is_some_and(|live| live.owner == owner)

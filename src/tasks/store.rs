@@ -186,6 +186,19 @@ pub enum StoreEvent {
     TakenForDead,
 }
 
+/// One replica sharing a PostgreSQL store, as the operator's console shows it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Replica {
+    /// Its runner id (what a task's `runner` names).
+    pub id: String,
+    /// Milliseconds since its last heartbeat, by the database's clock.
+    pub heartbeat_age_ms: i64,
+    /// Milliseconds since it registered.
+    pub up_ms: i64,
+    /// Its `working` and `input_required` tasks.
+    pub tasks_held: i64,
+}
+
 /// Every write is durable when its future resolves: a record before its `CreateTaskResult` is
 /// sent, an outcome before its terminal status can be seen.
 pub trait TaskStore: Send + Sync + 'static {
@@ -319,6 +332,12 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// Tasks per status, for metrics and tests.
     fn count_by_status(&self) -> StoreFuture<Vec<(TaskStatus, u64)>>;
+
+    /// The replicas sharing the store, with their heartbeats' age and the unfinished tasks each
+    /// holds; `None` for a store one machine's hosts share (SQLite), which keeps no such rows.
+    fn replicas(&self) -> StoreFuture<Option<Vec<Replica>>> {
+        Box::pin(std::future::ready(Ok(None)))
+    }
 
     /// Stops the store: what was submitted before is answered, later calls fail with
     /// [`StoreError::Closed`], and the store's threads (or connections) are gone when this

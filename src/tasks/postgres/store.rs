@@ -503,6 +503,21 @@ impl TaskStore for PgStore {
         })
     }
 
+    fn replicas(&self) -> StoreFuture<Option<Vec<crate::tasks::Replica>>> {
+        let pool = self.pool();
+        Box::pin(async move {
+            let client = get(&pool?).await?;
+            let statement = client.prepare_cached(super::hosts::REPLICAS).await?;
+            let rows = client.query(&statement, &[]).await?;
+            let mut replicas = Vec::with_capacity(rows.len());
+            for row in rows {
+                let (id, heartbeat_age_ms, up_ms, tasks_held) = (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?, row.try_get(3)?);
+                replicas.push(crate::tasks::Replica { id, heartbeat_age_ms, up_ms, tasks_held });
+            }
+            Ok(Some(replicas))
+        })
+    }
+
     fn count_by_status(&self) -> StoreFuture<Vec<(TaskStatus, u64)>> {
         let pool = self.pool();
         Box::pin(async move {

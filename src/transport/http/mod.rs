@@ -31,8 +31,7 @@ use tokio::sync::mpsc;
 
 pub use self::conn::ConnectionSettings;
 use self::events::EventLog;
-pub use self::guard::parse_tokens;
-use self::guard::Guard;
+pub use self::guard::{check_single, parse_tokens, Guard, HeaderRefusal};
 use crate::mcp::jsonrpc::{self, Incoming};
 use crate::mcp::modern::Era;
 use crate::mcp::types::SUPPORTED_PROTOCOL_VERSIONS;
