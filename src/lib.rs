@@ -6,6 +6,7 @@
 
 #![warn(missing_docs)]
 
+pub mod audit;
 pub mod cancel;
 pub mod cli;
 pub mod config;

@@ -320,6 +320,12 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Tasks per status, for metrics and tests.
     fn count_by_status(&self) -> StoreFuture<Vec<(TaskStatus, u64)>>;
 
+    /// One cheap round trip: answers when the store does (readiness checks). A store in
+    /// this process's memory is always there.
+    fn ping(&self) -> StoreFuture<()> {
+        Box::pin(async { Ok(()) })
+    }
+
     /// Stops the store: what was submitted before is answered, later calls fail with
     /// [`StoreError::Closed`], and the store's threads (or connections) are gone when this
     /// resolves.
