@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod admin;
+pub mod audit;
 pub mod cancel;
 pub mod cli;
 pub mod config;

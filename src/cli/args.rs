@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::audit::Destination;
 use crate::config::{self, defaults, Limits};
 use crate::oci::client::Access;
 use crate::runtime::EngineSettings;
@@ -32,9 +33,22 @@ pub struct Cli {
     #[arg(long, global = true, env = "CORRAL_LOG_LEVEL", default_value = "info")]
     pub log_level: String,
 
+    /// Host log format on stderr: `text` for people, `json` for log collectors (one object a line).
+    #[arg(long, global = true, env = "CORRAL_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
     /// The subcommand to run.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// How the host's own log is written (`--log-format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// One readable line per event.
+    Text,
+    /// One JSON object per line: `timestamp`, `level`, `fields.message` and the event's fields.
+    Json,
 }
 
 /// The subcommands.
@@ -261,6 +275,9 @@ pub struct ServeArgs {
     /// The operator's console.
     #[command(flatten)]
     pub admin: AdminArgs,
+    /// The audit trail.
+    #[command(flatten)]
+    pub audit: AuditArgs,
     /// Tools per tools/list page.
     #[arg(long, env = "CORRAL_PAGE_SIZE", default_value_t = ServerOptions::default().page_size, value_parser = config::parse_positive::<usize>)]
     pub page_size: usize,
@@ -291,6 +308,28 @@ pub struct ServeArgs {
     /// Requests one stdio session runs at once; at the bound stdin is not read until one answers.
     #[arg(long, env = "CORRAL_MAX_IN_FLIGHT", default_value_t = crate::transport::stdio::StdioSettings::default().max_in_flight, value_parser = config::parse_positive::<usize>)]
     pub max_in_flight: usize,
+}
+
+/// The audit trail's flags.
+#[derive(Args)]
+pub struct AuditArgs {
+    /// Append one JSON line per finished call and per task transition to PATH (`-`: stderr):
+    /// who, which tool and plugin, the outcome, duration, fuel, peak memory and sandbox denials.
+    /// Reopened on SIGHUP (log rotation). Written off the request path: records the writer
+    /// cannot keep up with are dropped and counted (corral_audit_records_dropped_total).
+    #[arg(long, env = "CORRAL_AUDIT_LOG", value_name = "PATH", value_parser = parse_audit_destination)]
+    pub audit_log: Option<Destination>,
+    /// Also record each call's arguments and result in the audit log (they may hold personal
+    /// data or secrets a client sent).
+    #[arg(long, env = "CORRAL_AUDIT_ARGUMENTS", requires = "audit_log")]
+    pub audit_arguments: bool,
+}
+
+fn parse_audit_destination(s: &str) -> Result<Destination, String> {
+    match s {
+        "" => Err("an empty path: give a file, or `-` for stderr".into()),
+        s => Ok(Destination::parse(s)),
+    }
 }
 
 /// `corral tools`.

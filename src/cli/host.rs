@@ -8,7 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::args::{AdminArgs, HostArgs, HttpArgs, TaskArgs};
+use super::args::{AdminArgs, AuditArgs, HostArgs, HttpArgs, TaskArgs};
+use crate::audit::Audit;
 use crate::config::{self, Limits};
 use crate::registry::{load_in_background, plugin_files, LoadSettings, Registry};
 use crate::runtime::{EngineSettings, Runtime, RuntimeSettings};
@@ -66,6 +67,7 @@ impl TaskArgs {
             reap_every: self.task_reap_every,
             host_expiry: self.host_expiry,
             result_quota: ResultQuota { per_owner: self.max_result_bytes_per_client, total: self.max_result_bytes },
+            audit: Audit::off(),
         }
     }
 
@@ -77,6 +79,17 @@ impl TaskArgs {
                 let base = dirs::data_local_dir().ok_or_else(|| anyhow::anyhow!("no per-user data directory is known here: pass --db PATH"))?;
                 Ok(base.join("corral").join("tasks.db"))
             }
+        }
+    }
+}
+
+impl AuditArgs {
+    /// The audit trail `--audit-log` names (opened now: a path that cannot be written is an
+    /// error at start), or none.
+    pub fn open(&self) -> anyhow::Result<Audit> {
+        match &self.audit_log {
+            None => Ok(Audit::off()),
+            Some(destination) => Audit::open(destination.clone(), self.audit_arguments).map_err(|e| anyhow::anyhow!("--audit-log {destination}: {e}")),
         }
     }
 }
@@ -212,7 +225,7 @@ pub async fn build_host(
         .map_err(|e| anyhow::anyhow!("cannot start a thread to load the plugins: {e}"))?;
     let (store, runners) = open_store(db, durability, &tasks).await?;
     let metrics = Arc::new(server::Metrics::default());
-    let runner = ToolRunner::new(registry.clone(), runtime.clone(), metrics.clone());
+    let runner = ToolRunner::new(registry.clone(), runtime.clone(), metrics.clone()).auditing(options.audit.clone());
     // Stopped by `Engine::shutdown` once the transport has returned (or when the host is dropped).
     let engine = Engine::start(store, runners, tasks, Arc::new(runner.clone()), runtime.waker(), tokio_util::sync::CancellationToken::new()).await?;
     let host = Arc::new(Host::new(registry, runtime, engine, options, metrics, runner));

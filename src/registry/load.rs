@@ -199,7 +199,6 @@ struct Compiled {
     code: PluginCode,
     limits: Limits,
     names: Names,
-    digest: String,
     compile_time: std::time::Duration,
 }
 
@@ -230,7 +229,6 @@ async fn stage(runtime: &Runtime, compiled: Result<Compiled, Refusal>) -> Result
         code: c.code,
         permits: Arc::new(tokio::sync::Semaphore::new(c.limits.max_concurrency)),
         limits: c.limits,
-        digest: c.digest,
         compile_time: c.compile_time,
     });
     Ok(Staged { plugin, declared, names: c.names })
@@ -330,7 +328,6 @@ fn compile(file: &Path, runtime: &Runtime, settings: &LoadSettings) -> Result<Co
     let manifest = config::plugin_manifest(file, &settings.defaults, settings.memory_ceiling, &settings.protected).map_err(|e| refuse.manifest(e))?;
     let bytes = std::fs::read(file).map_err(|e| refuse.plugin(RefusalKind::InvalidComponent, format!("cannot read {}: {e}", file.display())))?;
     super::lock::check_pinned(file, &bytes).map_err(|e| refuse.plugin(RefusalKind::DigestMismatch, e))?;
-    let digest = crate::oci::sha256_digest(&bytes);
     let started = std::time::Instant::now();
     let code = runtime
         .compile(&name, &bytes)
@@ -340,7 +337,7 @@ fn compile(file: &Path, runtime: &Runtime, settings: &LoadSettings) -> Result<Co
         })?
         .with_permissions(manifest.permissions);
     let compile_time = started.elapsed();
-    Ok(Compiled { name: name.clone(), file: file.to_owned(), stamp, code, limits: manifest.limits, names: Names { namespace: manifest.namespace }, digest, compile_time })
+    Ok(Compiled { name: name.clone(), file: file.to_owned(), stamp, code, limits: manifest.limits, names: Names { namespace: manifest.namespace }, compile_time })
 }
 
 /// What the plugin's `list-*` exports declare, before any check.

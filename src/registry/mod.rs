@@ -46,9 +46,6 @@ pub struct Plugin {
     pub limits: Limits,
     /// Bounds the plugin's calls running at once to `limits.max_concurrency`.
     pub permits: Arc<tokio::sync::Semaphore>,
-    /// `sha256:` of the `.wasm` bytes this was compiled from: what tells an operator which
-    /// build serves (the same form `corral.lock` pins).
-    pub digest: String,
     /// How long compiling took (a compile cache hit is quick).
     pub compile_time: std::time::Duration,
 }

@@ -158,7 +158,7 @@ pub fn owner_label(key: &str) -> String {
     }
 }
 
-/// One tool's figures since the host started, read from its metrics.
+/// One tool's figures since the host started (the host's per-tool usage, as `/metrics` counts it).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ToolView {
     /// The tool's served name.
@@ -169,14 +169,13 @@ pub struct ToolView {
     pub calls: u64,
     /// Calls by outcome other than `ok`: `tool-error` and the failure kinds.
     pub errors: BTreeMap<String, u64>,
-    /// The median and 99th percentile call time, in milliseconds, from the latency histogram
-    /// (the upper bound of the bucket it falls in).
+    /// The median call time, in milliseconds (the upper bound of the latency bucket holding it).
     pub p50_ms: Option<f64>,
     /// The 99th percentile, likewise.
     pub p99_ms: Option<f64>,
-    /// Fuel consumed per call on average, when the host's metrics keep it per tool.
+    /// Fuel consumed per call, on average.
     pub fuel_consumed: Option<f64>,
-    /// The largest peak memory of a call, when the host's metrics keep it per tool.
+    /// The largest linear memory one call's guest held, in bytes.
     pub peak_memory: Option<f64>,
 }
 
@@ -403,7 +402,8 @@ impl Host {
         self.sessions.describe()
     }
 
-    /// Each tool's figures, from the host's metrics, with the tools served now first.
+    /// Each tool's figures: the tools served now (called or not), then those called that are
+    /// no longer served.
     pub fn tool_views(&self) -> Vec<ToolView> {
         let catalog = self.registry.snapshot();
         let mut tools: BTreeMap<String, ToolView> = catalog
@@ -411,7 +411,16 @@ impl Host {
             .values()
             .map(|t| (t.name.clone(), ToolView { name: t.name.clone(), plugin: Some(t.plugin.name.clone()), ..ToolView::default() }))
             .collect();
-        super::metrics_text::fill(&self.metrics.encode(), &mut tools);
+        for usage in self.tool_usage() {
+            let view = tools.entry(usage.tool.clone()).or_insert_with(|| ToolView { name: usage.tool.clone(), ..ToolView::default() });
+            let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+            view.calls = usage.calls;
+            view.errors = usage.errors;
+            view.p50_ms = usage.latency_p50.map(ms);
+            view.p99_ms = usage.latency_p99.map(ms);
+            view.fuel_consumed = (usage.calls > 0).then(|| usage.fuel_consumed as f64 / usage.calls as f64);
+            view.peak_memory = (usage.calls > 0).then_some(usage.peak_memory_max as f64);
+        }
         tools.into_values().collect()
     }
 }
@@ -440,7 +449,7 @@ fn loaded_view(catalog: &Catalog, plugin: &Plugin, lock: Option<&Lock>) -> Plugi
         file: plugin.file.display().to_string(),
         state: "loaded",
         source: source_view(&plugin.file, &plugin.name, lock),
-        digest: Some(plugin.digest.clone()),
+        digest: Some(plugin.code.digest().to_string()),
         contract: Some(plugin.code.contract().as_str()),
         grants: Some(grants),
         limits: Some(limits),

@@ -19,6 +19,7 @@ use super::task_observer::TaskObserver;
 use super::task_view::resumed_message;
 use super::tools::{self, AdmittedCall, Called, Cancelled};
 use super::{result_links, Metrics, TaskInputs};
+use crate::audit::{Audit, TaskRun};
 use crate::mcp::types::{CallToolResult, ContentBlock};
 use crate::mcp::RpcError;
 use crate::principal::{Owner, Wire};
@@ -44,6 +45,8 @@ pub struct ToolRunner {
     runtime: Arc<Runtime>,
     /// Counts the call like any other.
     metrics: Arc<Metrics>,
+    /// Records the call like any other, with its task and attempt.
+    audit: Audit,
     /// The host's [`TaskInputs`], set once the host exists (it is made after the engine, which
     /// needs this runner first): a 2026-07-28 task that runs here without its requestor asks
     /// through them.
@@ -55,12 +58,17 @@ pub struct ToolRunner {
 impl ToolRunner {
     /// A runner of the tools in `registry`.
     pub fn new(registry: Arc<Registry>, runtime: Arc<Runtime>, metrics: Arc<Metrics>) -> ToolRunner {
-        ToolRunner { registry, runtime, metrics, task_inputs: Arc::default(), progress: Arc::default() }
+        ToolRunner { registry, runtime, metrics, audit: Audit::off(), task_inputs: Arc::default(), progress: Arc::default() }
     }
 
     /// The last progress of the tasks running here.
     pub(super) fn progress(&self) -> &super::progress_board::ProgressBoard {
         &self.progress
+    }
+
+    /// The same runner, recording each call it runs in `audit`.
+    pub fn auditing(self, audit: Audit) -> ToolRunner {
+        ToolRunner { audit, ..self }
     }
 
     /// Gives the runner the host's task inputs (see the field); once.
@@ -75,7 +83,8 @@ impl ToolRunner {
     }
 
     fn run_for(&self, task: &Task, control: TaskControl, requestor: Option<Requestor>) -> BoxFuture<'static, Finished> {
-        let (registry, runtime, metrics) = (self.registry.clone(), self.runtime.clone(), self.metrics.clone());
+        let (registry, runtime, metrics, audit) = (self.registry.clone(), self.runtime.clone(), self.metrics.clone(), self.audit.clone());
+        let (owner, run) = (task.owner.clone(), TaskRun { id: task.id.clone(), attempt: task.attempts });
         let (tool, arguments, expires_at) = (task.tool.clone(), task.arguments.clone(), task.expires_at());
         let resumed_from = if task.attempts > 1 { task.resumed_from } else { 0 };
         let has_token = task.progress_token.is_some();
@@ -134,7 +143,8 @@ impl ToolRunner {
             let inline_limit = limits.inline_result;
             let ctx = CallContext::for_request(limits, cancel, observer);
             let call = AdmittedCall { entry, arguments, progress_token: None };
-            let outcome = tools::run_validated(&runtime, &metrics, &call, ctx).await;
+            let runs = tools::Runs { runtime: &runtime, metrics: &metrics, audit: &audit };
+            let outcome = tools::run_validated(runs, tools::Caller { owner: &owner, task: Some(run) }, &call, ctx).await;
             board.forget(control.id());
             finished(&tool, kept(&control, expires_at, &tool, inline_limit, outcome).await)
         })

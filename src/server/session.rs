@@ -282,7 +282,8 @@ impl Session {
         let (host, owner) = (shared.host.clone(), shared.owner.clone());
         scope.spawn_request(id, move |cancel| async move {
             let ctx = CallContext::for_request(call.entry.plugin.limits.clone(), cancel, observer);
-            let result = tools::run(&host.runtime, &host.metrics, &call, ctx).await.ok()?.result;
+            let caller = tools::Caller { owner: owner.key(), task: None };
+            let result = tools::run(host.runs(), caller, &call, ctx).await.ok()?.result;
             let result = result_links::keep_plain(&host, &owner, &call.entry.name, call.entry.plugin.limits.inline_result, result).await;
             Some(Ok(serde_json::to_value(result).expect("results serialize")))
         });

@@ -17,7 +17,9 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::audit;
 use super::finish::FinishOnDrop;
+use super::health::StoreHealth;
 use super::model::{now_ms, Outcome, Task, TaskStatus};
 use super::pending::{self, PendingEnds};
 use super::relay::Relays;
@@ -26,6 +28,7 @@ use super::runners::Runners;
 use super::settings::TaskSettings;
 use super::store::{StoreError, StoreEvent, TaskStore};
 use super::work;
+use crate::audit::Transition;
 use crate::cancel::{CancelHandle, Wake};
 
 /// A task call that passed the protocol checks.
@@ -143,6 +146,8 @@ pub(super) struct Inner {
     pub(super) answered: watch::Sender<u64>,
     /// Ends of runs the store could not take yet, written by `pending::flush` once it answers.
     pub(super) pending: PendingEnds,
+    /// The last readiness ping of the store.
+    pub(super) health: StoreHealth,
 }
 
 /// A queued task: its id and owner (every store read is scoped by owner).
@@ -178,6 +183,7 @@ impl Engine {
             relays: Relays::default(),
             answered: watch::channel(0).0,
             pending: PendingEnds::default(),
+            health: StoreHealth::default(),
         });
         let engine = Engine { inner: inner.clone(), stop: shutdown.child_token(), tracker: TaskTracker::new() };
         let receiver = Arc::new(tokio::sync::Mutex::new(receiver));
@@ -305,6 +311,10 @@ impl Engine {
             // Dropping `reserved` on an error gives the slots back: nothing half-created.
             let task = inner.store.insert(task).await?;
             reserved.keep();
+            audit::record(&inner.settings.audit, &task, Transition::Created);
+            if task.started {
+                audit::started(&inner.settings.audit, &task);
+            }
             match launch {
                 Launch::Queue => inner.enqueue(&task, None, events),
                 Launch::QueueFor(run) => inner.enqueue(&task, Some(run), events),
@@ -394,6 +404,7 @@ impl Engine {
             let now = self.get(owner, id).await?;
             return Err(EngineError::Terminal(now.status.as_str()));
         };
+        audit::ended(&inner.settings.audit, &cancelled, &Outcome::Cancelled);
         if let Some(live) = &live {
             live.announce(&cancelled);
         }
@@ -457,7 +468,13 @@ impl Inner {
 
     /// The control a run of `live` gets: every write fenced on this host.
     pub(super) fn control(self: &Arc<Self>, live: &Arc<Live>) -> TaskControl {
-        TaskControl { live: live.clone(), store: self.store.clone(), runner: self.runners.id().into(), result_quota: self.settings.result_quota }
+        TaskControl {
+            live: live.clone(),
+            store: self.store.clone(),
+            runner: self.runners.id().into(),
+            result_quota: self.settings.result_quota,
+            audit: self.settings.audit.clone(),
+        }
     }
 
     /// Shows the newest progress message of a task that is still working.

@@ -4,9 +4,11 @@
 //! A leaf: it knows nothing of MCP, the runtime or the server. Whoever runs tasks implements
 //! [`TaskRunner`] and gets a [`TaskControl`] for each run; outcomes are opaque values.
 
+mod audit;
 mod blobs;
 mod engine;
 mod finish;
+mod health;
 mod input;
 mod model;
 mod pending;

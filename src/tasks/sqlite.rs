@@ -661,6 +661,10 @@ impl TaskStore for SqliteStore {
         self.read(move |c| super::sqlite_blobs::page(c, &owner, &id, part, page, now_ms))
     }
 
+    fn ping(&self) -> StoreFuture<()> {
+        self.read(|c| c.query_row("SELECT 1", [], |_| Ok(())))
+    }
+
     fn count_by_status(&self) -> StoreFuture<Vec<(TaskStatus, u64)>> {
         self.read(|c| {
             let mut stmt = c.prepare_cached("SELECT status, count(*) FROM tasks GROUP BY status")?;

@@ -339,6 +339,12 @@ pub trait TaskStore: Send + Sync + 'static {
         Box::pin(std::future::ready(Ok(None)))
     }
 
+    /// One cheap round trip: answers when the store does (readiness checks). A store in
+    /// this process's memory is always there.
+    fn ping(&self) -> StoreFuture<()> {
+        Box::pin(async { Ok(()) })
+    }
+
     /// Stops the store: what was submitted before is answered, later calls fail with
     /// [`StoreError::Closed`], and the store's threads (or connections) are gone when this
     /// resolves.

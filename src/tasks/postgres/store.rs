@@ -518,6 +518,15 @@ impl TaskStore for PgStore {
         })
     }
 
+    fn ping(&self) -> StoreFuture<()> {
+        let pool = self.pool();
+        Box::pin(async move {
+            let client = get(&pool?).await?;
+            client.simple_query("SELECT 1").await?;
+            Ok(())
+        })
+    }
+
     fn count_by_status(&self) -> StoreFuture<Vec<(TaskStatus, u64)>> {
         let pool = self.pool();
         Box::pin(async move {
