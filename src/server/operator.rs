@@ -370,21 +370,70 @@ impl Host {
 
     /// The tasks `query` selects, as rows.
     pub async fn operator_tasks(&self, query: &TaskQuery) -> Result<Vec<TaskRow>, String> {
-        let _ = query;
-        Err("operator task queries are not built yet".into())
+        let store_query = crate::tasks::OperatorQuery {
+            statuses: query.statuses.clone(),
+            owner: query.owner.clone(),
+            tools: query.tools.clone(),
+            created_before: query.created_before,
+            created_after: query.created_after,
+            before_seq: query.before,
+            limit: query.limit,
+        };
+        let tasks = self.engine.operator_list(&store_query).await.map_err(|e| e.to_string())?;
+        let mut rows = Vec::with_capacity(tasks.len());
+        for task in &tasks {
+            rows.push(self.task_row(task, &self.outstanding(task).await));
+        }
+        Ok(rows)
     }
 
-    /// Task `id`'s row and what else is known of it, whoever owns it.
+    /// Task `id`'s row and what else is known of it, whoever owns it: its outstanding
+    /// questions whole, and how it ended. Never its arguments or its result.
     pub async fn operator_task(&self, id: &str) -> Result<Option<(TaskRow, serde_json::Value)>, String> {
-        let _ = id;
-        Err("operator task queries are not built yet".into())
+        let Some(task) = self.engine.find(id).await.map_err(|e| e.to_string())? else { return Ok(None) };
+        let questions = self.outstanding(&task).await;
+        let row = self.task_row(&task, &questions);
+        let ended = match task.status.is_terminal() {
+            true => self.engine.get_with_outcome(&task.owner, id).await.ok().and_then(|(_, outcome)| outcome).map(|o| {
+                let stored = o.stored();
+                serde_json::json!({ "kind": stored.kind.as_str(), "failure": stored.failure })
+            }),
+            false => None,
+        };
+        let asked: Vec<serde_json::Value> = questions.iter().filter(|q| q.answer.is_none()).map(|q| serde_json::json!({ "key": q.key, "request": q.request })).collect();
+        let detail = serde_json::json!({
+            "questions": asked,
+            "outcome": ended,
+            "idempotency_key_set": task.idempotency_key.is_some(),
+            "started": task.started,
+            "poll_interval_ms": task.poll_interval_ms,
+        });
+        Ok(Some((row, detail)))
     }
 
-    /// Cancels task `id`, whoever owns it, through the store (a guest running it on any
-    /// replica stops).
+    /// Cancels task `id`, whoever owns it, through the store: it is stored cancelled, and a
+    /// guest running it on any replica stops (the engine's cancel, as the owner's
+    /// `tasks/cancel` would).
     pub async fn operator_cancel(&self, id: &str) -> Result<TaskRow, CancelRefusal> {
-        let _ = id;
-        Err(CancelRefusal::Store("operator task queries are not built yet".into()))
+        let task = self.engine.find(id).await.map_err(|e| CancelRefusal::Store(e.to_string()))?.ok_or(CancelRefusal::NotFound)?;
+        if task.status.is_terminal() {
+            return Err(CancelRefusal::Ended(task.status.as_str()));
+        }
+        match self.engine.cancel(&task.owner, id).await {
+            Ok(cancelled) => Ok(self.task_row(&cancelled, &[])),
+            Err(crate::tasks::EngineError::NotFound | crate::tasks::EngineError::Expired) => Err(CancelRefusal::NotFound),
+            Err(crate::tasks::EngineError::Terminal(status)) => Err(CancelRefusal::Ended(status)),
+            Err(e) => Err(CancelRefusal::Store(e.to_string())),
+        }
+    }
+
+    /// The questions an `input_required` task waits on (none for other statuses, and none
+    /// when the store cannot say: the row is shown without them).
+    async fn outstanding(&self, task: &crate::tasks::Task) -> Vec<crate::tasks::TaskQuestion> {
+        if task.status != crate::tasks::TaskStatus::InputRequired {
+            return Vec::new();
+        }
+        self.engine.inputs().outstanding(&task.id).await.unwrap_or_default()
     }
 
     /// Whether the first load of the plugins is done.

@@ -237,6 +237,20 @@ impl Engine {
         Ok(self.inner.store.count_by_status().await?)
     }
 
+    /// Tasks of every owner that `query` selects, newest first, with their live messages
+    /// (expired ones left out): the operator's console.
+    pub async fn operator_list(&self, query: &crate::tasks::OperatorQuery) -> Result<Vec<Task>, EngineError> {
+        let now = now_ms();
+        let tasks = self.inner.store.operator_list(query).await?;
+        Ok(tasks.into_iter().filter(|t| !t.is_expired(now)).map(|t| self.inner.with_live_message(t)).collect())
+    }
+
+    /// Task `id` whoever owns it, with its live message (`None`: no such task, or expired).
+    pub async fn find(&self, id: &str) -> Result<Option<Task>, EngineError> {
+        let task = self.inner.store.get_any(id).await?;
+        Ok(task.filter(|t| !t.is_expired(now_ms())).map(|t| self.inner.with_live_message(t)))
+    }
+
     /// The replicas sharing the store (`None` on SQLite); see [`TaskStore::replicas`].
     pub async fn replicas(&self) -> Result<Option<Vec<crate::tasks::Replica>>, EngineError> {
         Ok(self.inner.store.replicas().await?)

@@ -41,4 +41,4 @@ pub use runner::{Finished, Launch, LocalRun, TaskControl, TaskEvents, TaskRunner
 pub use runners::Runners;
 pub use settings::{TaskSettings, DEFAULT_HOST_EXPIRY};
 pub use sqlite::{Durability, SqliteStore};
-pub use store::{Replica, StoreError, StoreEvent, StoreFuture, StoreResult, TaskQuestion, TaskStore};
+pub use store::{OperatorQuery, Replica, StoreError, StoreEvent, StoreFuture, StoreResult, TaskQuestion, TaskStore};

@@ -33,6 +33,12 @@ impl TaskStore for Flaky {
     fn list(&self, owner: &str, after: i64, limit: usize) -> StoreFuture<Vec<Task>> {
         self.inner.list(owner, after, limit)
     }
+    fn operator_list(&self, query: &crate::tasks::OperatorQuery) -> StoreFuture<Vec<Task>> {
+        self.inner.operator_list(query)
+    }
+    fn get_any(&self, id: &str) -> StoreFuture<Option<Task>> {
+        self.inner.get_any(id)
+    }
     fn set_status(&self, id: &str, status: TaskStatus, message: Option<&str>) -> StoreFuture<Option<Task>> {
         self.inner.set_status(id, status, message)
     }

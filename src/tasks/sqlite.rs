@@ -477,6 +477,26 @@ impl TaskStore for SqliteStore {
         })
     }
 
+    fn operator_list(&self, query: &crate::tasks::OperatorQuery) -> StoreFuture<Vec<Task>> {
+        let statuses = query.statuses_json();
+        let tools = query.tools.as_ref().map(|t| serde_json::to_string(t).expect("strings serialize"));
+        let (owner, before, after, before_seq, limit) = (query.owner.clone(), query.created_before, query.created_after, query.before_seq, query.limit as i64);
+        self.read(move |c| {
+            let mut stmt = c.prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM tasks WHERE (?1 IS NULL OR status IN (SELECT value FROM json_each(?1))) AND (?2 IS NULL OR owner = ?2) \
+                 AND (?3 IS NULL OR tool IN (SELECT value FROM json_each(?3))) AND (?4 IS NULL OR created_at < ?4) AND (?5 IS NULL OR created_at > ?5) \
+                 AND (?6 IS NULL OR seq < ?6) ORDER BY seq DESC LIMIT ?7"
+            ))?;
+            let rows = stmt.query_map(params![statuses, owner, tools, before, after, before_seq, limit], read_task)?;
+            rows.collect()
+        })
+    }
+
+    fn get_any(&self, id: &str) -> StoreFuture<Option<Task>> {
+        let id = id.to_owned();
+        self.read(move |c| c.prepare_cached(&format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1"))?.query_row(params![id], read_task).optional())
+    }
+
     fn list(&self, owner: &str, after: i64, limit: usize) -> StoreFuture<Vec<Task>> {
         let owner = owner.to_owned();
         self.read(move |c| {

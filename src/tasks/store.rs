@@ -186,6 +186,32 @@ pub enum StoreEvent {
     TakenForDead,
 }
 
+/// Which tasks of every owner an operator lists (newest first): each field narrows the list.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OperatorQuery {
+    /// Any of these statuses (empty: any).
+    pub statuses: Vec<TaskStatus>,
+    /// This owner key only.
+    pub owner: Option<String>,
+    /// These tools only (`None`: any).
+    pub tools: Option<Vec<String>>,
+    /// Created before this (ms since the Unix epoch).
+    pub created_before: Option<i64>,
+    /// Created after this.
+    pub created_after: Option<i64>,
+    /// Inserted before this `seq` (the next page).
+    pub before_seq: Option<i64>,
+    /// Tasks at most.
+    pub limit: usize,
+}
+
+impl OperatorQuery {
+    /// The statuses as a JSON array of their names, or `None` for any.
+    pub(crate) fn statuses_json(&self) -> Option<String> {
+        (!self.statuses.is_empty()).then(|| serde_json::to_string(&self.statuses.iter().map(|s| s.as_str()).collect::<Vec<_>>()).expect("strings serialize"))
+    }
+}
+
 /// One replica sharing a PostgreSQL store, as the operator's console shows it.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Replica {
@@ -332,6 +358,13 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// Tasks per status, for metrics and tests.
     fn count_by_status(&self) -> StoreFuture<Vec<(TaskStatus, u64)>>;
+
+    /// Tasks of every owner that `query` selects, newest first: the operator's console reads
+    /// them, never a client (clients see their own through [`TaskStore::list`]).
+    fn operator_list(&self, query: &OperatorQuery) -> StoreFuture<Vec<Task>>;
+
+    /// Task `id`, whoever owns it (the operator's console).
+    fn get_any(&self, id: &str) -> StoreFuture<Option<Task>>;
 
     /// The replicas sharing the store, with their heartbeats' age and the unfinished tasks each
     /// holds; `None` for a store one machine's hosts share (SQLite), which keeps no such rows.

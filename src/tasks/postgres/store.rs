@@ -308,6 +308,30 @@ impl TaskStore for PgStore {
         self.one(format!("SELECT {COLUMNS} FROM corral_tasks WHERE id = $1 AND owner = $2"), Args::new().text(id).text(owner))
     }
 
+    fn operator_list(&self, query: &crate::tasks::OperatorQuery) -> StoreFuture<Vec<Task>> {
+        let statuses: Option<Vec<String>> = (!query.statuses.is_empty()).then(|| query.statuses.iter().map(|s| s.as_str().to_owned()).collect());
+        let mut args = Args::new();
+        args.0.push(Box::new(statuses));
+        let mut args = args.opt_text(query.owner.as_deref());
+        args.0.push(Box::new(query.tools.clone()));
+        args.0.push(Box::new(query.created_before));
+        args.0.push(Box::new(query.created_after));
+        args.0.push(Box::new(query.before_seq));
+        let args = args.int(query.limit as i64);
+        self.many(
+            format!(
+                "SELECT {COLUMNS} FROM corral_tasks WHERE ($1::text[] IS NULL OR status = ANY($1)) AND ($2::text IS NULL OR owner = $2) \
+                 AND ($3::text[] IS NULL OR tool = ANY($3)) AND ($4::bigint IS NULL OR created_at < $4) AND ($5::bigint IS NULL OR created_at > $5) \
+                 AND ($6::bigint IS NULL OR seq < $6) ORDER BY seq DESC LIMIT $7"
+            ),
+            args,
+        )
+    }
+
+    fn get_any(&self, id: &str) -> StoreFuture<Option<Task>> {
+        self.one(format!("SELECT {COLUMNS} FROM corral_tasks WHERE id = $1"), Args::new().text(id))
+    }
+
     fn list(&self, owner: &str, after: i64, limit: usize) -> StoreFuture<Vec<Task>> {
         let args = Args::new().text(owner).int(after).int(limit as i64);
         self.many(format!("SELECT {COLUMNS} FROM corral_tasks WHERE owner = $1 AND seq > $2 ORDER BY seq LIMIT $3"), args)
