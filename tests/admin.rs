@@ -210,8 +210,12 @@ fn a_plugin_shows_its_digest_and_a_reload_serves_the_rebuilt_one() {
     let dir = tempfile::tempdir().unwrap();
     let first = Fixture::new().tool(ToolDef::new("greet").returns_text("v1")).build();
     write_plugin(dir.path(), "greeter", &first);
-    let console = Console::start(dir.path(), &[]);
+    let mut console = Console::start(dir.path(), &[]);
+    // A list waits for the first load: the plugin is served from then on.
+    console.mcp.initialize();
+    console.mcp.result("tools/list", json!({}));
     let plugins = console.read("/api/plugins");
+    assert_eq!(plugins["loaded"], true);
     let plugin = &plugins["plugins"][0];
     assert_eq!((plugin["name"].as_str(), plugin["state"].as_str(), plugin["contract"].as_str()), (Some("greeter"), Some("loaded"), Some("0.1.0")));
     assert_eq!(plugin["digest"], json!(sha256(&first)));
