@@ -148,9 +148,15 @@ fn hostile_admin_requests_are_refused_precisely_and_the_host_keeps_serving() {
     let cross_site = [("cookie", cookie.as_str()), ("content-type", "application/x-www-form-urlencoded"), ("origin", "https://evil.example")];
     assert!(console.send("POST", "/api/plugins/reload", &cross_site, Some("x=1")).refused(403).starts_with("Origin `https://evil.example`"));
     let wrong_csrf = [("cookie", cookie.as_str()), ("content-type", "application/json"), ("x-corral-csrf", "guessed")];
-    assert_eq!(console.send("POST", "/api/plugins/reload", &wrong_csrf, Some("{}")).refused(403), "the X-Corral-CSRF header does not match this sign-in's CSRF token");
+    assert_eq!(
+        console.send("POST", "/api/plugins/reload", &wrong_csrf, Some("{}")).refused(403),
+        "the X-Corral-CSRF header does not match this sign-in's CSRF token"
+    );
     let as_form = [("cookie", cookie.as_str()), ("content-type", "text/plain"), ("x-corral-csrf", csrf.as_str())];
-    assert_eq!(console.send("POST", "/api/plugins/reload", &as_form, Some("{}")).refused(415), "Content-Type `text/plain`: an admin action takes `application/json`");
+    assert_eq!(
+        console.send("POST", "/api/plugins/reload", &as_form, Some("{}")).refused(415),
+        "Content-Type `text/plain`: an admin action takes `application/json`"
+    );
     let right = [("cookie", cookie.as_str()), ("content-type", "application/json"), ("x-corral-csrf", csrf.as_str())];
     assert_eq!(console.send("POST", "/api/plugins/reload", &right, Some("{}")).status, 200);
 
@@ -197,7 +203,19 @@ fn admin_needs_its_own_tokens_file() {
     std::fs::write(shared.path(), "ops same-token\n").unwrap();
     let path = shared.path().to_str().unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_corral"))
-        .args(["serve", "--plugins", plugins.path().to_str().unwrap(), "--http", "127.0.0.1:0", "--auth-tokens-file", path, "--admin", "0", "--admin-tokens-file", path])
+        .args([
+            "serve",
+            "--plugins",
+            plugins.path().to_str().unwrap(),
+            "--http",
+            "127.0.0.1:0",
+            "--auth-tokens-file",
+            path,
+            "--admin",
+            "0",
+            "--admin-tokens-file",
+            path,
+        ])
         .env("CORRAL_DB", ":memory:")
         .output()
         .unwrap();
@@ -259,7 +277,9 @@ fn a_task_is_seen_live_and_cancelled_from_the_console() {
     let reply = console.send("POST", &format!("/api/tasks/{id}/cancel"), &headers, Some("{}"));
     assert_eq!(reply.status, 200, "{reply:?}");
     assert_eq!(reply.json()["status"], "cancelled");
-    next_event(&events, |kind, data| kind == "tasks" && data["data"]["changed"].as_array().unwrap().iter().any(|t| t["id"] == json!(id) && t["status"] == "cancelled"));
+    next_event(&events, |kind, data| {
+        kind == "tasks" && data["data"]["changed"].as_array().unwrap().iter().any(|t| t["id"] == json!(id) && t["status"] == "cancelled")
+    });
     let again = console.send("POST", &format!("/api/tasks/{id}/cancel"), &headers, Some("{}")).refused(409);
     assert!(again.contains("is already cancelled"), "{again}");
     assert_eq!(console.send("POST", "/api/tasks/no-such-task/cancel", &headers, Some("{}")).refused(404), "no task `no-such-task`");
@@ -277,7 +297,8 @@ type Events = mpsc::Receiver<(String, Value)>;
 
 /// `GET /api/events` with the bearer token, read on a thread: (event, data) pairs.
 fn open_events(console: &Console) -> Events {
-    let request = ureq::http::Request::builder().uri(format!("{}/api/events", console.base)).header("authorization", format!("Bearer {ADMIN_TOKEN}")).body(()).unwrap();
+    let request =
+        ureq::http::Request::builder().uri(format!("{}/api/events", console.base)).header("authorization", format!("Bearer {ADMIN_TOKEN}")).body(()).unwrap();
     let agent = ureq::Agent::config_builder().http_status_as_error(false).build().new_agent();
     let response = agent.run(request).expect("the event stream opens");
     assert_eq!(response.status().as_u16(), 200);

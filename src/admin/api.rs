@@ -160,7 +160,9 @@ async fn events(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Response
     }
     match admin.hub.subscribe(admin.stopping.clone()) {
         Some(stream) => stream.into_response(),
-        None => Refusal::new(StatusCode::SERVICE_UNAVAILABLE, format!("{} event streams are open already; close one", super::events::MAX_CLIENTS)).into_response(),
+        None => {
+            Refusal::new(StatusCode::SERVICE_UNAVAILABLE, format!("{} event streams are open already; close one", super::events::MAX_CLIENTS)).into_response()
+        }
     }
 }
 

@@ -12,7 +12,8 @@ const CSS: &str = include_str!("assets/console.css");
 const JS: &str = include_str!("assets/console.js");
 
 /// Only this origin's files; no inline script or style; no framing.
-const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+const CSP: &str =
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 fn file(kind: &'static str, body: &'static str) -> Response {
     (

@@ -95,7 +95,9 @@ pub async fn detail(host: &Host, id: &str) -> Result<Option<Value>, String> {
 pub async fn cancel(host: &Host, id: &str) -> Result<TaskRow, Refusal> {
     host.operator_cancel(id).await.map_err(|e| match e {
         CancelRefusal::NotFound => Refusal::new(StatusCode::NOT_FOUND, format!("no task `{id}`")),
-        CancelRefusal::Ended(status) => Refusal::new(StatusCode::CONFLICT, format!("task `{id}` is already {status}: only a working or input_required task can be cancelled")),
+        CancelRefusal::Ended(status) => {
+            Refusal::new(StatusCode::CONFLICT, format!("task `{id}` is already {status}: only a working or input_required task can be cancelled"))
+        }
         CancelRefusal::Store(e) => Refusal::new(StatusCode::SERVICE_UNAVAILABLE, format!("the task store did not answer: {e}")),
     })
 }

@@ -139,7 +139,10 @@ impl AdminArgs {
         if let Some(mcp) = &http.auth_tokens_file {
             let shared = std::fs::read_to_string(mcp).map(|t| transport::http::parse_tokens(&t, "")).unwrap_or_default();
             if tokens.iter().any(|(_, admin)| shared.iter().any(|(_, client)| client == admin)) {
-                anyhow::bail!("--admin-tokens-file {} shares a token with --auth-tokens-file: an MCP client must not be able to run the console", path.display());
+                anyhow::bail!(
+                    "--admin-tokens-file {} shares a token with --auth-tokens-file: an MCP client must not be able to run the console",
+                    path.display()
+                );
             }
         }
         Ok(Some(crate::admin::AdminSettings { addr, tokens, allowed_hosts: http.allowed_hosts.clone(), allowed_origins: http.allowed_origins.clone(), reload }))

@@ -37,7 +37,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let admin = match args.admin.settings(&args.http, reload)? {
         Some(settings) => {
             let stop = admin_stop.clone();
-            let listener = tokio::net::TcpListener::bind(settings.addr).await.map_err(|e| anyhow::anyhow!("--admin: cannot listen on {}: {e}", settings.addr))?;
+            let listener =
+                tokio::net::TcpListener::bind(settings.addr).await.map_err(|e| anyhow::anyhow!("--admin: cannot listen on {}: {e}", settings.addr))?;
             Some(tokio::spawn(crate::admin::serve_on(host.clone(), listener, settings, async move { stop.cancelled().await })))
         }
         None => None,

@@ -337,7 +337,15 @@ fn compile(file: &Path, runtime: &Runtime, settings: &LoadSettings) -> Result<Co
         })?
         .with_permissions(manifest.permissions);
     let compile_time = started.elapsed();
-    Ok(Compiled { name: name.clone(), file: file.to_owned(), stamp, code, limits: manifest.limits, names: Names { namespace: manifest.namespace }, compile_time })
+    Ok(Compiled {
+        name: name.clone(),
+        file: file.to_owned(),
+        stamp,
+        code,
+        limits: manifest.limits,
+        names: Names { namespace: manifest.namespace },
+        compile_time,
+    })
 }
 
 /// What the plugin's `list-*` exports declare, before any check.

@@ -50,7 +50,6 @@ pub struct Plugin {
     pub compile_time: std::time::Duration,
 }
 
-
 /// One tool, checked and ready to call.
 pub struct ToolEntry {
     /// The plugin that serves it.

@@ -400,7 +400,8 @@ impl Host {
             }),
             false => None,
         };
-        let asked: Vec<serde_json::Value> = questions.iter().filter(|q| q.answer.is_none()).map(|q| serde_json::json!({ "key": q.key, "request": q.request })).collect();
+        let asked: Vec<serde_json::Value> =
+            questions.iter().filter(|q| q.answer.is_none()).map(|q| serde_json::json!({ "key": q.key, "request": q.request })).collect();
         let detail = serde_json::json!({
             "questions": asked,
             "outcome": ended,
