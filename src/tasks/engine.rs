@@ -34,6 +34,8 @@ pub struct Admission {
     pub owner: String,
     /// The tool to call.
     pub tool: String,
+    /// The plugin that serves it, kept with the task for operators.
+    pub plugin: Option<String>,
     /// The call's arguments, already validated.
     pub arguments: Value,
     /// The TTL the client asked for, in milliseconds.
@@ -189,6 +191,8 @@ impl Engine {
         if let Some(changes) = inner.store.subscribe() {
             engine.tracker.spawn(work::follow(inner.clone(), changes, engine.stop.clone()));
             engine.tracker.spawn(work::spread(inner.clone(), engine.stop.clone()));
+        } else {
+            engine.tracker.spawn(work::outside_cancels(inner.clone(), engine.stop.clone()));
         }
         // On an error the engine is dropped, which stops what was spawned.
         let later = inner.recover().await?;
@@ -270,6 +274,7 @@ impl Engine {
             id: uuid::Uuid::new_v4().to_string(),
             owner: admission.owner,
             tool: admission.tool,
+            plugin: admission.plugin,
             arguments: admission.arguments,
             status: TaskStatus::Working,
             status_message: None,

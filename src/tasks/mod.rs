@@ -9,6 +9,7 @@ mod engine;
 mod finish;
 mod input;
 mod model;
+mod operator;
 mod pending;
 mod postgres;
 mod relay;
@@ -19,6 +20,7 @@ mod settings;
 mod sqlite;
 mod sqlite_blobs;
 mod sqlite_inputs;
+mod sqlite_operator;
 mod store;
 #[cfg(test)]
 pub(crate) mod store_suite;
@@ -33,6 +35,7 @@ pub use blobs::{pages as result_pages, PartKind, QuotaBound, ResultPage, ResultP
 pub use engine::{Admission, Counts, Engine, EngineError};
 pub use input::Inputs;
 pub use model::{now_ms, Outcome, OutcomeKind, Progress, Task, TaskStatus};
+pub use operator::{Purged, TaskCursor, TaskDetail, TaskFilter, TaskPage, MAX_PAGE};
 pub use postgres::{is_postgres_url, redacted, PgOptions, PgStore};
 pub use resume::Recovery;
 pub use runner::{Finished, Launch, LocalRun, TaskControl, TaskEvents, TaskRunner};
