@@ -781,6 +781,7 @@ mod tests {
         // Back to version 8, with one outcome of each shape it wrote.
         conn.execute_batch(
             "ALTER TABLE outcomes DROP COLUMN kind; ALTER TABLE outcomes DROP COLUMN failure; PRAGMA user_version = 8;
+             ALTER TABLE tasks DROP COLUMN plugin; ALTER TABLE tasks DROP COLUMN checkpointed_at; DROP TABLE task_notices;
              INSERT INTO tasks (id, owner, tool, arguments, status, created_at, updated_at, poll_interval_ms, runner) VALUES
                ('ok', 'o', 't', '{}', 'completed', 0, 0, 1000, ''), ('limit', 'o', 't', '{}', 'failed', 0, 0, 1000, ''),
                ('err', 'o', 't', '{}', 'failed', 0, 0, 1000, ''), ('gone', 'o', 't', '{}', 'cancelled', 0, 0, 1000, ''),
@@ -803,6 +804,8 @@ mod tests {
         assert_eq!(kind("err").await, OutcomeKind::Error);
         assert_eq!(kind("gone").await, OutcomeKind::Cancelled);
         assert_eq!(kind("cut").await, OutcomeKind::Interrupted);
+        let old = store.inspect("ok").await.unwrap().unwrap();
+        assert_eq!((old.task.plugin, old.checkpointed_at), (None, None), "rows from before version 10 have no plugin nor checkpoint time");
     }
 
     #[tokio::test]
