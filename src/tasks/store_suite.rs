@@ -316,7 +316,11 @@ fn ids(page: &super::TaskPage) -> Vec<&str> {
 pub(crate) async fn operators_list_every_owner_newest_first_filtered_and_paged(store: &dyn TaskStore) {
     use super::operator::{TaskCursor, TaskFilter};
     let at = now_ms() - 100_000;
-    for (i, (owner, tool, plugin)) in [("alice", "echo", "text"), ("bob", "spin", "spin"), ("alice", "spin", "spin"), ("carol", "echo", "text"), ("bob", "echo", "text")].into_iter().enumerate() {
+    for (i, (owner, tool, plugin)) in
+        [("alice", "echo", "text"), ("bob", "spin", "spin"), ("alice", "spin", "spin"), ("carol", "echo", "text"), ("bob", "echo", "text")]
+            .into_iter()
+            .enumerate()
+    {
         let t = Task { tool: tool.into(), plugin: Some(plugin.into()), created_at: at + i as i64 * 1000, ..task(&format!("t{i}"), owner, "h") };
         store.insert(t).await.unwrap();
     }
@@ -387,7 +391,11 @@ pub(crate) async fn an_outside_cancel_ends_the_task_and_reaches_its_host(store: 
     let cancelled = store.cancel("run", "cancelled by an operator").await.unwrap().expect("cancelled");
     assert_eq!((cancelled.status, cancelled.status_message.as_deref()), (TaskStatus::Cancelled, Some("cancelled by an operator")));
     assert_eq!(store.outcome("run").await.unwrap(), Some(Outcome::Cancelled));
-    assert_eq!(store.finish_as("run", "h", TaskStatus::Completed, None, &Outcome::Result(json!({}))).await.unwrap(), None, "the host's late end writes nothing");
+    assert_eq!(
+        store.finish_as("run", "h", TaskStatus::Completed, None, &Outcome::Result(json!({}))).await.unwrap(),
+        None,
+        "the host's late end writes nothing"
+    );
     assert_eq!(store.cancel("run", "again").await.unwrap(), None, "an ended task stays as it ended");
     assert_eq!(store.cancel("missing", "x").await.unwrap(), None);
     match changes {
@@ -430,8 +438,8 @@ async fn heard_from_now_on(store: &dyn TaskStore, changes: &mut tokio::sync::bro
 }
 
 pub(crate) async fn purge_deletes_named_ended_tasks_and_refuses_unfinished_ones(store: &dyn TaskStore) {
-    use super::operator::Purged;
     use super::blobs::{PartKind, ResultPart, ResultQuota};
+    use super::operator::Purged;
     for id in ["done", "running", "waiting"] {
         store.insert(task(id, "o", "h")).await.unwrap();
     }
