@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use corral::cli::args::{Cli, Command, LogFormat};
-use corral::cli::{call, compile, inspect, new, publish, pull, serve, tools};
+use corral::cli::{call, compile, inspect, new, publish, pull, serve, tasks, tools};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -42,5 +42,6 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::New(args) => new::run(args),
         Command::Pull(args) => pull::run(args).await,
         Command::Publish(args) => publish::run(args).await,
+        Command::Tasks(args) => tasks::run(args).await,
     }
 }

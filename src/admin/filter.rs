@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::refusal::Refusal;
-use crate::tasks::TaskStatus;
+use crate::tasks::{TaskCursor, TaskStatus};
 
 /// Bytes of a whole query string at most.
 pub const MAX_QUERY: usize = 4096;
@@ -35,11 +35,24 @@ pub struct TaskFilter {
     pub newer_than: Option<Duration>,
     /// Tasks per page.
     pub limit: usize,
-    /// The page after the one that ended with this cursor (a task's `seq`).
-    pub before: Option<i64>,
+    /// The page after the one whose `next` this is.
+    pub before: Option<TaskCursor>,
 }
 
 impl TaskFilter {
+    /// The task store's filter, with ages counted back from `now` (ms since the Unix epoch).
+    pub fn store_filter(&self, now: i64) -> crate::tasks::TaskFilter {
+        let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+        crate::tasks::TaskFilter {
+            statuses: self.statuses.clone(),
+            owner: self.owner.clone(),
+            tool: self.tool.clone(),
+            plugin: self.plugin.clone(),
+            created_from: self.newer_than.map(|d| now.saturating_sub(ms(d))),
+            created_before: self.older_than.map(|d| now.saturating_sub(ms(d))),
+        }
+    }
+
     /// Reads `query` (the part after `?`, possibly absent).
     pub fn parse(query: Option<&str>) -> Result<TaskFilter, Refusal> {
         let mut filter = TaskFilter { limit: DEFAULT_LIMIT, ..TaskFilter::default() };
@@ -103,7 +116,7 @@ impl TaskFilter {
                 }
                 self.limit = n;
             }
-            "before" => self.before = Some(value.parse().map_err(|_| bad(format!("`{value}` is not a cursor (the `next` of a previous page)")))?),
+            "before" => self.before = Some(TaskCursor::parse(&value).ok_or_else(|| bad(format!("`{value}` is not a cursor (the `next` of a previous page)")))?),
             _ => unreachable!("KEYS holds the keys set() knows"),
         }
         Ok(())
@@ -145,10 +158,11 @@ mod tests {
 
     #[test]
     fn a_filter_reads_every_key() {
-        let f = TaskFilter::parse(Some("status=working,input_required&tool=tick&owner=token%3Aops&older_than=5m&limit=20&before=17")).unwrap();
+        let f = TaskFilter::parse(Some("status=working,input_required&tool=tick&owner=token%3Aops&older_than=5m&limit=20&before=s17")).unwrap();
         assert_eq!(f.statuses, vec![TaskStatus::Working, TaskStatus::InputRequired]);
         assert_eq!((f.tool.as_deref(), f.owner.as_deref()), (Some("tick"), Some("token:ops")));
-        assert_eq!((f.older_than, f.limit, f.before), (Some(Duration::from_secs(300)), 20, Some(17)));
+        assert_eq!((f.older_than, f.limit, f.before), (Some(Duration::from_secs(300)), 20, TaskCursor::parse("s17")));
+        assert!(refused("before=17").starts_with("filter `before`: `17` is not a cursor"));
         assert_eq!(TaskFilter::parse(None).unwrap().limit, DEFAULT_LIMIT);
     }
 

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::filter::TaskFilter;
 use super::refusal::Refusal;
-use crate::server::operator::{CancelRefusal, TaskQuery};
+use crate::server::operator::CancelRefusal;
 use crate::server::Host;
 use crate::tasks::TaskStatus;
 
@@ -22,8 +22,8 @@ const MAX_ID: usize = 128;
 pub struct TaskPage {
     /// The tasks.
     pub tasks: Vec<TaskRow>,
-    /// Where the next page starts (`before`); `None` on the last page.
-    pub next: Option<i64>,
+    /// Where the next page starts (pass it as `before`); `None` on the last page.
+    pub next: Option<String>,
 }
 
 /// Refuses a task id no task can have, naming it.
@@ -37,45 +37,14 @@ pub fn check_id(id: &str) -> Result<(), Refusal> {
 
 /// The tasks `filter` selects.
 pub async fn list(host: &Host, filter: &TaskFilter) -> Result<TaskPage, String> {
-    let now = crate::tasks::now_ms();
-    let ms = |d: std::time::Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
-    let tools = match &filter.plugin {
-        Some(plugin) => {
-            let mut tools = host.tools_of(plugin);
-            if let Some(tool) = &filter.tool {
-                tools.retain(|t| t == tool);
-            }
-            Some(tools)
-        }
-        None => filter.tool.clone().map(|t| vec![t]),
-    };
-    if tools.as_ref().is_some_and(Vec::is_empty) {
-        return Ok(TaskPage { tasks: Vec::new(), next: None });
-    }
-    let query = TaskQuery {
-        statuses: filter.statuses.clone(),
-        owner: filter.owner.clone(),
-        tools,
-        created_before: filter.older_than.map(|d| now.saturating_sub(ms(d))),
-        created_after: filter.newer_than.map(|d| now.saturating_sub(ms(d))),
-        before: filter.before,
-        limit: filter.limit + 1,
-    };
-    let mut tasks = host.operator_tasks(&query).await?;
-    let next = match tasks.len() > filter.limit {
-        true => {
-            tasks.truncate(filter.limit);
-            tasks.last().map(|t| t.seq)
-        }
-        false => None,
-    };
+    let (tasks, next) = host.operator_tasks(&filter.store_filter(crate::tasks::now_ms()), filter.before, filter.limit).await?;
     Ok(TaskPage { tasks, next })
 }
 
 /// The newest `limit` unfinished tasks (the event producer's watch).
 pub async fn unfinished(host: &Host, limit: usize) -> Result<Vec<TaskRow>, String> {
-    let query = TaskQuery { statuses: vec![TaskStatus::Working, TaskStatus::InputRequired], limit, ..TaskQuery::default() };
-    host.operator_tasks(&query).await
+    let filter = crate::tasks::TaskFilter { statuses: vec![TaskStatus::Working, TaskStatus::InputRequired], ..Default::default() };
+    Ok(host.operator_tasks(&filter, None, limit).await?.0)
 }
 
 /// Task `id`'s row, if it exists.

@@ -44,6 +44,7 @@ use crate::tasks::Engine;
 pub use metrics::{Metrics, ToolUsage};
 pub use modern::serve as serve_stateless;
 pub use ready::Readiness;
+pub use result_links::RESULTS_SCHEME;
 pub use runner::ToolRunner;
 pub use scope::{Requests, Scope};
 pub use session::Session;

@@ -197,7 +197,7 @@ pub struct TaskRow {
     pub owner: String,
     /// The tool it calls.
     pub tool: String,
-    /// The plugin serving that tool now.
+    /// The plugin that served it (recorded at admission; else the one serving its tool now).
     pub plugin: Option<String>,
     /// When it was created and last changed (ms since the Unix epoch).
     pub created_at: i64,
@@ -245,25 +245,6 @@ fn question_text(question: &crate::tasks::TaskQuestion) -> String {
         Some(message) => message.to_owned(),
         None => request.get("method").and_then(serde_json::Value::as_str).unwrap_or("a question").to_owned(),
     }
-}
-
-/// Which tasks the operator asks for, across every owner, newest first.
-#[derive(Clone, Debug, Default)]
-pub struct TaskQuery {
-    /// Any of these statuses (empty: all).
-    pub statuses: Vec<crate::tasks::TaskStatus>,
-    /// This owner key only.
-    pub owner: Option<String>,
-    /// These tools only (`None`: all).
-    pub tools: Option<Vec<String>>,
-    /// Created before this (ms since the Unix epoch).
-    pub created_before: Option<i64>,
-    /// Created after this.
-    pub created_after: Option<i64>,
-    /// Inserted before this `seq` (the next page).
-    pub before: Option<i64>,
-    /// Tasks at most.
-    pub limit: usize,
 }
 
 /// Why the operator's cancel did not cancel.
@@ -315,7 +296,7 @@ impl Host {
             progress: progress.filter(|_| !task.status.is_terminal()).map(|p| ProgressView { progress: p.progress, total: p.total }),
             owner: owner_label(&task.owner),
             tool: task.tool.clone(),
-            plugin: catalog.tool(&task.tool).map(|t| t.plugin.name.clone()),
+            plugin: task.plugin.clone().or_else(|| catalog.tool(&task.tool).map(|t| t.plugin.name.clone())),
             created_at: task.created_at,
             updated_at: task.updated_at,
             age_ms: now.saturating_sub(task.created_at),
@@ -363,60 +344,46 @@ impl Host {
         views
     }
 
-    /// The tools `plugin` serves now.
-    pub fn tools_of(&self, plugin: &str) -> Vec<String> {
-        self.registry.snapshot().tools.values().filter(|t| t.plugin.name == plugin).map(|t| t.name.clone()).collect()
-    }
-
-    /// The tasks `query` selects, as rows.
-    pub async fn operator_tasks(&self, query: &TaskQuery) -> Result<Vec<TaskRow>, String> {
-        let store_query = crate::tasks::OperatorQuery {
-            statuses: query.statuses.clone(),
-            owner: query.owner.clone(),
-            tools: query.tools.clone(),
-            created_before: query.created_before,
-            created_after: query.created_after,
-            before_seq: query.before,
-            limit: query.limit,
-        };
-        let tasks = self.engine.operator_list(&store_query).await.map_err(|e| e.to_string())?;
-        let mut rows = Vec::with_capacity(tasks.len());
-        for task in &tasks {
+    /// A page of the tasks `filter` selects, as rows, and where the next page starts.
+    pub async fn operator_tasks(
+        &self,
+        filter: &crate::tasks::TaskFilter,
+        after: Option<crate::tasks::TaskCursor>,
+        limit: usize,
+    ) -> Result<(Vec<TaskRow>, Option<String>), String> {
+        let page = self.engine.list_all(filter, after, limit).await.map_err(|e| e.to_string())?;
+        let now = crate::tasks::now_ms();
+        let mut rows = Vec::with_capacity(page.tasks.len());
+        for task in page.tasks.iter().filter(|t| !t.is_expired(now)) {
             rows.push(self.task_row(task, &self.outstanding(task).await));
         }
-        Ok(rows)
+        Ok((rows, page.next.map(|c| c.to_string())))
     }
 
-    /// Task `id`'s row and what else is known of it, whoever owns it: its outstanding
-    /// questions whole, and how it ended. Never its arguments or its result.
+    /// Task `id`'s row and what else the store knows of it, whoever owns it: its outstanding
+    /// questions whole, when it started and last checkpointed, how it ended, the holding
+    /// replica's heartbeat. Never its arguments or its result.
     pub async fn operator_task(&self, id: &str) -> Result<Option<(TaskRow, serde_json::Value)>, String> {
-        let Some(task) = self.engine.find(id).await.map_err(|e| e.to_string())? else { return Ok(None) };
-        let questions = self.outstanding(&task).await;
-        let row = self.task_row(&task, &questions);
-        let ended = match task.status.is_terminal() {
-            true => self.engine.get_with_outcome(&task.owner, id).await.ok().and_then(|(_, outcome)| outcome).map(|o| {
-                let stored = o.stored();
-                serde_json::json!({ "kind": stored.kind.as_str(), "failure": stored.failure })
-            }),
-            false => None,
-        };
+        let Some(detail) = self.engine.inspect(id).await.map_err(|e| e.to_string())? else { return Ok(None) };
+        let row = self.task_row(&detail.task, &detail.questions);
         let asked: Vec<serde_json::Value> =
-            questions.iter().filter(|q| q.answer.is_none()).map(|q| serde_json::json!({ "key": q.key, "request": q.request })).collect();
-        let detail = serde_json::json!({
+            detail.questions.iter().filter(|q| q.answer.is_none()).map(|q| serde_json::json!({ "key": q.key, "request": q.request })).collect();
+        let extra = serde_json::json!({
             "questions": asked,
-            "outcome": ended,
-            "idempotency_key_set": task.idempotency_key.is_some(),
-            "started": task.started,
-            "poll_interval_ms": task.poll_interval_ms,
+            "started_at": detail.started_at,
+            "checkpointed_at": detail.checkpointed_at,
+            "outcome": detail.outcome.map(|k| k.as_str()),
+            "failure": detail.failure,
+            "replica_heartbeat_at": detail.replica_heartbeat_at,
         });
-        Ok(Some((row, detail)))
+        Ok(Some((row, extra)))
     }
 
-    /// Cancels task `id`, whoever owns it, through the store: it is stored cancelled, and a
-    /// guest running it on any replica stops (the engine's cancel, as the owner's
-    /// `tasks/cancel` would).
+    /// Cancels task `id`, whoever owns it: stored cancelled, and a guest running it on any
+    /// replica stops (the engine's cancel, as its owner's `tasks/cancel` would).
     pub async fn operator_cancel(&self, id: &str) -> Result<TaskRow, CancelRefusal> {
-        let task = self.engine.find(id).await.map_err(|e| CancelRefusal::Store(e.to_string()))?.ok_or(CancelRefusal::NotFound)?;
+        let detail = self.engine.inspect(id).await.map_err(|e| CancelRefusal::Store(e.to_string()))?.ok_or(CancelRefusal::NotFound)?;
+        let task = detail.task;
         if task.status.is_terminal() {
             return Err(CancelRefusal::Ended(task.status.as_str()));
         }

@@ -37,6 +37,8 @@ pub struct Admission {
     pub owner: String,
     /// The tool to call.
     pub tool: String,
+    /// The plugin that serves it, kept with the task for operators.
+    pub plugin: Option<String>,
     /// The call's arguments, already validated.
     pub arguments: Value,
     /// The TTL the client asked for, in milliseconds.
@@ -195,6 +197,8 @@ impl Engine {
         if let Some(changes) = inner.store.subscribe() {
             engine.tracker.spawn(work::follow(inner.clone(), changes, engine.stop.clone()));
             engine.tracker.spawn(work::spread(inner.clone(), engine.stop.clone()));
+        } else {
+            engine.tracker.spawn(work::outside_cancels(inner.clone(), engine.stop.clone()));
         }
         // On an error the engine is dropped, which stops what was spawned.
         let later = inner.recover().await?;
@@ -237,18 +241,27 @@ impl Engine {
         Ok(self.inner.store.count_by_status().await?)
     }
 
-    /// Tasks of every owner that `query` selects, newest first, with their live messages
-    /// (expired ones left out): the operator's console.
-    pub async fn operator_list(&self, query: &crate::tasks::OperatorQuery) -> Result<Vec<Task>, EngineError> {
-        let now = now_ms();
-        let tasks = self.inner.store.operator_list(query).await?;
-        Ok(tasks.into_iter().filter(|t| !t.is_expired(now)).map(|t| self.inner.with_live_message(t)).collect())
+    /// The operator's list (`TaskStore::list_all`), with the live messages of the tasks
+    /// running here: the admin console.
+    pub async fn list_all(
+        &self,
+        filter: &crate::tasks::TaskFilter,
+        after: Option<crate::tasks::TaskCursor>,
+        limit: usize,
+    ) -> Result<crate::tasks::TaskPage, EngineError> {
+        let mut page = self.inner.store.list_all(filter, after, limit).await?;
+        page.tasks = page.tasks.into_iter().map(|t| self.inner.with_live_message(t)).collect();
+        Ok(page)
     }
 
-    /// Task `id` whoever owns it, with its live message (`None`: no such task, or expired).
-    pub async fn find(&self, id: &str) -> Result<Option<Task>, EngineError> {
-        let task = self.inner.store.get_any(id).await?;
-        Ok(task.filter(|t| !t.is_expired(now_ms())).map(|t| self.inner.with_live_message(t)))
+    /// Everything the store knows of task `id`, whoever owns it (`TaskStore::inspect`), with
+    /// its live message.
+    pub async fn inspect(&self, id: &str) -> Result<Option<crate::tasks::TaskDetail>, EngineError> {
+        let detail = self.inner.store.inspect(id).await?;
+        Ok(detail.map(|mut d| {
+            d.task = self.inner.with_live_message(d.task);
+            d
+        }))
     }
 
     /// The replicas sharing the store (`None` on SQLite); see [`TaskStore::replicas`].
@@ -300,6 +313,7 @@ impl Engine {
             id: uuid::Uuid::new_v4().to_string(),
             owner: admission.owner,
             tool: admission.tool,
+            plugin: admission.plugin,
             arguments: admission.arguments,
             status: TaskStatus::Working,
             status_message: None,

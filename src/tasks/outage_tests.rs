@@ -33,12 +33,6 @@ impl TaskStore for Flaky {
     fn list(&self, owner: &str, after: i64, limit: usize) -> StoreFuture<Vec<Task>> {
         self.inner.list(owner, after, limit)
     }
-    fn operator_list(&self, query: &crate::tasks::OperatorQuery) -> StoreFuture<Vec<Task>> {
-        self.inner.operator_list(query)
-    }
-    fn get_any(&self, id: &str) -> StoreFuture<Option<Task>> {
-        self.inner.get_any(id)
-    }
     fn set_status(&self, id: &str, status: TaskStatus, message: Option<&str>) -> StoreFuture<Option<Task>> {
         self.inner.set_status(id, status, message)
     }
@@ -83,6 +77,18 @@ impl TaskStore for Flaky {
     }
     fn purge_expired(&self, now_ms: i64) -> StoreFuture<usize> {
         self.inner.purge_expired(now_ms)
+    }
+    fn list_all(&self, filter: &TaskFilter, after: Option<TaskCursor>, limit: usize) -> StoreFuture<TaskPage> {
+        self.inner.list_all(filter, after, limit)
+    }
+    fn inspect(&self, id: &str) -> StoreFuture<Option<TaskDetail>> {
+        self.inner.inspect(id)
+    }
+    fn cancels_after(&self, after: Option<i64>) -> StoreFuture<(i64, Vec<String>)> {
+        self.inner.cancels_after(after)
+    }
+    fn purge_tasks(&self, ids: Vec<String>) -> StoreFuture<Vec<(String, Purged)>> {
+        self.inner.purge_tasks(ids)
     }
     fn checkpoint(&self, id: &str, runner: &str, state: Vec<u8>, message: Option<&str>) -> StoreFuture<Option<u64>> {
         self.inner.checkpoint(id, runner, state, message)

@@ -321,6 +321,40 @@ impl Inner {
     }
 }
 
+/// How often a host on a store that announces nothing looks for cancels other processes wrote
+/// there, while it runs tasks: the most a cancel from `corral tasks` (or another host on the
+/// same SQLite file) waits before the guest is stopped.
+const OUTSIDE_CANCELS_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// On a store that announces nothing ([`TaskStore::subscribe`](super::TaskStore::subscribe) is
+/// `None`: SQLite), stops the runs here of tasks that another process cancelled, until `stop`
+/// fires: what `follow` does for a shared store, from the store's cancel notices
+/// ([`TaskStore::cancels_after`](super::TaskStore::cancels_after)) instead of `NOTIFY`. It
+/// reads only while this host has live tasks; a notice of a task not live here costs a lookup.
+pub(super) async fn outside_cancels(inner: Arc<Inner>, stop: CancellationToken) {
+    let mut seen = None;
+    let mut ticks = tokio::time::interval(OUTSIDE_CANCELS_EVERY);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = ticks.tick() => {}
+        }
+        if seen.is_some() && inner.live.lock().unwrap().is_empty() {
+            continue;
+        }
+        match inner.store.cancels_after(seen).await {
+            Ok((newest, ids)) => {
+                seen = Some(newest);
+                for id in ids {
+                    inner.stop_if_ended_elsewhere(&id).await;
+                }
+            }
+            Err(e) => tracing::warn!("looking for tasks cancelled by other processes failed: {e}"),
+        }
+    }
+}
+
 /// How long a task waits for a worker of the host that admitted it before an idle replica
 /// may take it: that host's own worker, when it has one free, starts it well within this, and
 /// only there does the task reach its requestor's session (elicitation, progress).
