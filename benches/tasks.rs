@@ -72,6 +72,7 @@ fn tick(owner: &str) -> Admission {
     Admission {
         owner: owner.into(),
         tool: "tick".into(),
+        plugin: Some("ticker".into()),
         arguments: json!({ "count": 1, "interval_ms": 0 }),
         requested_ttl_ms: None,
         progress_token: None,

@@ -22,6 +22,7 @@ cargo check --locked --benches
 # round trips, so two cores serve them together): 0.2.0-alpha.12's frozen sets, the 2026-07-28 era
 # (expected-failures-2026-07-28) and 2025-11-25, and real MCP clients (TypeScript SDK, Inspector
 # CLI, Python SDK 1.x and 2.x) over stdio and HTTP, installed from tests/interop's lock files.
+# Beside them, the admin console in Debian's Chromium (tests/console: Playwright against a live host).
 # Each writes to its own log, printed whole when it ends.
 logs="$(mktemp -d "${TMPDIR:-/tmp}/corral-suites.XXXXXX")"
 CONFORMANCE_REQUIREMENTS=2026-07-28 ./tests/conformance/run.sh >"$logs/conformance-2026-07-28.log" 2>&1 &
@@ -30,8 +31,10 @@ CONFORMANCE_REQUIREMENTS=2025-11-25 ./tests/conformance/run.sh >"$logs/conforman
 legacy=$!
 ./tests/interop/run.sh >"$logs/interop.log" 2>&1 &
 interop=$!
+./tests/console/run.sh >"$logs/console.log" 2>&1 &
+console=$!
 failed=0
-for suite in "$modern conformance-2026-07-28" "$legacy conformance-2025-11-25" "$interop interop"; do
+for suite in "$modern conformance-2026-07-28" "$legacy conformance-2025-11-25" "$interop interop" "$console console"; do
     read -r pid name <<<"$suite"
     if wait "$pid"; then result=passed; else result=FAILED; failed=1; fi
     echo "== $name: $result"

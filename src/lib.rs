@@ -2,10 +2,13 @@
 //!
 //! Data flows one way: [`transport`] frames messages for a [`server::Session`], which serves MCP
 //! methods from the [`registry`] of loaded plugins and runs calls in the [`runtime`], directly or
-//! as [`tasks`].
+//! as [`tasks`]. The operator's console ([`admin`]) is a listener of its own beside the
+//! transports, reading the host through `server::operator`.
 
 #![warn(missing_docs)]
 
+pub mod admin;
+pub mod audit;
 pub mod cancel;
 pub mod cli;
 pub mod config;

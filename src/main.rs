@@ -6,12 +6,12 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use corral::cli::args::{Cli, Command};
-use corral::cli::{call, compile, inspect, new, publish, pull, serve, tools};
+use corral::cli::args::{Cli, Command, LogFormat};
+use corral::cli::{call, compile, inspect, new, publish, pull, serve, tasks, tools};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(&cli.log_level);
+    init_logging(&cli.log_level, cli.log_format);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("corral-worker").build().expect("starting the tokio runtime");
     match runtime.block_on(run(cli.command)) {
         Ok(code) => code,
@@ -22,14 +22,14 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_logging(level: &str) {
+fn init_logging(level: &str, format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(filter)
-        .with_target(false)
-        .init();
+    let log = tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter(filter).with_target(false);
+    match format {
+        LogFormat::Text => log.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).init(),
+        // One object a line, nothing but JSON: a collector parses every line.
+        LogFormat::Json => log.json().with_ansi(false).with_current_span(false).init(),
+    }
 }
 
 async fn run(command: Command) -> anyhow::Result<ExitCode> {
@@ -42,5 +42,6 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::New(args) => new::run(args),
         Command::Pull(args) => pull::run(args).await,
         Command::Publish(args) => publish::run(args).await,
+        Command::Tasks(args) => tasks::run(args).await,
     }
 }

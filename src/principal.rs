@@ -141,6 +141,15 @@ impl Owner {
         &self.key
     }
 
+    /// The key's principal part (`token:ci`, `user:{issuer} {subject}`, `local`, …), without
+    /// the wire: who acted, as the audit trail names them (never a secret).
+    pub fn principal_key(&self) -> &str {
+        match self.wire {
+            Wire::Stateless => &self.key[STATELESS.len()..],
+            Wire::Sessions => &self.key,
+        }
+    }
+
     /// Who this is.
     pub fn principal(&self) -> &Principal {
         &self.principal
@@ -195,5 +204,7 @@ mod tests {
         assert!(Owner::new(Principal::Local, Wire::Sessions).outlives_host());
         assert!(Owner::new(Principal::Token("t".into()), Wire::Stateless).outlives_host());
         assert_eq!(Owner::new(Principal::Local, Wire::Sessions).stateless().key(), "modern:local");
+        assert_eq!(Owner::new(Principal::Token("ci".into()), Wire::Sessions).stateless().principal_key(), "token:ci");
+        assert_eq!(Owner::new(Principal::Local, Wire::Sessions).principal_key(), "local");
     }
 }

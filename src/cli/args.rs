@@ -11,11 +11,12 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::audit::Destination;
 use crate::config::{self, defaults, Limits};
 use crate::oci::client::Access;
 use crate::runtime::EngineSettings;
 use crate::server::{ServerOptions, StateSecret};
-use crate::tasks::{Durability, TaskSettings};
+use crate::tasks::{Durability, TaskCursor, TaskSettings, TaskStatus, MAX_PAGE};
 use crate::transport::http::{ConnectionSettings, StreamSettings};
 
 /// The `corral` command line.
@@ -32,9 +33,22 @@ pub struct Cli {
     #[arg(long, global = true, env = "CORRAL_LOG_LEVEL", default_value = "info")]
     pub log_level: String,
 
+    /// Host log format on stderr: `text` for people, `json` for log collectors (one object a line).
+    #[arg(long, global = true, env = "CORRAL_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
     /// The subcommand to run.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// How the host's own log is written (`--log-format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// One readable line per event.
+    Text,
+    /// One JSON object per line: `timestamp`, `level`, `fields.message` and the event's fields.
+    Json,
 }
 
 /// The subcommands.
@@ -59,6 +73,9 @@ pub enum Command {
     Pull(PullArgs),
     /// Publish a component (and its manifest) to an OCI registry, optionally signed with a cosign key.
     Publish(PublishArgs),
+    /// Look after the tasks in a task store (a SQLite file or PostgreSQL), beside the hosts that
+    /// run them: list, show, print results, cancel, purge, watch.
+    Tasks(TasksArgs),
 }
 
 /// The flags every command that loads the plugin directory shares.
@@ -231,6 +248,29 @@ pub struct HttpArgs {
     pub max_stream_lifetime: Duration,
 }
 
+/// The admin console's flags.
+#[derive(Args)]
+pub struct AdminArgs {
+    /// Serve the operator's web console and its JSON API at http://ADDR/, a listener apart from
+    /// MCP's; a bare port means 127.0.0.1:PORT. Needs --admin-tokens-file: there is no console
+    /// without authentication. It speaks plain HTTP: reach it over a network only through TLS.
+    #[arg(long, env = "CORRAL_ADMIN", value_name = "ADDR", value_parser = parse_admin_addr, requires = "admin_tokens_file")]
+    pub admin: Option<std::net::SocketAddr>,
+    /// The console's tokens, one per line as `NAME TOKEN` (the format of --auth-tokens-file; use
+    /// other tokens than MCP clients have). A person signs in with one; a script sends it as
+    /// `Authorization: Bearer TOKEN`.
+    #[arg(long, env = "CORRAL_ADMIN_TOKENS_FILE", value_name = "PATH", requires = "admin")]
+    pub admin_tokens_file: Option<PathBuf>,
+}
+
+/// `--admin`: `HOST:PORT`, or a bare port on the loopback address.
+fn parse_admin_addr(text: &str) -> Result<std::net::SocketAddr, String> {
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    text.parse().map_err(|_| format!("`{text}` is neither a port nor an address like 127.0.0.1:9090 or [::1]:9090"))
+}
+
 /// `corral serve`.
 #[derive(Args)]
 pub struct ServeArgs {
@@ -243,6 +283,12 @@ pub struct ServeArgs {
     /// The HTTP transport (stdio when `--http` is absent).
     #[command(flatten)]
     pub http: HttpArgs,
+    /// The operator's console.
+    #[command(flatten)]
+    pub admin: AdminArgs,
+    /// The audit trail.
+    #[command(flatten)]
+    pub audit: AuditArgs,
     /// Tools per tools/list page.
     #[arg(long, env = "CORRAL_PAGE_SIZE", default_value_t = ServerOptions::default().page_size, value_parser = config::parse_positive::<usize>)]
     pub page_size: usize,
@@ -275,6 +321,28 @@ pub struct ServeArgs {
     pub max_in_flight: usize,
 }
 
+/// The audit trail's flags.
+#[derive(Args)]
+pub struct AuditArgs {
+    /// Append one JSON line per finished call and per task transition to PATH (`-`: stderr):
+    /// who, which tool and plugin, the outcome, duration, fuel, peak memory and sandbox denials.
+    /// Reopened on SIGHUP (log rotation). Written off the request path: records the writer
+    /// cannot keep up with are dropped and counted (corral_audit_records_dropped_total).
+    #[arg(long, env = "CORRAL_AUDIT_LOG", value_name = "PATH", value_parser = parse_audit_destination)]
+    pub audit_log: Option<Destination>,
+    /// Also record each call's arguments and result in the audit log (they may hold personal
+    /// data or secrets a client sent).
+    #[arg(long, env = "CORRAL_AUDIT_ARGUMENTS", requires = "audit_log")]
+    pub audit_arguments: bool,
+}
+
+fn parse_audit_destination(s: &str) -> Result<Destination, String> {
+    match s {
+        "" => Err("an empty path: give a file, or `-` for stderr".into()),
+        s => Ok(Destination::parse(s)),
+    }
+}
+
 /// `corral tools`.
 #[derive(Args)]
 pub struct ToolsArgs {
@@ -284,6 +352,166 @@ pub struct ToolsArgs {
     /// Print JSON (tools, limits and refused plugins) instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `corral tasks`.
+#[derive(Args)]
+pub struct TasksArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: TasksCommand,
+}
+
+/// The `corral tasks` subcommands.
+#[derive(Subcommand)]
+pub enum TasksCommand {
+    /// The tasks of every client, newest first, a page at a time.
+    List(TasksListArgs),
+    /// Everything known of one task (its arguments only with --arguments).
+    Show(TasksShowArgs),
+    /// The result of an ended task, whole (a result kept by reference is read page by page).
+    #[command(name = "result")]
+    Outcome(TasksIdArgs),
+    /// Cancel a task: stored `cancelled`, and the host running it stops its guest.
+    Cancel(TasksIdArgs),
+    /// Delete ended tasks: those named, or with --expired every task past its TTL.
+    Purge(TasksPurgeArgs),
+    /// Follow the tasks live: each new task and each change, until Ctrl-C.
+    Watch(TasksWatchArgs),
+}
+
+/// The store and the output format, which every `corral tasks` subcommand takes.
+#[derive(Args, Clone)]
+pub struct TaskStoreArgs {
+    /// The task database the hosts use: a SQLite file, or a `postgres://` URL (as `corral serve
+    /// --db`). A file that does not exist is an error, never created.
+    /// [default: a per-user data directory, e.g. ~/.local/share/corral/tasks.db]
+    #[arg(long, env = "CORRAL_DB", value_name = "PATH|URL")]
+    pub db: Option<PathBuf>,
+    /// Print JSON for scripts (field names in the README) instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Which tasks `list` and `watch` show.
+#[derive(Args)]
+pub struct TaskFilterArgs {
+    /// Only tasks with this status (working, input_required, completed, failed, cancelled);
+    /// repeat it or separate with commas for several.
+    #[arg(long, value_delimiter = ',', value_parser = parse_task_status)]
+    pub status: Vec<TaskStatus>,
+    /// Only the tasks of this owner, as the store keeps it (the `owner` field).
+    #[arg(long)]
+    pub owner: Option<String>,
+    /// Only tasks of this tool (as served, namespace included).
+    #[arg(long)]
+    pub tool: Option<String>,
+    /// Only tasks of this plugin.
+    #[arg(long)]
+    pub plugin: Option<String>,
+    /// Only tasks created longer ago than this, e.g. 1h.
+    #[arg(long, value_parser = config::parse_duration)]
+    pub older_than: Option<Duration>,
+    /// Only tasks created within this, e.g. 10m.
+    #[arg(long, value_parser = config::parse_duration)]
+    pub newer_than: Option<Duration>,
+}
+
+/// `corral tasks list`.
+#[derive(Args)]
+pub struct TasksListArgs {
+    /// The store and format.
+    #[command(flatten)]
+    pub store: TaskStoreArgs,
+    /// Which tasks.
+    #[command(flatten)]
+    pub filter: TaskFilterArgs,
+    /// Tasks per page (at most 1000).
+    #[arg(long, default_value_t = 50, value_parser = parse_page_size)]
+    pub limit: usize,
+    /// Where to go on: the `next` cursor a previous page printed.
+    #[arg(long, value_parser = parse_task_cursor)]
+    pub cursor: Option<TaskCursor>,
+}
+
+/// `corral tasks show`.
+#[derive(Args)]
+pub struct TasksShowArgs {
+    /// The store and format.
+    #[command(flatten)]
+    pub store: TaskStoreArgs,
+    /// The task's id.
+    pub id: String,
+    /// Show the call's arguments too (they may hold what the caller would not have shown).
+    #[arg(long)]
+    pub arguments: bool,
+}
+
+/// `corral tasks result` and `cancel`.
+#[derive(Args)]
+pub struct TasksIdArgs {
+    /// The store and format.
+    #[command(flatten)]
+    pub store: TaskStoreArgs,
+    /// The task's id.
+    pub id: String,
+}
+
+/// `corral tasks purge`.
+#[derive(Args)]
+pub struct TasksPurgeArgs {
+    /// The store and format.
+    #[command(flatten)]
+    pub store: TaskStoreArgs,
+    /// Delete every task (and kept result) whose TTL has passed, as the hosts' reaper does.
+    #[arg(long, required_unless_present = "ids")]
+    pub expired: bool,
+    /// The ended tasks to delete; a task that has not ended is refused (cancel it first).
+    #[arg(value_name = "ID")]
+    pub ids: Vec<String>,
+}
+
+/// `corral tasks watch`.
+#[derive(Args)]
+pub struct TasksWatchArgs {
+    /// The store and format (`--json`: one JSON line per change).
+    #[command(flatten)]
+    pub store: TaskStoreArgs,
+    /// Which tasks.
+    #[command(flatten)]
+    pub filter: TaskFilterArgs,
+    /// The newest tasks followed at most.
+    #[arg(long, default_value_t = 100, value_parser = parse_page_size)]
+    pub limit: usize,
+    /// How often the store is read, e.g. 250ms.
+    #[arg(long, default_value = "500ms", value_parser = parse_watch_interval)]
+    pub interval: Duration,
+}
+
+fn parse_task_status(s: &str) -> Result<TaskStatus, String> {
+    TaskStatus::parse(s).ok_or_else(|| {
+        let known: Vec<&str> = TaskStatus::ALL.iter().map(|s| s.as_str()).collect();
+        format!("no task status is called {s:?}; the statuses are {}", known.join(", "))
+    })
+}
+
+fn parse_page_size(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=MAX_PAGE).contains(&n) => Ok(n),
+        _ => Err(format!("{s:?} is not a page size: give a whole number from 1 to {MAX_PAGE}")),
+    }
+}
+
+fn parse_task_cursor(s: &str) -> Result<TaskCursor, String> {
+    TaskCursor::parse(s).ok_or_else(|| format!("{s:?} is not a cursor `corral tasks list` printed (such as s42)"))
+}
+
+fn parse_watch_interval(s: &str) -> Result<Duration, String> {
+    let every = config::parse_duration(s)?;
+    if every < Duration::from_millis(50) {
+        return Err(format!("{s:?} is too short: read the store at most every 50ms"));
+    }
+    Ok(every)
 }
 
 /// `corral compile`.
@@ -470,6 +698,13 @@ pub struct NewArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_admin_port_alone_listens_on_loopback() {
+        assert_eq!(parse_admin_addr("9090").unwrap(), "127.0.0.1:9090".parse().unwrap());
+        assert_eq!(parse_admin_addr("[::1]:9090").unwrap(), "[::1]:9090".parse().unwrap());
+        assert!(parse_admin_addr("nine").unwrap_err().contains("neither a port nor an address"));
+    }
     use clap::error::ErrorKind;
 
     fn serve(extra: &[&str]) -> Result<ServeArgs, clap::Error> {

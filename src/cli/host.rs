@@ -8,7 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::args::{HostArgs, HttpArgs, TaskArgs};
+use super::args::{AdminArgs, AuditArgs, HostArgs, HttpArgs, TaskArgs};
+use crate::audit::Audit;
 use crate::config::{self, Limits};
 use crate::registry::{load_in_background, plugin_files, LoadSettings, Registry};
 use crate::runtime::{EngineSettings, Runtime, RuntimeSettings};
@@ -66,6 +67,7 @@ impl TaskArgs {
             reap_every: self.task_reap_every,
             host_expiry: self.host_expiry,
             result_quota: ResultQuota { per_owner: self.max_result_bytes_per_client, total: self.max_result_bytes },
+            audit: Audit::off(),
         }
     }
 
@@ -77,6 +79,17 @@ impl TaskArgs {
                 let base = dirs::data_local_dir().ok_or_else(|| anyhow::anyhow!("no per-user data directory is known here: pass --db PATH"))?;
                 Ok(base.join("corral").join("tasks.db"))
             }
+        }
+    }
+}
+
+impl AuditArgs {
+    /// The audit trail `--audit-log` names (opened now: a path that cannot be written is an
+    /// error at start), or none.
+    pub fn open(&self) -> anyhow::Result<Audit> {
+        match &self.audit_log {
+            None => Ok(Audit::off()),
+            Some(destination) => Audit::open(destination.clone(), self.audit_arguments).map_err(|e| anyhow::anyhow!("--audit-log {destination}: {e}")),
         }
     }
 }
@@ -111,6 +124,52 @@ impl HttpArgs {
             streams: transport::http::StreamSettings { per_client: self.max_streams_per_client, max_lifetime: self.max_stream_lifetime },
         })
     }
+}
+
+impl AdminArgs {
+    /// The admin listener's settings (`None` without `--admin`), with its tokens read from
+    /// `--admin-tokens-file`; `allowed_hosts` and `allowed_origins` are the MCP listener's.
+    pub fn settings(&self, http: &HttpArgs, reload: crate::admin::Reload) -> anyhow::Result<Option<crate::admin::AdminSettings>> {
+        let Some(addr) = self.admin else { return Ok(None) };
+        let Some(path) = &self.admin_tokens_file else { anyhow::bail!("--admin needs --admin-tokens-file: there is no console without authentication") };
+        let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("--admin-tokens-file {}: {e}", path.display()))?;
+        let tokens = transport::http::parse_tokens(&text, &path.display().to_string());
+        if tokens.is_empty() {
+            anyhow::bail!("--admin-tokens-file {} holds no token", path.display());
+        }
+        if let Some(mcp) = &http.auth_tokens_file {
+            let shared = std::fs::read_to_string(mcp).map(|t| transport::http::parse_tokens(&t, "")).unwrap_or_default();
+            if tokens.iter().any(|(_, admin)| shared.iter().any(|(_, client)| client == admin)) {
+                anyhow::bail!(
+                    "--admin-tokens-file {} shares a token with --auth-tokens-file: an MCP client must not be able to run the console",
+                    path.display()
+                );
+            }
+        }
+        Ok(Some(crate::admin::AdminSettings { addr, tokens, allowed_hosts: http.allowed_hosts.clone(), allowed_origins: http.allowed_origins.clone(), reload }))
+    }
+}
+
+/// What the console's reload button does: reloads every plugin of `dir` whose files changed
+/// (and those that appeared or went away), as the watcher would; one reload at a time.
+pub fn reloader(dir: PathBuf, host: &Arc<Host>, load: Arc<LoadSettings>) -> crate::admin::Reload {
+    let (registry, runtime) = (host.registry().clone(), host.runtime().clone());
+    let one_at_a_time = Arc::new(tokio::sync::Mutex::new(()));
+    Arc::new(move || {
+        let (dir, registry, runtime, load, lock) = (dir.clone(), registry.clone(), runtime.clone(), load.clone(), one_at_a_time.clone());
+        let reload: futures_util::future::BoxFuture<'static, bool> = Box::pin(async move {
+            let _turn = lock.lock().await;
+            let catalog = registry.snapshot();
+            let mut names: std::collections::BTreeSet<String> = catalog.plugins.iter().map(|p| p.name.clone()).collect();
+            names.extend(catalog.refused.iter().map(|r| r.plugin.clone()));
+            match plugin_files(&dir) {
+                Ok(files) => names.extend(files.iter().filter_map(|f| f.file_stem()).map(|s| s.to_string_lossy().into_owned())),
+                Err(e) => tracing::warn!("reload: {e:#}"),
+            }
+            crate::registry::reload(&registry, &dir, &names, &runtime, &load).await
+        });
+        reload
+    })
 }
 
 /// A host for one local command (`tools`, `call`): its tasks, if any, live in memory. Its
@@ -170,7 +229,7 @@ pub async fn build_host(
         .map_err(|e| anyhow::anyhow!("cannot start a thread to load the plugins: {e}"))?;
     let (store, runners) = open_store(db, durability, &tasks).await?;
     let metrics = Arc::new(server::Metrics::default());
-    let runner = ToolRunner::new(registry.clone(), runtime.clone(), metrics.clone());
+    let runner = ToolRunner::new(registry.clone(), runtime.clone(), metrics.clone()).auditing(options.audit.clone());
     // Stopped by `Engine::shutdown` once the transport has returned (or when the host is dropped).
     let engine = Engine::start(store, runners, tasks, Arc::new(runner.clone()), runtime.waker(), tokio_util::sync::CancellationToken::new()).await?;
     let host = Arc::new(Host::new(registry, runtime, engine, options, metrics, runner));

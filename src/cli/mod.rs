@@ -1,6 +1,7 @@
 //! The `corral` command line, in one home: [`args`] parses and validates every flag, [`host`]
 //! turns the flags into settings and a running host, and each subcommand has its module
-//! (`publish` and `pull` move plugins through OCI registries).
+//! (`publish` and `pull` move plugins through OCI registries; `tasks` looks after a task store
+//! beside the hosts that use it).
 
 pub mod args;
 pub mod call;
@@ -11,5 +12,6 @@ pub mod new;
 pub mod publish;
 pub mod pull;
 pub mod serve;
+pub mod tasks;
 mod templates;
 pub mod tools;

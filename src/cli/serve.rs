@@ -17,13 +17,31 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         tracing::debug!("2026-07-28 requestStates are signed with a random key of this process (--state-secret-file shares one across replicas)");
         server::StateSecret::random()
     });
-    let options = ServerOptions { page_size: args.page_size, list_changed: args.watch, task_after: args.task_after, state_secret };
-    let (host, load) = build_host(&args.host, options, &db, durability, args.tasks.settings()).await?;
+    let audit = args.audit.open()?;
+    let options = ServerOptions { page_size: args.page_size, list_changed: args.watch, task_after: args.task_after, state_secret, audit: audit.clone() };
+    let tasks = crate::tasks::TaskSettings { audit: audit.clone(), ..args.tasks.settings() };
+    let (host, load) = build_host(&args.host, options, &db, durability, tasks).await?;
+    if let Some(destination) = &args.audit.audit_log {
+        tracing::info!("audit trail: {destination}");
+        reopen_on_hangup(&host)?;
+    }
     tracing::info!("tasks are kept in {}", crate::tasks::redacted(&db.display().to_string()));
     server::announce_changes(&host);
     let _watcher: Option<Watcher> = match args.watch {
-        true => Some(crate::registry::watch(&args.host.plugins, host.registry().clone(), host.runtime().clone(), load)?),
+        true => Some(crate::registry::watch(&args.host.plugins, host.registry().clone(), host.runtime().clone(), load.clone())?),
         false => None,
+    };
+    // The console stops when the transport has returned (a signal, or the end of stdin).
+    let admin_stop = tokio_util::sync::CancellationToken::new();
+    let reload = super::host::reloader(args.host.plugins.clone(), &host, load.clone());
+    let admin = match args.admin.settings(&args.http, reload)? {
+        Some(settings) => {
+            let stop = admin_stop.clone();
+            let listener =
+                tokio::net::TcpListener::bind(settings.addr).await.map_err(|e| anyhow::anyhow!("--admin: cannot listen on {}: {e}", settings.addr))?;
+            Some(tokio::spawn(crate::admin::serve_on(host.clone(), listener, settings, async move { stop.cancelled().await })))
+        }
+        None => None,
     };
     let serving = host.clone();
     match args.http.http {
@@ -39,8 +57,29 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             transport::stdio::serve_with(serving, std::io::stdin(), std::io::stdout(), settings, transport::shutdown_signal()).await?
         }
     }
+    admin_stop.cancel();
+    if let Some(admin) = admin {
+        admin.await.map_err(|e| anyhow::anyhow!("the admin listener panicked: {e}"))??;
+    }
     host.shutdown().await;
+    // Last: the engine's final transitions are in the trail too.
+    host.close_audit();
     Ok(ExitCode::SUCCESS)
+}
+
+/// Reopens the audit log on every SIGHUP, so a rotated file is let go (logrotate's `create`
+/// mode: rename, then signal). Only with `--audit-log`: otherwise SIGHUP keeps its default.
+fn reopen_on_hangup(host: &std::sync::Arc<server::Host>) -> anyhow::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut hangups = signal(SignalKind::hangup()).map_err(|e| anyhow::anyhow!("cannot install a SIGHUP handler: {e}"))?;
+    let host = std::sync::Arc::downgrade(host);
+    tokio::spawn(async move {
+        while hangups.recv().await.is_some() {
+            let Some(host) = host.upgrade() else { return };
+            host.reopen_audit();
+        }
+    });
+    Ok(())
 }
 
 /// Raises the open-file soft limit to its hard limit: the common default of 1024 is what a

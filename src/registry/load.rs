@@ -199,6 +199,7 @@ struct Compiled {
     code: PluginCode,
     limits: Limits,
     names: Names,
+    compile_time: std::time::Duration,
 }
 
 impl Compiled {
@@ -228,6 +229,7 @@ async fn stage(runtime: &Runtime, compiled: Result<Compiled, Refusal>) -> Result
         code: c.code,
         permits: Arc::new(tokio::sync::Semaphore::new(c.limits.max_concurrency)),
         limits: c.limits,
+        compile_time: c.compile_time,
     });
     Ok(Staged { plugin, declared, names: c.names })
 }
@@ -326,6 +328,7 @@ fn compile(file: &Path, runtime: &Runtime, settings: &LoadSettings) -> Result<Co
     let manifest = config::plugin_manifest(file, &settings.defaults, settings.memory_ceiling, &settings.protected).map_err(|e| refuse.manifest(e))?;
     let bytes = std::fs::read(file).map_err(|e| refuse.plugin(RefusalKind::InvalidComponent, format!("cannot read {}: {e}", file.display())))?;
     super::lock::check_pinned(file, &bytes).map_err(|e| refuse.plugin(RefusalKind::DigestMismatch, e))?;
+    let started = std::time::Instant::now();
     let code = runtime
         .compile(&name, &bytes)
         .map_err(|e| match e {
@@ -333,7 +336,16 @@ fn compile(file: &Path, runtime: &Runtime, settings: &LoadSettings) -> Result<Co
             LoadError::MissingImport(m) => refuse.plugin(RefusalKind::MissingImport, format!("imports something the host does not provide: {m}")),
         })?
         .with_permissions(manifest.permissions);
-    Ok(Compiled { name: name.clone(), file: file.to_owned(), stamp, code, limits: manifest.limits, names: Names { namespace: manifest.namespace } })
+    let compile_time = started.elapsed();
+    Ok(Compiled {
+        name: name.clone(),
+        file: file.to_owned(),
+        stamp,
+        code,
+        limits: manifest.limits,
+        names: Names { namespace: manifest.namespace },
+        compile_time,
+    })
 }
 
 /// What the plugin's `list-*` exports declare, before any check.

@@ -46,6 +46,8 @@ pub struct Plugin {
     pub limits: Limits,
     /// Bounds the plugin's calls running at once to `limits.max_concurrency`.
     pub permits: Arc<tokio::sync::Semaphore>,
+    /// How long compiling took (a compile cache hit is quick).
+    pub compile_time: std::time::Duration,
 }
 
 /// One tool, checked and ready to call.

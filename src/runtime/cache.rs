@@ -151,7 +151,7 @@ fn fingerprint(engine: &Engine) -> String {
     hex(&hasher.0.finalize()[..12])
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(super) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -85,6 +85,8 @@ pub struct PluginCode {
     network: Arc<[crate::config::NetPattern]>,
     /// Its compile cache entry's key, when it came through the cache.
     cache_key: Option<Arc<str>>,
+    /// `sha256:` and the hex SHA-256 of the component's bytes.
+    digest: Arc<str>,
 }
 
 impl PluginCode {
@@ -98,6 +100,11 @@ impl PluginCode {
     /// What the plugin is granted.
     pub fn permissions(&self) -> &Permissions {
         &self.permissions
+    }
+
+    /// `sha256:` and the hex SHA-256 of the component's bytes: which build of the plugin ran.
+    pub fn digest(&self) -> Arc<str> {
+        self.digest.clone()
     }
 
     /// The contract version the plugin was built against.
@@ -198,14 +205,28 @@ impl Runtime {
                     CacheOutcome::Replaced(why) => tracing::warn!(plugin = name, "discarded a cache entry ({why}); compiled again"),
                     CacheOutcome::NotStored(why) => tracing::warn!(plugin = name, "compiled, but could not cache it: {why}"),
                 }
-                (component, Some(outcome), Some(key.into()))
+                (component, Some(outcome), Some(key))
             }
             None => (Component::new(&self.engine, bytes).map_err(invalid)?, None, None),
         };
         let instance_pre = self.linker.instantiate_pre(&component).map_err(|e| LoadError::MissingImport(format!("{e:#}")))?;
         let exports = Exports::find(&instance_pre).map_err(LoadError::InvalidComponent)?;
+        // The cache's key is that digest already; without a cache it is computed here, once.
+        let digest = match &key {
+            Some(key) => format!("sha256:{key}"),
+            None => format!("sha256:{}", cache::hex(&<sha2::Sha256 as sha2::Digest>::digest(bytes))),
+        };
+        let (key, digest): (Option<Arc<str>>, Arc<str>) = (key.map(Into::into), digest.into());
         Ok((
-            PluginCode { name: name.into(), pre: instance_pre, exports: Arc::new(exports), permissions: Arc::default(), network: Arc::new([]), cache_key: key },
+            PluginCode {
+                name: name.into(),
+                pre: instance_pre,
+                exports: Arc::new(exports),
+                permissions: Arc::default(),
+                network: Arc::new([]),
+                cache_key: key,
+                digest,
+            },
             outcome,
         ))
     }

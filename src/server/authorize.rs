@@ -4,6 +4,7 @@
 //! runs. Today it allows whatever a principal can name; what owns a task or a kept result is
 //! already enforced by the stores, which read and write only by owner.
 
+use crate::audit::Subject;
 use crate::mcp::RpcError;
 use crate::principal::Owner;
 
@@ -18,6 +19,18 @@ pub(super) enum Action<'a> {
     UsePrompt(&'a str),
     /// Complete an argument of a resource template (`completion/complete`).
     CompleteTemplate(&'a str),
+}
+
+impl Action<'_> {
+    /// What the action names, as the audit trail records it.
+    pub(super) fn subject(self) -> Subject {
+        match self {
+            Action::CallTool(name) => Subject::Tool(name.to_owned()),
+            Action::ReadResource(uri) => Subject::Resource(uri.to_owned()),
+            Action::UsePrompt(name) => Subject::Prompt(name.to_owned()),
+            Action::CompleteTemplate(uri) => Subject::Template(uri.to_owned()),
+        }
+    }
 }
 
 /// Whether `owner` may do `action`: `Ok`, or the refusal to answer with.

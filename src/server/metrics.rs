@@ -1,5 +1,10 @@
 //! Prometheus metrics: requests by protocol era and method, calls and errors by tool and kind,
-//! call latency, tasks by status and the task queue, in the text exposition format.
+//! call latency, fuel and peak memory by tool, tasks by status and the task queue, audit
+//! records dropped, in the text exposition format; and the per-tool figures typed
+//! ([`Metrics::tool_usage`]) for a console.
+//!
+//! Prometheus histograms cannot be read back, so the per-tool figures keep their own counts
+//! beside them (`usage::ToolStats`, the same latency buckets).
 
 use std::time::Duration;
 
@@ -11,6 +16,10 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
+pub use super::usage::ToolUsage;
+use super::usage::{ToolStats, LATENCY_BUCKETS};
+use crate::audit::Audit;
+use crate::runtime::Usage;
 use crate::tasks::Engine;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -52,6 +61,13 @@ pub struct Metrics {
     ends_dropped: Counter,
     /// Bytes of results kept by reference, read from the store at each scrape.
     result_bytes: Gauge,
+    /// Fuel consumed and peak linear memory per call, by tool.
+    fuel: Family<ToolLabel, Histogram>,
+    memory: Family<ToolLabel, Histogram>,
+    /// Audit records dropped (the writer could not keep up, or a write failed).
+    audit_dropped: Counter,
+    /// The per-tool figures, readable (see the module doc).
+    stats: ToolStats,
 }
 
 impl Default for Metrics {
@@ -59,7 +75,7 @@ impl Default for Metrics {
         let mut registry = Registry::with_prefix("corral");
         let requests = Family::<RequestLabels, Counter>::default();
         let calls = Family::<CallLabels, Counter>::default();
-        let latency = Family::<ToolLabel, Histogram>::new_with_constructor(|| Histogram::new(exponential_buckets(0.000_05, 2.5, 14)));
+        let latency = Family::<ToolLabel, Histogram>::new_with_constructor(|| Histogram::new(LATENCY_BUCKETS));
         let tasks = Family::<StatusLabel, Gauge>::default();
         let (queued, running) = (Gauge::default(), Gauge::default());
         registry.register("requests", "Requests by protocol era and method", requests.clone());
@@ -73,7 +89,30 @@ impl Default for Metrics {
         registry.register("task_ends_dropped", "Task ends dropped because too many waited for the task store", ends_dropped.clone());
         let result_bytes = Gauge::default();
         registry.register("result_bytes_kept", "Bytes of large results kept by reference in the task store", result_bytes.clone());
-        Metrics { registry, requests, calls, latency, tasks, queued, running, ends_pending, ends_dropped, result_bytes }
+        // About one unit per instruction: a thousand to some ten billion.
+        let fuel = Family::<ToolLabel, Histogram>::new_with_constructor(|| Histogram::new(exponential_buckets(1_000.0, 4.0, 13)));
+        // 64 KiB (one page) to 4 GiB.
+        let memory = Family::<ToolLabel, Histogram>::new_with_constructor(|| Histogram::new(exponential_buckets(65_536.0, 2.0, 17)));
+        registry.register("tool_fuel_consumed", "Fuel a call's guest consumed (about one unit per WebAssembly instruction)", fuel.clone());
+        registry.register("tool_peak_memory_bytes", "The largest linear memory a call's guest held", memory.clone());
+        let audit_dropped = Counter::default();
+        registry.register("audit_records_dropped", "Audit records dropped: the writer could not keep up, or a write failed", audit_dropped.clone());
+        Metrics {
+            registry,
+            requests,
+            calls,
+            latency,
+            tasks,
+            queued,
+            running,
+            ends_pending,
+            ends_dropped,
+            result_bytes,
+            fuel,
+            memory,
+            audit_dropped,
+            stats: ToolStats::default(),
+        }
     }
 }
 
@@ -83,15 +122,30 @@ impl Metrics {
         self.requests.get_or_create(&RequestLabels { era: era.to_owned(), method: method.to_owned() }).inc();
     }
 
-    /// Records one finished call.
-    pub fn call(&self, tool: &str, outcome: &str, took: Duration) {
+    /// Records one finished call: its outcome (`ok`, `tool-error` or a failure kind), how
+    /// long it took and what its guest consumed.
+    pub fn call(&self, tool: &str, outcome: &str, took: Duration, usage: &Usage) {
         self.calls.get_or_create(&CallLabels { tool: tool.to_owned(), outcome: outcome.to_owned() }).inc();
-        self.latency.get_or_create(&ToolLabel { tool: tool.to_owned() }).observe(took.as_secs_f64());
+        let label = ToolLabel { tool: tool.to_owned() };
+        self.latency.get_or_create(&label).observe(took.as_secs_f64());
+        let (fuel, memory) = (usage.fuel_consumed(), usage.peak_memory());
+        // A call refused before its guest ran (invalid arguments) consumed nothing to show.
+        if fuel > 0 || memory > 0 {
+            self.fuel.get_or_create(&label).observe(fuel as f64);
+            self.memory.get_or_create(&label).observe(memory as f64);
+        }
+        self.stats.record(tool, outcome, took, fuel, memory);
+    }
+
+    /// Each tool's figures so far, in tool name order.
+    pub fn tool_usage(&self) -> Vec<ToolUsage> {
+        self.stats.snapshot()
     }
 
     /// The exposition text, with task figures read now (the counts by status from the store,
     /// asynchronously: a scrape never holds the thread that serves clients).
-    pub async fn render(&self, engine: &Engine) -> String {
+    pub async fn render(&self, engine: &Engine, audit: &Audit) -> String {
+        self.audit_dropped.inc_by(audit.dropped().saturating_sub(self.audit_dropped.get()));
         let counts = engine.counts();
         self.queued.set(counts.queued as i64);
         self.running.set(counts.running as i64);

@@ -9,11 +9,15 @@ mod inline;
 mod load_wait;
 mod metrics;
 mod modern;
+mod usage;
 pub use modern::{StateSecret, TaskInputs};
 mod notify;
+pub mod operator;
 mod paging;
 mod peer;
+mod progress_board;
 mod prompts;
+mod ready;
 mod resources;
 mod result_links;
 mod results;
@@ -32,12 +36,15 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::audit::Audit;
 use crate::registry::Registry;
 use crate::runtime::Runtime;
 use crate::tasks::Engine;
 
-pub use metrics::Metrics;
+pub use metrics::{Metrics, ToolUsage};
 pub use modern::serve as serve_stateless;
+pub use ready::Readiness;
+pub use result_links::RESULTS_SCHEME;
 pub use runner::ToolRunner;
 pub use scope::{Requests, Scope};
 pub use session::Session;
@@ -71,11 +78,20 @@ pub struct ServerOptions {
     /// The key 2026-07-28 `requestState`s are signed with (`--state-secret-file`,
     /// `CORRAL_STATE_SECRET`); random per process unless given, so replicas must share one.
     pub state_secret: modern::StateSecret,
+    /// Where every finished call (and every request the policy refuses) is recorded
+    /// (`--audit-log`; off by default).
+    pub audit: Audit,
 }
 
 impl Default for ServerOptions {
     fn default() -> ServerOptions {
-        ServerOptions { page_size: 100, list_changed: false, task_after: std::time::Duration::from_secs(1), state_secret: modern::StateSecret::random() }
+        ServerOptions {
+            page_size: 100,
+            list_changed: false,
+            task_after: std::time::Duration::from_secs(1),
+            state_secret: modern::StateSecret::random(),
+            audit: Audit::off(),
+        }
     }
 }
 
@@ -123,7 +139,28 @@ impl Host {
 
     /// The Prometheus text of `/metrics`.
     pub async fn metrics_text(&self) -> String {
-        self.metrics.render(&self.engine).await
+        self.metrics.render(&self.engine, &self.options.audit).await
+    }
+
+    /// What each tool's calls came to so far (calls, errors by kind, latency, fuel, memory),
+    /// in tool name order: the figures `/metrics` exposes, typed for an operator's console.
+    pub fn tool_usage(&self) -> Vec<ToolUsage> {
+        self.metrics.tool_usage()
+    }
+
+    /// Writes out the audit records kept so far and stops the trail's writer (at exit).
+    pub fn close_audit(&self) {
+        self.options.audit.close();
+    }
+
+    /// Reopens the audit log (SIGHUP: the file was rotated).
+    pub fn reopen_audit(&self) {
+        self.options.audit.reopen();
+    }
+
+    /// What running a call needs of the host.
+    fn runs(&self) -> tools::Runs<'_> {
+        tools::Runs { runtime: &self.runtime, metrics: &self.metrics, audit: &self.options.audit }
     }
 
     /// Stops the task engine (once the transport has returned): workers, adopted calls and the

@@ -19,6 +19,7 @@ use super::task_observer::TaskObserver;
 use super::task_view::resumed_message;
 use super::tools::{self, AdmittedCall, Called, Cancelled};
 use super::{result_links, Metrics, TaskInputs};
+use crate::audit::{Audit, TaskRun};
 use crate::mcp::types::{CallToolResult, ContentBlock};
 use crate::mcp::RpcError;
 use crate::principal::{Owner, Wire};
@@ -44,16 +45,30 @@ pub struct ToolRunner {
     runtime: Arc<Runtime>,
     /// Counts the call like any other.
     metrics: Arc<Metrics>,
+    /// Records the call like any other, with its task and attempt.
+    audit: Audit,
     /// The host's [`TaskInputs`], set once the host exists (it is made after the engine, which
     /// needs this runner first): a 2026-07-28 task that runs here without its requestor asks
     /// through them.
     task_inputs: Arc<SetOnce<Arc<TaskInputs>>>,
+    /// The last progress of the tasks running here, for the operator's console.
+    progress: Arc<super::progress_board::ProgressBoard>,
 }
 
 impl ToolRunner {
     /// A runner of the tools in `registry`.
     pub fn new(registry: Arc<Registry>, runtime: Arc<Runtime>, metrics: Arc<Metrics>) -> ToolRunner {
-        ToolRunner { registry, runtime, metrics, task_inputs: Arc::default() }
+        ToolRunner { registry, runtime, metrics, audit: Audit::off(), task_inputs: Arc::default(), progress: Arc::default() }
+    }
+
+    /// The last progress of the tasks running here.
+    pub(super) fn progress(&self) -> &super::progress_board::ProgressBoard {
+        &self.progress
+    }
+
+    /// The same runner, recording each call it runs in `audit`.
+    pub fn auditing(self, audit: Audit) -> ToolRunner {
+        ToolRunner { audit, ..self }
     }
 
     /// Gives the runner the host's task inputs (see the field); once.
@@ -68,7 +83,8 @@ impl ToolRunner {
     }
 
     fn run_for(&self, task: &Task, control: TaskControl, requestor: Option<Requestor>) -> BoxFuture<'static, Finished> {
-        let (registry, runtime, metrics) = (self.registry.clone(), self.runtime.clone(), self.metrics.clone());
+        let (registry, runtime, metrics, audit) = (self.registry.clone(), self.runtime.clone(), self.metrics.clone(), self.audit.clone());
+        let (owner, run) = (task.owner.clone(), TaskRun { id: task.id.clone(), attempt: task.attempts });
         let (tool, arguments, expires_at) = (task.tool.clone(), task.arguments.clone(), task.expires_at());
         let resumed_from = if task.attempts > 1 { task.resumed_from } else { 0 };
         let has_token = task.progress_token.is_some();
@@ -76,6 +92,7 @@ impl ToolRunner {
         let stateless = Owner::parse(&task.owner).is_some_and(|owner| owner.wire() == Wire::Stateless);
         let kept_capabilities = task.client_capabilities.clone().filter(|_| stateless);
         let (task_inputs, rerun) = (self.task_inputs.clone(), task.attempts > 1);
+        let board = self.progress.clone();
         if task.attempts > 1 {
             control.set_message(resumed_message(task));
         }
@@ -119,13 +136,16 @@ impl ToolRunner {
                     None => None,
                 },
             };
-            let observer = Arc::new(TaskObserver::new(control.clone(), forward).resuming(resume.map(|(_, state)| state)).publishing(publish));
+            let observer = TaskObserver::new(control.clone(), forward).resuming(resume.map(|(_, state)| state)).publishing(publish);
+            let observer = Arc::new(observer.reporting(board.clone()));
             let mut limits = entry.plugin.limits.clone();
             limits.timeout = limits.task_timeout;
             let inline_limit = limits.inline_result;
             let ctx = CallContext::for_request(limits, cancel, observer);
             let call = AdmittedCall { entry, arguments, progress_token: None };
-            let outcome = tools::run_validated(&runtime, &metrics, &call, ctx).await;
+            let runs = tools::Runs { runtime: &runtime, metrics: &metrics, audit: &audit };
+            let outcome = tools::run_validated(runs, tools::Caller { owner: &owner, task: Some(run) }, &call, ctx).await;
+            board.forget(control.id());
             finished(&tool, kept(&control, expires_at, &tool, inline_limit, outcome).await)
         })
     }

@@ -19,6 +19,7 @@ use super::authorize::{authorize, Action};
 use super::inline::run_inline_then_spawn;
 use super::load_wait::Needs;
 use super::{Host, Outlet};
+use crate::audit::{CallOutcome, CallRecord};
 use crate::cancel::CancelHandle;
 use crate::mcp::jsonrpc::{error_message, result_message};
 use crate::mcp::{RequestId, RpcError};
@@ -42,6 +43,11 @@ impl Requests {
     /// Requests served by `host`. Must be made inside a tokio runtime, which then runs them.
     pub fn new(host: Arc<Host>) -> Arc<Requests> {
         Arc::new(Requests { host, in_flight: Mutex::default(), calls: TaskTracker::new(), runtime: tokio::runtime::Handle::current() })
+    }
+
+    /// How many requests are in flight now (for the operator's view of sessions).
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.lock().unwrap().len()
     }
 
     /// Cancels every request in flight (the client went away): no answers follow.
@@ -143,9 +149,17 @@ impl Scope {
     /// The admission and authorization steps of the pipeline: what the method's own admission
     /// made of the params (`admitted`), if the principal may do what it names (`action`); else
     /// `None`, with the refusal answered.
+    ///
+    /// A refusal of the policy is recorded in the audit trail (outcome `denied`), naming what
+    /// was asked for; a request that did not make it past its own admission is not.
     pub(super) fn admit<T>(&self, id: &RequestId, admitted: Result<T, RpcError>, action: impl for<'a> FnOnce(&'a T) -> Action<'a>) -> Option<T> {
-        let allowed = admitted.and_then(|admitted| authorize(&self.owner, action(&admitted)).map(|()| admitted));
-        self.or_answer(id, allowed)
+        let admitted = self.or_answer(id, admitted)?;
+        let asked = action(&admitted);
+        if let Err(refused) = authorize(&self.owner, asked) {
+            self.host().options.audit.call(|| CallRecord::new(self.owner.key().to_owned(), asked.subject(), CallOutcome::Denied));
+            return self.or_answer(id, Err(refused));
+        }
+        Some(admitted)
     }
 
     /// `step`'s value, or `None` with its error answered.

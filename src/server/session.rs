@@ -58,6 +58,10 @@ struct Shared {
     peer: Arc<Peer>,
     /// Resource URIs the client subscribed to.
     subscriptions: Mutex<HashSet<String>>,
+    /// When the session was made, in milliseconds since the Unix epoch.
+    opened_at: i64,
+    /// `clientInfo.name` and the protocol version agreed, once initialized.
+    client: Mutex<Option<(String, String)>>,
 }
 
 impl Session {
@@ -73,6 +77,8 @@ impl Session {
             outlet,
             phase: Mutex::new(Phase::New),
             levels: LevelFilter::new(LogLevel::Info),
+            opened_at: crate::tasks::now_ms(),
+            client: Mutex::new(None),
         });
         let listener: Arc<dyn Listener> = shared.clone();
         let id = shared.host.sessions.join(Arc::downgrade(&listener));
@@ -221,6 +227,7 @@ impl Session {
         let version = negotiate_version(requested);
         tracing::info!(client, principal = %self.shared.owner, requested = %requested, version, elicitation = caps.elicitation, sampling = caps.sampling, "session initialized");
         self.shared.peer.set_capabilities(caps);
+        *self.shared.client.lock().unwrap() = Some((client.to_owned(), version.to_owned()));
         *self.shared.phase.lock().unwrap() = Phase::Initialized;
         let list_changed = self.shared.host.options.list_changed;
         Ok(json!({
@@ -275,7 +282,8 @@ impl Session {
         let (host, owner) = (shared.host.clone(), shared.owner.clone());
         scope.spawn_request(id, move |cancel| async move {
             let ctx = CallContext::for_request(call.entry.plugin.limits.clone(), cancel, observer);
-            let result = tools::run(&host.runtime, &host.metrics, &call, ctx).await.ok()?.result;
+            let caller = tools::Caller { owner: owner.key(), task: None };
+            let result = tools::run(host.runs(), caller, &call, ctx).await.ok()?.result;
             let result = result_links::keep_plain(&host, &owner, &call.entry.name, call.entry.plugin.limits.inline_result, result).await;
             Some(Ok(serde_json::to_value(result).expect("results serialize")))
         });
@@ -379,6 +387,11 @@ impl Listener for Shared {
             self.outlet.send(message.clone());
         }
         initialized
+    }
+
+    fn describe(&self) -> Option<super::operator::SessionView> {
+        let client = self.client.lock().unwrap().clone();
+        Some(super::operator::SessionView::new(&self.owner, client, self.opened_at, self.requests.in_flight()))
     }
 
     fn resource_updated(&self, uri: &str) -> bool {

@@ -21,6 +21,11 @@ pub(crate) trait Listener: Send + Sync {
     /// Sends `notifications/resources/updated` if the session subscribed to `uri`; returns
     /// whether it did.
     fn resource_updated(&self, uri: &str) -> bool;
+    /// What the operator's console shows of it; `None` for listeners that are not sessions
+    /// (a 2026-07-28 listen stream).
+    fn describe(&self) -> Option<super::operator::SessionView> {
+        None
+    }
 }
 
 /// The live sessions of a host, held weakly.
@@ -43,6 +48,11 @@ impl Sessions {
 
     fn listeners(&self) -> Vec<Arc<dyn Listener>> {
         self.live.lock().unwrap().values().filter_map(Weak::upgrade).collect()
+    }
+
+    /// What the operator's console shows of every live session.
+    pub(crate) fn describe(&self) -> Vec<super::operator::SessionView> {
+        self.listeners().iter().filter_map(|l| l.describe()).collect()
     }
 
     /// Sends `message` to every initialized session; returns how many got it.

@@ -26,11 +26,13 @@ pub(super) struct TaskObserver {
     resume: Option<Vec<u8>>,
     /// Whether progress is passed on through the store, for a requestor on another replica.
     publish: bool,
+    /// Where the operator's console reads the task's last progress.
+    board: Option<Arc<super::progress_board::ProgressBoard>>,
 }
 
 impl TaskObserver {
     pub(super) fn new(control: TaskControl, forward: Option<Arc<dyn CallObserver>>) -> TaskObserver {
-        TaskObserver { control, forward, resume: None, publish: false }
+        TaskObserver { control, forward, resume: None, publish: false, board: None }
     }
 
     /// The observer of a run that resumes from `state`, the task's last checkpoint.
@@ -42,6 +44,11 @@ impl TaskObserver {
     /// admitted the task (this one took it over): progress goes through the store to it.
     pub(super) fn publishing(self, publish: bool) -> TaskObserver {
         TaskObserver { publish, ..self }
+    }
+
+    /// The observer of a run whose progress is also kept on `board`.
+    pub(super) fn reporting(self, board: Arc<super::progress_board::ProgressBoard>) -> TaskObserver {
+        TaskObserver { board: Some(board), ..self }
     }
 
     /// Runs a request to the requestor with the task `input_required` meanwhile. The request is
@@ -101,6 +108,9 @@ impl CallObserver for TaskObserver {
         }
         if let Some(text) = &message {
             self.control.set_message(text.clone());
+        }
+        if let Some(board) = &self.board {
+            board.report(self.control.id(), Progress { progress, total, message: message.clone() });
         }
         if let Some(forward) = &self.forward {
             forward.progress(progress, total, message);

@@ -59,6 +59,7 @@ pub async fn create(
     let admission = Admission {
         owner: owner.key().to_owned(),
         tool: entry.name.clone(),
+        plugin: Some(entry.plugin.name.clone()),
         arguments: call.arguments,
         requested_ttl_ms,
         progress_token: call.progress_token,

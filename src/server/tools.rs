@@ -7,8 +7,10 @@ use serde_json::{json, Map, Value};
 use super::paging::page;
 use super::results::{failure_result, invalid_arguments_result, note_denials, tool_result, INVALID_ARGUMENTS};
 use super::{with_permit, Host, Metrics};
+use crate::audit::{Audit, CallOutcome, CallRecord, Subject, TaskRun};
 use crate::mcp::types::{CallToolResult, TaskSupport as McpTaskSupport, Tool, ToolAnnotations, ToolExecution};
 use crate::mcp::{Params, RpcError};
+use crate::principal::{Owner, Principal, Wire};
 use crate::registry::{violations, ToolEntry};
 use crate::runtime::{CallContext, Failure, Runtime, TaskSupport};
 
@@ -98,36 +100,87 @@ pub struct Called {
     pub failure: Option<&'static str>,
 }
 
+/// What running a call needs of the host: the runtime, and where its figures go.
+#[derive(Clone, Copy)]
+pub struct Runs<'a> {
+    /// Runs the guest.
+    pub runtime: &'a Runtime,
+    /// Counts the call by tool and outcome, with its latency, fuel and memory.
+    pub metrics: &'a Metrics,
+    /// Records the call (`--audit-log`).
+    pub audit: &'a Audit,
+}
+
+/// Who a call acts for, as the audit trail names them.
+pub struct Caller<'a> {
+    /// The owner key of the request (or task) the call runs for.
+    pub owner: &'a str,
+    /// The task it runs for, if it runs as one.
+    pub task: Option<TaskRun>,
+}
+
 /// Runs an admitted call to its result. Validation failures and limits become `isError`
 /// results; `Err(Cancelled)` means the caller cancelled and wants no answer.
-pub async fn run(runtime: &Runtime, metrics: &Metrics, call: &AdmittedCall, ctx: CallContext) -> Result<Called, Cancelled> {
-    run_counted(runtime, metrics, call, ctx, true).await
+pub async fn run(runs: Runs<'_>, caller: Caller<'_>, call: &AdmittedCall, ctx: CallContext) -> Result<Called, Cancelled> {
+    run_counted(runs, caller, call, ctx, true).await
 }
 
 /// Like [`run`], for arguments already validated (a task's, checked at admission).
-pub async fn run_validated(runtime: &Runtime, metrics: &Metrics, call: &AdmittedCall, ctx: CallContext) -> Result<Called, Cancelled> {
-    run_counted(runtime, metrics, call, ctx, false).await
+pub async fn run_validated(runs: Runs<'_>, caller: Caller<'_>, call: &AdmittedCall, ctx: CallContext) -> Result<Called, Cancelled> {
+    run_counted(runs, caller, call, ctx, false).await
 }
 
-async fn run_counted(runtime: &Runtime, metrics: &Metrics, call: &AdmittedCall, ctx: CallContext, validate: bool) -> Result<Called, Cancelled> {
+/// The one place a call ends, whatever its era, transport or task: counted, then audited.
+async fn run_counted(runs: Runs<'_>, caller: Caller<'_>, call: &AdmittedCall, ctx: CallContext, validate: bool) -> Result<Called, Cancelled> {
     let started = std::time::Instant::now();
-    let outcome = run_checked(runtime, call, ctx, validate).await;
+    let (usage, denials) = (ctx.usage.clone(), ctx.denials.clone());
+    let (outcome, denied) = run_checked(runs.runtime, call, ctx, validate).await;
+    let took = started.elapsed();
     let label = match &outcome {
         Ok(Called { failure: Some(kind), .. }) => kind,
         Ok(Called { result, .. }) if result.is_error => "tool-error",
         Ok(_) => "ok",
         Err(Cancelled) => Failure::Cancelled.kind(),
     };
-    metrics.call(&call.entry.name, label, started.elapsed());
+    runs.metrics.call(&call.entry.name, label, took, &usage);
+    runs.audit.call(|| {
+        let (outcome_kind, failure, is_error) = match &outcome {
+            Ok(Called { failure: Some(kind), .. }) => (CallOutcome::Failed, Some((*kind).to_owned()), false),
+            Ok(Called { result, .. }) => (CallOutcome::Result, None, result.is_error),
+            Err(Cancelled) => (CallOutcome::Cancelled, None, false),
+        };
+        let entry = &call.entry;
+        let mut record = CallRecord::new(caller.owner.to_owned(), Subject::Tool(entry.name.clone()), outcome_kind);
+        record.plugin = Some(entry.plugin.name.clone());
+        record.digest = Some(entry.plugin.code.digest());
+        record.contract = Some(entry.plugin.code.contract().as_str());
+        record.failure = failure;
+        record.is_error = is_error;
+        record.duration = took;
+        record.fuel_consumed = usage.fuel_consumed();
+        record.peak_memory = usage.peak_memory();
+        // A cancelled call's refusals were never taken for a result: nobody else reads them.
+        record.denials = match &outcome {
+            Ok(_) => denied,
+            Err(Cancelled) => denials.take(),
+        };
+        record.task = caller.task;
+        if runs.audit.with_arguments() {
+            record.arguments = Some(call.arguments.clone());
+            record.result = outcome.as_ref().ok().map(|c| serde_json::to_value(&c.result).expect("results serialize"));
+        }
+        record
+    });
     outcome
 }
 
-async fn run_checked(runtime: &Runtime, call: &AdmittedCall, ctx: CallContext, validate: bool) -> Result<Called, Cancelled> {
+/// Runs the call; what it came to, and what the sandbox refused it (also named in the result).
+async fn run_checked(runtime: &Runtime, call: &AdmittedCall, ctx: CallContext, validate: bool) -> (Result<Called, Cancelled>, Vec<String>) {
     let entry = &call.entry;
     if validate {
         let problems = violations(&entry.input_validator, &call.arguments);
         if !problems.is_empty() {
-            return Ok(Called { result: invalid_arguments_result(&entry.name, &problems), failure: Some(INVALID_ARGUMENTS) });
+            return (Ok(Called { result: invalid_arguments_result(&entry.name, &problems), failure: Some(INVALID_ARGUMENTS) }), Vec::new());
         }
     }
     let arguments = call.arguments.to_string();
@@ -136,7 +189,7 @@ async fn run_checked(runtime: &Runtime, call: &AdmittedCall, ctx: CallContext, v
     let outcome = with_permit(&entry.plugin, &cancel, || runtime.call_tool(&entry.plugin.code, &entry.own_name, &arguments, ctx)).await;
     let (mut result, failure) = match outcome.and_then(|result| tool_result(entry, result)) {
         Ok(result) => (result, None),
-        Err(Failure::Cancelled) => return Err(Cancelled),
+        Err(Failure::Cancelled) => return (Err(Cancelled), Vec::new()),
         Err(failure) => {
             tracing::warn!(tool = %entry.name, plugin = %entry.plugin.name, kind = failure.kind(), "{}", failure.describe(&entry.name));
             (failure_result(&entry.name, &failure), Some(failure.kind()))
@@ -146,8 +199,8 @@ async fn run_checked(runtime: &Runtime, call: &AdmittedCall, ctx: CallContext, v
     for what in &denied {
         tracing::warn!(tool = %entry.name, plugin = %entry.plugin.name, "{what}");
     }
-    note_denials(&mut result, denied);
-    Ok(Called { result, failure })
+    note_denials(&mut result, denied.clone());
+    (Ok(Called { result, failure }), denied)
 }
 
 /// One call outside any session (`corral call`): a local test, so the task policy is not applied.
@@ -157,5 +210,9 @@ pub async fn call_tool_once(host: &Host, name: &str, arguments: Value, ctx: impl
     params.insert("arguments".into(), arguments);
     let call = admit_local(host, Params::new(&params))?;
     let ctx = ctx(&call.entry);
-    run(&host.runtime, &host.metrics, &call, ctx).await.map(|called| called.result).map_err(|Cancelled| RpcError::internal(Failure::Cancelled.describe(name)))
+    let local = Owner::new(Principal::Local, Wire::Sessions);
+    run(host.runs(), Caller { owner: local.key(), task: None }, &call, ctx)
+        .await
+        .map(|called| called.result)
+        .map_err(|Cancelled| RpcError::internal(Failure::Cancelled.describe(name)))
 }

@@ -17,7 +17,9 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::audit;
 use super::finish::FinishOnDrop;
+use super::health::StoreHealth;
 use super::model::{now_ms, Outcome, Task, TaskStatus};
 use super::pending::{self, PendingEnds};
 use super::relay::Relays;
@@ -26,6 +28,7 @@ use super::runners::Runners;
 use super::settings::TaskSettings;
 use super::store::{StoreError, StoreEvent, TaskStore};
 use super::work;
+use crate::audit::Transition;
 use crate::cancel::{CancelHandle, Wake};
 
 /// A task call that passed the protocol checks.
@@ -34,6 +37,8 @@ pub struct Admission {
     pub owner: String,
     /// The tool to call.
     pub tool: String,
+    /// The plugin that serves it, kept with the task for operators.
+    pub plugin: Option<String>,
     /// The call's arguments, already validated.
     pub arguments: Value,
     /// The TTL the client asked for, in milliseconds.
@@ -143,6 +148,8 @@ pub(super) struct Inner {
     pub(super) answered: watch::Sender<u64>,
     /// Ends of runs the store could not take yet, written by `pending::flush` once it answers.
     pub(super) pending: PendingEnds,
+    /// The last readiness ping of the store.
+    pub(super) health: StoreHealth,
 }
 
 /// A queued task: its id and owner (every store read is scoped by owner).
@@ -178,6 +185,7 @@ impl Engine {
             relays: Relays::default(),
             answered: watch::channel(0).0,
             pending: PendingEnds::default(),
+            health: StoreHealth::default(),
         });
         let engine = Engine { inner: inner.clone(), stop: shutdown.child_token(), tracker: TaskTracker::new() };
         let receiver = Arc::new(tokio::sync::Mutex::new(receiver));
@@ -189,6 +197,8 @@ impl Engine {
         if let Some(changes) = inner.store.subscribe() {
             engine.tracker.spawn(work::follow(inner.clone(), changes, engine.stop.clone()));
             engine.tracker.spawn(work::spread(inner.clone(), engine.stop.clone()));
+        } else {
+            engine.tracker.spawn(work::outside_cancels(inner.clone(), engine.stop.clone()));
         }
         // On an error the engine is dropped, which stops what was spawned.
         let later = inner.recover().await?;
@@ -231,6 +241,39 @@ impl Engine {
         Ok(self.inner.store.count_by_status().await?)
     }
 
+    /// The operator's list (`TaskStore::list_all`), with the live messages of the tasks
+    /// running here: the admin console.
+    pub async fn list_all(
+        &self,
+        filter: &crate::tasks::TaskFilter,
+        after: Option<crate::tasks::TaskCursor>,
+        limit: usize,
+    ) -> Result<crate::tasks::TaskPage, EngineError> {
+        let mut page = self.inner.store.list_all(filter, after, limit).await?;
+        page.tasks = page.tasks.into_iter().map(|t| self.inner.with_live_message(t)).collect();
+        Ok(page)
+    }
+
+    /// Everything the store knows of task `id`, whoever owns it (`TaskStore::inspect`), with
+    /// its live message.
+    pub async fn inspect(&self, id: &str) -> Result<Option<crate::tasks::TaskDetail>, EngineError> {
+        let detail = self.inner.store.inspect(id).await?;
+        Ok(detail.map(|mut d| {
+            d.task = self.inner.with_live_message(d.task);
+            d
+        }))
+    }
+
+    /// The replicas sharing the store (`None` on SQLite); see [`TaskStore::replicas`].
+    pub async fn replicas(&self) -> Result<Option<Vec<crate::tasks::Replica>>, EngineError> {
+        Ok(self.inner.store.replicas().await?)
+    }
+
+    /// This host's runner id (what the tasks it holds name as their `runner`).
+    pub fn runner_id(&self) -> &str {
+        self.inner.runners.id()
+    }
+
     /// Whether this process runs (or has queued) `owner`'s task `id`; asks no store.
     pub fn runs(&self, owner: &str, id: &str) -> bool {
         self.inner.live.lock().unwrap().get(id).is_some_and(|live| live.owner == owner)
@@ -270,6 +313,7 @@ impl Engine {
             id: uuid::Uuid::new_v4().to_string(),
             owner: admission.owner,
             tool: admission.tool,
+            plugin: admission.plugin,
             arguments: admission.arguments,
             status: TaskStatus::Working,
             status_message: None,
@@ -295,6 +339,10 @@ impl Engine {
             // Dropping `reserved` on an error gives the slots back: nothing half-created.
             let task = inner.store.insert(task).await?;
             reserved.keep();
+            audit::record(&inner.settings.audit, &task, Transition::Created);
+            if task.started {
+                audit::started(&inner.settings.audit, &task);
+            }
             match launch {
                 Launch::Queue => inner.enqueue(&task, None, events),
                 Launch::QueueFor(run) => inner.enqueue(&task, Some(run), events),
@@ -384,6 +432,7 @@ impl Engine {
             let now = self.get(owner, id).await?;
             return Err(EngineError::Terminal(now.status.as_str()));
         };
+        audit::ended(&inner.settings.audit, &cancelled, &Outcome::Cancelled);
         if let Some(live) = &live {
             live.announce(&cancelled);
         }
@@ -447,7 +496,13 @@ impl Inner {
 
     /// The control a run of `live` gets: every write fenced on this host.
     pub(super) fn control(self: &Arc<Self>, live: &Arc<Live>) -> TaskControl {
-        TaskControl { live: live.clone(), store: self.store.clone(), runner: self.runners.id().into(), result_quota: self.settings.result_quota }
+        TaskControl {
+            live: live.clone(),
+            store: self.store.clone(),
+            runner: self.runners.id().into(),
+            result_quota: self.settings.result_quota,
+            audit: self.settings.audit.clone(),
+        }
     }
 
     /// Shows the newest progress message of a task that is still working.

@@ -106,6 +106,7 @@ pub(super) fn call(owner: &str, tool: &str) -> Admission {
     Admission {
         owner: owner.into(),
         tool: tool.into(),
+        plugin: None,
         arguments: json!({}),
         requested_ttl_ms: None,
         progress_token: None,

@@ -4,11 +4,14 @@
 //! A leaf: it knows nothing of MCP, the runtime or the server. Whoever runs tasks implements
 //! [`TaskRunner`] and gets a [`TaskControl`] for each run; outcomes are opaque values.
 
+mod audit;
 mod blobs;
 mod engine;
 mod finish;
+mod health;
 mod input;
 mod model;
+mod operator;
 mod pending;
 mod postgres;
 mod relay;
@@ -19,6 +22,7 @@ mod settings;
 mod sqlite;
 mod sqlite_blobs;
 mod sqlite_inputs;
+mod sqlite_operator;
 mod store;
 #[cfg(test)]
 pub(crate) mod store_suite;
@@ -33,10 +37,11 @@ pub use blobs::{pages as result_pages, PartKind, QuotaBound, ResultPage, ResultP
 pub use engine::{Admission, Counts, Engine, EngineError};
 pub use input::Inputs;
 pub use model::{now_ms, Outcome, OutcomeKind, Progress, Task, TaskStatus};
+pub use operator::{Purged, TaskCursor, TaskDetail, TaskFilter, TaskPage, MAX_PAGE};
 pub use postgres::{is_postgres_url, redacted, PgOptions, PgStore};
 pub use resume::Recovery;
 pub use runner::{Finished, Launch, LocalRun, TaskControl, TaskEvents, TaskRunner};
 pub use runners::Runners;
 pub use settings::{TaskSettings, DEFAULT_HOST_EXPIRY};
 pub use sqlite::{Durability, SqliteStore};
-pub use store::{StoreError, StoreEvent, StoreFuture, StoreResult, TaskQuestion, TaskStore};
+pub use store::{Replica, StoreError, StoreEvent, StoreFuture, StoreResult, TaskQuestion, TaskStore};

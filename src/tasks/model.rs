@@ -199,6 +199,18 @@ impl Outcome {
     }
 }
 
+/// A question a running task waits on, kept with the task so that any host can show it and
+/// take its answer (the 2026-07-28 tasks extension's `inputRequests`); opaque to the store.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskQuestion {
+    /// The key the client answers under, unique over the task's life.
+    pub key: String,
+    /// What is asked (`{method, params}`).
+    pub request: serde_json::Value,
+    /// The client's answer, once one came (checked against the question before it was kept).
+    pub answer: Option<serde_json::Value>,
+}
+
 /// One task as stored.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Task {
@@ -208,6 +220,9 @@ pub struct Task {
     pub owner: String,
     /// The tool the task calls.
     pub tool: String,
+    /// The plugin that serves the tool, when the admitting host said (`None` for rows stored
+    /// before it was recorded): what an operator filters a fleet's tasks by.
+    pub plugin: Option<String>,
     /// The call's arguments, kept so a restarted host can run an idempotent task again.
     pub arguments: Value,
     /// Where the task is in its life.

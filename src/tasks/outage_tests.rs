@@ -78,6 +78,18 @@ impl TaskStore for Flaky {
     fn purge_expired(&self, now_ms: i64) -> StoreFuture<usize> {
         self.inner.purge_expired(now_ms)
     }
+    fn list_all(&self, filter: &TaskFilter, after: Option<TaskCursor>, limit: usize) -> StoreFuture<TaskPage> {
+        self.inner.list_all(filter, after, limit)
+    }
+    fn inspect(&self, id: &str) -> StoreFuture<Option<TaskDetail>> {
+        self.inner.inspect(id)
+    }
+    fn cancels_after(&self, after: Option<i64>) -> StoreFuture<(i64, Vec<String>)> {
+        self.inner.cancels_after(after)
+    }
+    fn purge_tasks(&self, ids: Vec<String>) -> StoreFuture<Vec<(String, Purged)>> {
+        self.inner.purge_tasks(ids)
+    }
     fn checkpoint(&self, id: &str, runner: &str, state: Vec<u8>, message: Option<&str>) -> StoreFuture<Option<u64>> {
         self.inner.checkpoint(id, runner, state, message)
     }
@@ -108,6 +120,12 @@ impl TaskStore for Flaky {
     }
     fn count_by_status(&self) -> StoreFuture<Vec<(TaskStatus, u64)>> {
         self.inner.count_by_status()
+    }
+    fn ping(&self) -> StoreFuture<()> {
+        match self.failures_left.load(Ordering::SeqCst) {
+            0 => self.inner.ping(),
+            _ => Box::pin(async { Err(StoreError::Unavailable("the test's outage".into())) }),
+        }
     }
     fn close(&self) -> BoxFuture<'static, ()> {
         self.inner.close()
@@ -274,4 +292,30 @@ async fn an_adopted_call_that_ends_while_the_store_fails_is_written_when_it_answ
     assert_eq!((ended.status, outcome), (TaskStatus::Completed, Outcome::Result(json!({ "adopted": task.id }))));
     assert_eq!(store.refused.load(Ordering::SeqCst), 2, "stored after two failures");
     assert_eq!(engine.counts().running, 0);
+}
+
+#[tokio::test]
+async fn a_host_that_cannot_reach_its_store_is_not_ready_and_claims_nothing_until_it_can() {
+    let (engine, store, release) = start(usize::MAX).await;
+    let problem = engine.store_reachable().await.unwrap_err();
+    assert_eq!(problem, "the task store does not answer", "the store's own words stay in the log");
+    assert!(!engine.inner.may_claim(), "a failed ping stops claiming");
+
+    let task = engine.admit(call("alice", "slow")).await.unwrap();
+    release.add_permits(1);
+    eventually("the store refused the end", || store.refused.load(Ordering::SeqCst) >= 1).await;
+    let problem = engine.store_reachable().await.unwrap_err();
+    assert!(problem.contains("1 task ends wait"), "{problem}");
+    assert!(!engine.inner.may_claim(), "a pending end stops claiming");
+
+    store.failures_left.store(0, Ordering::SeqCst);
+    eventually("the end written", || engine.pending_ends().0 == 0).await;
+    // The failed ping's answer stands for a second; then a new one finds the store.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while engine.store_reachable().await.is_err() {
+        assert!(tokio::time::Instant::now() < deadline, "the store never counted as reachable again");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(engine.inner.may_claim());
+    assert_eq!(engine.get("alice", &task.id).await.unwrap().status, TaskStatus::Completed);
 }

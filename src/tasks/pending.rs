@@ -110,6 +110,7 @@ impl Inner {
         match self.store.finish_as(&live.id, self.runners.id(), status, message.as_deref(), &outcome).await {
             Ok(Some(ended)) => {
                 tracing::info!(task = %live.id, status = ended.status.as_str(), "stored a task's end once the store answered again");
+                super::audit::ended(&self.settings.audit, &ended, &outcome);
                 live.announce(&ended);
             }
             Ok(None) => tracing::warn!(task = %live.id, "a task's pending end was refused: it ended or moved to another host meanwhile"),

@@ -95,6 +95,8 @@ pub struct TaskControl {
     pub(super) runner: Arc<str>,
     /// The bounds a kept result of this task counts against (the engine's settings).
     pub(super) result_quota: super::blobs::ResultQuota,
+    /// Where the transitions it stores are recorded.
+    pub(super) audit: crate::audit::Audit,
 }
 
 impl TaskControl {
@@ -147,6 +149,11 @@ impl TaskControl {
         *self.live.message.lock().unwrap() = message.clone();
         match self.store.set_status_as(&self.live.id, &self.runner, status, message.as_deref()).await {
             Ok(Some(task)) => {
+                let transition = match status {
+                    TaskStatus::InputRequired => crate::audit::Transition::InputRequired,
+                    _ => crate::audit::Transition::Resumed,
+                };
+                super::audit::record(&self.audit, &task, transition);
                 self.live.announce(&task);
                 true
             }

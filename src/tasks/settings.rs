@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::blobs::ResultQuota;
+use crate::audit::Audit;
 use crate::config::defaults;
 
 /// Task engine limits and defaults. (The runtime has its own `EngineSettings`, for wasmtime.)
@@ -29,6 +30,8 @@ pub struct TaskSettings {
     pub host_expiry: Duration,
     /// The bounds on the bytes of results kept by reference, per owner and in all.
     pub result_quota: ResultQuota,
+    /// Where each transition the engine stores is recorded (`--audit-log`; off by default).
+    pub audit: Audit,
 }
 
 /// `--host-expiry`'s default.
@@ -46,6 +49,7 @@ impl Default for TaskSettings {
             reap_every: defaults::duration(defaults::TASK_REAP_EVERY),
             host_expiry: DEFAULT_HOST_EXPIRY,
             result_quota: ResultQuota::default(),
+            audit: Audit::off(),
         }
     }
 }

@@ -26,6 +26,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::blobs::{ResultPage, ResultPart, ResultQuota};
 use super::model::{Outcome, Task, TaskStatus};
+use super::operator::{Purged, TaskCursor, TaskDetail, TaskFilter, TaskPage};
 use super::store::{StoreError, StoreFuture, StoreResult, TaskQuestion, TaskStore};
 
 /// How hard a commit tries to reach the disk.
@@ -37,7 +38,9 @@ pub enum Durability {
     Power,
 }
 
-const SCHEMA_VERSION: i64 = 9;
+const SCHEMA_VERSION: i64 = 10;
+/// Cancel notices older than this are deleted by the purge: every host looks far more often.
+const NOTICE_KEEP_MS: i64 = 10 * 60 * 1000;
 /// Operations per transaction at most, so one commit's answers are not held back for long.
 const MAX_BATCH: usize = 512;
 /// Operations waiting for a thread at most; a caller beyond it waits (asynchronously) for a
@@ -70,7 +73,9 @@ CREATE TABLE IF NOT EXISTS tasks (
     checkpoint_seq INTEGER NOT NULL DEFAULT 0,
     checkpoint BLOB,
     resumed_from INTEGER NOT NULL DEFAULT 0,
-    client_capabilities TEXT
+    client_capabilities TEXT,
+    plugin TEXT,
+    checkpointed_at INTEGER
 );
 CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks(owner, seq);
 CREATE UNIQUE INDEX IF NOT EXISTS tasks_by_key ON tasks(owner, idempotency_key) WHERE idempotency_key IS NOT NULL;
@@ -85,9 +90,16 @@ CREATE TABLE IF NOT EXISTS outcomes (
     kind TEXT,
     failure TEXT
 );
+-- Cancels written from outside the task's host (`corral tasks cancel`, another host): SQLite
+-- has no NOTIFY, so each host reads the notices after the last it saw (`cancels_after`).
+CREATE TABLE IF NOT EXISTS task_notices (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    task_id TEXT NOT NULL,
+    at INTEGER NOT NULL
+);
 ";
 
-const COLUMNS: &str = "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner, attempts, checkpoint_seq, resumed_from, client_capabilities, started_at IS NOT NULL";
+pub(super) const COLUMNS: &str = "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner, attempts, checkpoint_seq, resumed_from, client_capabilities, started_at IS NOT NULL, plugin";
 
 /// What a write batch's commit came to, told to every operation of the batch.
 type Commit = Result<(), Arc<rusqlite::Error>>;
@@ -213,6 +225,10 @@ impl SqliteStore {
                     "INSERT OR REPLACE INTO outcomes (task_id, body, kind, failure) VALUES (?1, ?2, ?3, ?4)",
                     params![id, stored.body.to_string(), stored.kind.as_str(), stored.failure],
                 )?;
+                if runner.is_none() && status == TaskStatus::Cancelled {
+                    // Whoever runs it may be another process: it finds this notice.
+                    c.prepare_cached("INSERT INTO task_notices (task_id, at) VALUES (?1, ?2)")?.execute(params![id, now()])?;
+                }
             }
             Ok(ended)
         })
@@ -308,6 +324,10 @@ fn prepare(conn: &Connection, durability: Durability) -> rusqlite::Result<()> {
                  END;",
         )?;
     }
+    if (1..10).contains(&version) {
+        // Version 10 records each task's plugin and when it last checkpointed, for operators.
+        conn.execute_batch("ALTER TABLE tasks ADD COLUMN plugin TEXT; ALTER TABLE tasks ADD COLUMN checkpointed_at INTEGER;")?;
+    }
     conn.execute_batch(SCHEMA)?;
     // Version 4 keeps large results by reference, in pages (`sqlite_blobs`).
     conn.execute_batch(super::sqlite_blobs::SCHEMA)?;
@@ -386,7 +406,7 @@ fn run_writer(mut conn: Connection, mut queue: mpsc::Receiver<Msg<WriteOp>>) {
     }
 }
 
-fn read_task(row: &Row) -> rusqlite::Result<Task> {
+pub(super) fn read_task(row: &Row) -> rusqlite::Result<Task> {
     let json = |text: Option<String>| text.and_then(|t| serde_json::from_str::<Value>(&t).ok());
     let status: String = row.get(5)?;
     Ok(Task {
@@ -409,6 +429,7 @@ fn read_task(row: &Row) -> rusqlite::Result<Task> {
         resumed_from: row.get::<_, i64>(16)? as u64,
         client_capabilities: json(row.get(17)?),
         started: row.get(18)?,
+        plugin: row.get(19)?,
     })
 }
 
@@ -443,8 +464,8 @@ impl TaskStore for SqliteStore {
     fn insert(&self, task: Task) -> StoreFuture<Task> {
         self.write(move |c| {
             let seq = c.query_row(
-                "INSERT INTO tasks (id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, progress_token, idempotency_key, runner, client_capabilities, started_at, attempts)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17) RETURNING seq",
+                "INSERT INTO tasks (id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, progress_token, idempotency_key, runner, client_capabilities, started_at, attempts, plugin)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18) RETURNING seq",
                 params![
                     task.id,
                     task.owner,
@@ -462,7 +483,8 @@ impl TaskStore for SqliteStore {
                     task.runner,
                     task.client_capabilities.as_ref().map(Value::to_string),
                     task.started.then_some(task.created_at),
-                    task.attempts
+                    task.attempts,
+                    task.plugin
                 ],
                 |r| r.get(0),
             )?;
@@ -521,8 +543,8 @@ impl TaskStore for SqliteStore {
             ))?
             .query_row(params![query, owner], |r| {
                 let task = read_task(r)?;
-                let body: Option<String> = r.get(19)?;
-                let outcome = body.map(|body| Ok::<_, rusqlite::Error>(RawOutcome { body, kind: r.get(20)?, failure: r.get(21)? })).transpose()?;
+                let body: Option<String> = r.get(20)?;
+                let outcome = body.map(|body| Ok::<_, rusqlite::Error>(RawOutcome { body, kind: r.get(21)?, failure: r.get(22)? })).transpose()?;
                 Ok((task, outcome))
             })
             .optional()
@@ -600,6 +622,7 @@ impl TaskStore for SqliteStore {
         // Outcomes go with their tasks (ON DELETE CASCADE); kept results expire with them.
         self.write(move |c| {
             super::sqlite_blobs::purge(c, now_ms)?;
+            c.execute("DELETE FROM task_notices WHERE at < ?1", params![now_ms - NOTICE_KEEP_MS])?;
             c.execute("DELETE FROM tasks WHERE expires_at IS NOT NULL AND expires_at <= ?1", params![now_ms])
         })
     }
@@ -608,7 +631,7 @@ impl TaskStore for SqliteStore {
         let (id, runner, message) = (id.to_owned(), runner.to_owned(), message.map(str::to_owned));
         self.write(move |c| {
             c.prepare_cached(
-                "UPDATE tasks SET checkpoint = ?3, checkpoint_seq = checkpoint_seq + 1, status_message = coalesce(?4, status_message), updated_at = ?5
+                "UPDATE tasks SET checkpoint = ?3, checkpoint_seq = checkpoint_seq + 1, status_message = coalesce(?4, status_message), updated_at = ?5, checkpointed_at = ?5
                  WHERE id = ?1 AND runner = ?2 AND status IN ('working', 'input_required') RETURNING checkpoint_seq",
             )?
             .query_row(params![id, runner, state, message, now()], |r| r.get::<_, i64>(0))
@@ -659,6 +682,28 @@ impl TaskStore for SqliteStore {
     fn result_page(&self, owner: &str, id: &str, part: u32, page: u32, now_ms: i64) -> StoreFuture<Option<ResultPage>> {
         let (owner, id) = (owner.to_owned(), id.to_owned());
         self.read(move |c| super::sqlite_blobs::page(c, &owner, &id, part, page, now_ms))
+    }
+
+    fn ping(&self) -> StoreFuture<()> {
+        self.read(|c| c.query_row("SELECT 1", [], |_| Ok(())))
+    }
+
+    fn list_all(&self, filter: &TaskFilter, after: Option<TaskCursor>, limit: usize) -> StoreFuture<TaskPage> {
+        let filter = filter.clone();
+        self.read(move |c| super::sqlite_operator::list_all(c, &filter, after, limit))
+    }
+
+    fn inspect(&self, id: &str) -> StoreFuture<Option<TaskDetail>> {
+        let id = id.to_owned();
+        self.read(move |c| super::sqlite_operator::inspect(c, &id))
+    }
+
+    fn cancels_after(&self, after: Option<i64>) -> StoreFuture<(i64, Vec<String>)> {
+        self.read(move |c| super::sqlite_operator::cancels_after(c, after))
+    }
+
+    fn purge_tasks(&self, ids: Vec<String>) -> StoreFuture<Vec<(String, Purged)>> {
+        self.write(move |c| super::sqlite_operator::purge(c, &ids))
     }
 
     fn count_by_status(&self) -> StoreFuture<Vec<(TaskStatus, u64)>> {
@@ -740,6 +785,7 @@ mod tests {
         // Back to version 8, with one outcome of each shape it wrote.
         conn.execute_batch(
             "ALTER TABLE outcomes DROP COLUMN kind; ALTER TABLE outcomes DROP COLUMN failure; PRAGMA user_version = 8;
+             ALTER TABLE tasks DROP COLUMN plugin; ALTER TABLE tasks DROP COLUMN checkpointed_at; DROP TABLE task_notices;
              INSERT INTO tasks (id, owner, tool, arguments, status, created_at, updated_at, poll_interval_ms, runner) VALUES
                ('ok', 'o', 't', '{}', 'completed', 0, 0, 1000, ''), ('limit', 'o', 't', '{}', 'failed', 0, 0, 1000, ''),
                ('err', 'o', 't', '{}', 'failed', 0, 0, 1000, ''), ('gone', 'o', 't', '{}', 'cancelled', 0, 0, 1000, ''),
@@ -762,6 +808,8 @@ mod tests {
         assert_eq!(kind("err").await, OutcomeKind::Error);
         assert_eq!(kind("gone").await, OutcomeKind::Cancelled);
         assert_eq!(kind("cut").await, OutcomeKind::Interrupted);
+        let old = store.inspect("ok").await.unwrap().unwrap();
+        assert_eq!((old.task.plugin, old.checkpointed_at), (None, None), "rows from before version 10 have no plugin nor checkpoint time");
     }
 
     #[tokio::test]

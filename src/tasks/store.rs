@@ -18,7 +18,9 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 
 use super::blobs::{QuotaBound, ResultPage, ResultPart, ResultQuota};
+pub use super::model::TaskQuestion;
 use super::model::{Outcome, Progress, Task, TaskStatus};
+use super::operator::{Purged, TaskCursor, TaskDetail, TaskFilter, TaskPage};
 
 /// What every store call returns.
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -136,18 +138,6 @@ pub enum StoreError {
     },
 }
 
-/// A question a running task waits on, kept with the task so that any host can show it and
-/// take its answer (the 2026-07-28 tasks extension's `inputRequests`); opaque to the store.
-#[derive(Clone, Debug, PartialEq)]
-pub struct TaskQuestion {
-    /// The key the client answers under, unique over the task's life.
-    pub key: String,
-    /// What is asked (`{method, params}`).
-    pub request: serde_json::Value,
-    /// The client's answer, once one came (checked against the question before it was kept).
-    pub answer: Option<serde_json::Value>,
-}
-
 /// A change to a task that a store shared by several hosts tells every host about
 /// ([`TaskStore::subscribe`]).
 #[derive(Clone, Debug, PartialEq)]
@@ -184,6 +174,19 @@ pub enum StoreEvent {
     /// fence refuses their writes already; this lets the host stop them instead of finishing
     /// work whose result no one will keep.
     TakenForDead,
+}
+
+/// One replica sharing a PostgreSQL store, as the operator's console shows it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Replica {
+    /// Its runner id (what a task's `runner` names).
+    pub id: String,
+    /// Milliseconds since its last heartbeat, by the database's clock.
+    pub heartbeat_age_ms: i64,
+    /// Milliseconds since it registered.
+    pub up_ms: i64,
+    /// Its `working` and `input_required` tasks.
+    pub tasks_held: i64,
 }
 
 /// Every write is durable when its future resolves: a record before its `CreateTaskResult` is
@@ -317,8 +320,54 @@ pub trait TaskStore: Send + Sync + 'static {
     /// waiting).
     fn drop_questions(&self, id: &str, keys: Vec<String>) -> StoreFuture<()>;
 
+    /// An operator's list: the tasks of every owner that pass `filter`, newest first, the page
+    /// after `after` (the previous page's [`TaskPage::next`]), at most `limit` of them (and never
+    /// more than [`MAX_PAGE`](super::operator::MAX_PAGE)). Expired tasks not yet purged are
+    /// listed: they are still in the store.
+    fn list_all(&self, filter: &TaskFilter, after: Option<TaskCursor>, limit: usize) -> StoreFuture<TaskPage>;
+
+    /// Everything the store knows of task `id`, whoever owns it (an operator's view).
+    fn inspect(&self, id: &str) -> StoreFuture<Option<TaskDetail>>;
+
+    /// Cancels task `id` for whoever asks from outside its host (an operator, another
+    /// replica): stored `cancelled` with `message`, unfenced, and made known to the host that
+    /// runs it, which stops its guest: a shared store announces it (PostgreSQL `NOTIFY`), and a
+    /// store that announces nothing leaves a notice its hosts look for
+    /// ([`TaskStore::cancels_after`]). `None` when the task had already ended (or is unknown).
+    fn cancel(&self, id: &str, message: &str) -> StoreFuture<Option<Task>> {
+        self.finish(id, TaskStatus::Cancelled, Some(message), &Outcome::Cancelled)
+    }
+
+    /// For a store that announces nothing ([`TaskStore::subscribe`] is `None`) but that other
+    /// processes write (a SQLite file shared by hosts and `corral tasks`): the ids of tasks
+    /// cancelled by [`TaskStore::cancel`] (or the unfenced [`TaskStore::finish`]) whose notice
+    /// comes after notice `after`, and the newest notice's number, to ask from next time.
+    /// `after: None` asks only for that number. A store that announces, or is private to one
+    /// process, has no notices: `(0, [])`.
+    fn cancels_after(&self, after: Option<i64>) -> StoreFuture<(i64, Vec<String>)> {
+        let _ = after;
+        Box::pin(async { Ok((0, Vec::new())) })
+    }
+
+    /// Deletes each of the named tasks that has ended, with its outcome, its questions and the
+    /// result kept under its id, all in one transaction; a task that has not ended is left as
+    /// it is (an operator cancels it first). Says what it did to each, in the order given.
+    fn purge_tasks(&self, ids: Vec<String>) -> StoreFuture<Vec<(String, Purged)>>;
+
     /// Tasks per status, for metrics and tests.
     fn count_by_status(&self) -> StoreFuture<Vec<(TaskStatus, u64)>>;
+
+    /// The replicas sharing the store, with their heartbeats' age and the unfinished tasks each
+    /// holds; `None` for a store one machine's hosts share (SQLite), which keeps no such rows.
+    fn replicas(&self) -> StoreFuture<Option<Vec<Replica>>> {
+        Box::pin(std::future::ready(Ok(None)))
+    }
+
+    /// One cheap round trip: answers when the store does (readiness checks). A store in
+    /// this process's memory is always there.
+    fn ping(&self) -> StoreFuture<()> {
+        Box::pin(async { Ok(()) })
+    }
 
     /// Stops the store: what was submitted before is answered, later calls fail with
     /// [`StoreError::Closed`], and the store's threads (or connections) are gone when this

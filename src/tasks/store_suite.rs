@@ -15,6 +15,7 @@ pub(crate) fn task(id: &str, owner: &str, runner: &str) -> Task {
         id: id.to_owned(),
         owner: owner.to_owned(),
         tool: "tool".to_owned(),
+        plugin: Some("plugin".to_owned()),
         arguments: json!({ "n": 1 }),
         status: TaskStatus::Working,
         status_message: None,
@@ -307,6 +308,164 @@ pub(crate) async fn an_attempt_remembers_the_checkpoint_it_started_from(store: &
     assert_eq!((row.checkpoint, row.resumed_from), (5, 3), "later checkpoints move `checkpoint`, never where the attempt started");
 }
 
+/// The ids of a page, in its order.
+fn ids(page: &super::TaskPage) -> Vec<&str> {
+    page.tasks.iter().map(|t| t.id.as_str()).collect()
+}
+
+pub(crate) async fn operators_list_every_owner_newest_first_filtered_and_paged(store: &dyn TaskStore) {
+    use super::operator::{TaskCursor, TaskFilter};
+    let at = now_ms() - 100_000;
+    for (i, (owner, tool, plugin)) in
+        [("alice", "echo", "text"), ("bob", "spin", "spin"), ("alice", "spin", "spin"), ("carol", "echo", "text"), ("bob", "echo", "text")]
+            .into_iter()
+            .enumerate()
+    {
+        let t = Task { tool: tool.into(), plugin: Some(plugin.into()), created_at: at + i as i64 * 1000, ..task(&format!("t{i}"), owner, "h") };
+        store.insert(t).await.unwrap();
+    }
+    store.insert(Task { plugin: None, created_at: at + 5000, ..task("t5", "dave", "h") }).await.unwrap();
+    store.finish("t1", TaskStatus::Completed, None, &Outcome::Result(json!({}))).await.unwrap().unwrap();
+    store.set_status("t3", TaskStatus::InputRequired, None).await.unwrap().unwrap();
+
+    let all = store.list_all(&TaskFilter::default(), None, 100).await.unwrap();
+    assert_eq!(ids(&all), ["t5", "t4", "t3", "t2", "t1", "t0"], "every owner's, newest first");
+    assert_eq!(all.next, None, "one page holds them all");
+    assert_eq!(all.tasks[0].plugin, None, "a task stored without its plugin reads as such");
+    assert_eq!(all.tasks[1].plugin.as_deref(), Some("text"));
+
+    let first = store.list_all(&TaskFilter::default(), None, 4).await.unwrap();
+    assert_eq!(ids(&first), ["t5", "t4", "t3", "t2"]);
+    let cursor = first.next.expect("more to come");
+    assert_eq!(TaskCursor::parse(&cursor.to_string()), Some(cursor), "a cursor reads back as written");
+    store.insert(Task { created_at: at + 9000, ..task("t6", "alice", "h") }).await.unwrap();
+    let rest = store.list_all(&TaskFilter::default(), Some(cursor), 4).await.unwrap();
+    assert_eq!(ids(&rest), ["t1", "t0"], "a task added meanwhile shifts no page");
+    assert_eq!(rest.next, None);
+
+    let by = |filter: TaskFilter| async move { ids(&store.list_all(&filter, None, 100).await.unwrap()).into_iter().map(str::to_owned).collect::<Vec<_>>() };
+    assert_eq!(by(TaskFilter { owner: Some("alice".into()), ..TaskFilter::default() }).await, ["t6", "t2", "t0"]);
+    assert_eq!(by(TaskFilter { tool: Some("spin".into()), ..TaskFilter::default() }).await, ["t2", "t1"]);
+    assert_eq!(by(TaskFilter { plugin: Some("text".into()), ..TaskFilter::default() }).await, ["t4", "t3", "t0"]);
+    assert_eq!(by(TaskFilter { statuses: vec![TaskStatus::Completed, TaskStatus::InputRequired], ..TaskFilter::default() }).await, ["t3", "t1"]);
+    assert_eq!(by(TaskFilter { created_from: Some(at + 2000), created_before: Some(at + 4000), ..TaskFilter::default() }).await, ["t3", "t2"]);
+    let filter = TaskFilter { owner: Some("bob".into()), plugin: Some("text".into()), ..TaskFilter::default() };
+    assert_eq!(by(filter.clone()).await, ["t4"], "every filter set must match");
+    assert!(all.tasks.iter().filter(|t| filter.matches(t)).map(|t| t.id.as_str()).eq(["t4"]), "`matches` agrees with the store");
+    assert!(by(TaskFilter { owner: Some("nobody".into()), ..TaskFilter::default() }).await.is_empty());
+}
+
+pub(crate) async fn inspect_tells_everything_stored_of_any_owners_task(store: &dyn TaskStore) {
+    use super::OutcomeKind;
+    store.insert(task("t", "someone", "h")).await.unwrap();
+    let fresh = store.inspect("t").await.unwrap().expect("any owner's task");
+    assert_eq!((fresh.started_at, fresh.checkpointed_at, fresh.outcome), (None, None, None), "{fresh:?}");
+    assert_eq!(fresh.task.arguments, json!({ "n": 1 }));
+    assert_eq!(fresh.task.plugin.as_deref(), Some("plugin"));
+    let before = now_ms();
+    store.start("someone", "t", "h").await.unwrap().unwrap();
+    store.checkpoint("t", "h", b"state".to_vec(), Some("half way")).await.unwrap().unwrap();
+    let ask = |key: &str| (key.to_owned(), json!({ "method": "elicitation/create", "params": { "message": key } }));
+    store.keep_questions("t", vec![ask("answered"), ask("open")]).await.unwrap();
+    store.answer_questions("t", vec![("answered".into(), json!({ "action": "accept" }))]).await.unwrap();
+    let running = store.inspect("t").await.unwrap().unwrap();
+    assert!(running.started_at.is_some_and(|at| at >= before), "{running:?}");
+    assert!(running.checkpointed_at.is_some_and(|at| at >= before), "{running:?}");
+    assert_eq!((running.task.attempts, running.task.checkpoint), (1, 1));
+    assert_eq!(running.task.status_message.as_deref(), Some("half way"));
+    assert_eq!(running.questions.iter().map(|q| q.key.as_str()).collect::<Vec<_>>(), ["open"], "only the questions still waiting");
+    store.finish_as("t", "h", TaskStatus::Failed, None, &Outcome::Failed { kind: "timeout".into(), result: json!({}) }).await.unwrap().unwrap();
+    let ended = store.inspect("t").await.unwrap().unwrap();
+    assert_eq!((ended.outcome, ended.failure.as_deref()), (Some(OutcomeKind::Failed), Some("timeout")));
+    assert_eq!(store.inspect("missing").await.unwrap(), None);
+}
+
+pub(crate) async fn an_outside_cancel_ends_the_task_and_reaches_its_host(store: &dyn TaskStore) {
+    store.insert(task("run", "o", "h")).await.unwrap();
+    store.start("o", "run", "h").await.unwrap().unwrap();
+    let mut changes = store.subscribe();
+    if let Some(changes) = &mut changes {
+        heard_from_now_on(store, changes).await;
+    }
+    let (seen, _) = store.cancels_after(None).await.unwrap();
+    let cancelled = store.cancel("run", "cancelled by an operator").await.unwrap().expect("cancelled");
+    assert_eq!((cancelled.status, cancelled.status_message.as_deref()), (TaskStatus::Cancelled, Some("cancelled by an operator")));
+    assert_eq!(store.outcome("run").await.unwrap(), Some(Outcome::Cancelled));
+    assert_eq!(
+        store.finish_as("run", "h", TaskStatus::Completed, None, &Outcome::Result(json!({}))).await.unwrap(),
+        None,
+        "the host's late end writes nothing"
+    );
+    assert_eq!(store.cancel("run", "again").await.unwrap(), None, "an ended task stays as it ended");
+    assert_eq!(store.cancel("missing", "x").await.unwrap(), None);
+    match changes {
+        // A shared store announces it to every host.
+        Some(mut changes) => loop {
+            let event = tokio::time::timeout(std::time::Duration::from_secs(30), changes.recv()).await.expect("announced").unwrap();
+            if event == (super::StoreEvent::Changed { id: "run".into(), status: TaskStatus::Cancelled }) {
+                break;
+            }
+        },
+        // One that announces nothing leaves a notice its hosts look for.
+        None => {
+            let (newest, ids) = store.cancels_after(Some(seen)).await.unwrap();
+            assert_eq!(ids, ["run"]);
+            assert!(store.cancels_after(Some(newest)).await.unwrap().1.is_empty(), "each notice once");
+        }
+    }
+}
+
+/// Returns once `changes` hears this store's writes (its listener connects on its own time):
+/// writes probes until one comes back.
+async fn heard_from_now_on(store: &dyn TaskStore, changes: &mut tokio::sync::broadcast::Receiver<super::StoreEvent>) {
+    for attempt in 0..120 {
+        let probe = format!("probe-{attempt}");
+        store.insert(task(&probe, "probe", "h")).await.unwrap();
+        let heard = async {
+            loop {
+                match changes.recv().await {
+                    Ok(super::StoreEvent::Changed { id, .. }) if id == probe => return,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => panic!("the store's events stopped"),
+                    _ => continue,
+                }
+            }
+        };
+        if tokio::time::timeout(std::time::Duration::from_millis(250), heard).await.is_ok() {
+            return;
+        }
+    }
+    panic!("the store's listener never heard a write");
+}
+
+pub(crate) async fn purge_deletes_named_ended_tasks_and_refuses_unfinished_ones(store: &dyn TaskStore) {
+    use super::blobs::{PartKind, ResultPart, ResultQuota};
+    use super::operator::Purged;
+    for id in ["done", "running", "waiting"] {
+        store.insert(task(id, "o", "h")).await.unwrap();
+    }
+    store.set_status("waiting", TaskStatus::InputRequired, None).await.unwrap().unwrap();
+    store.keep_questions("done", vec![("q".into(), json!({}))]).await.unwrap();
+    let part = ResultPart { part: 0, kind: PartKind::Text, mime_type: None, data: "kept".into() };
+    store.keep_result("o", "done", None, vec![part], ResultQuota::default()).await.unwrap();
+    store.finish("done", TaskStatus::Completed, None, &Outcome::Result(json!({}))).await.unwrap().unwrap();
+    let purged = store.purge_tasks(vec!["running".into(), "done".into(), "waiting".into(), "missing".into()]).await.unwrap();
+    assert_eq!(
+        purged,
+        [
+            ("running".into(), Purged::NotEnded(TaskStatus::Working)),
+            ("done".into(), Purged::Deleted),
+            ("waiting".into(), Purged::NotEnded(TaskStatus::InputRequired)),
+            ("missing".into(), Purged::Unknown)
+        ]
+    );
+    assert_eq!(store.inspect("done").await.unwrap(), None);
+    assert_eq!(store.outcome("done").await.unwrap(), None, "its outcome went with it");
+    assert!(store.questions("done").await.unwrap().is_empty(), "its questions too");
+    assert_eq!(store.result_page("o", "done", 0, 0, now_ms()).await.unwrap(), None, "and its kept result");
+    assert_eq!(store.result_bytes_kept().await.unwrap(), 0);
+    assert!(store.inspect("running").await.unwrap().is_some() && store.inspect("waiting").await.unwrap().is_some(), "unfinished tasks stay");
+}
+
 /// What a suite's store maker returns: a store and whatever must outlive it, or `None` when no
 /// store can be made on this machine (no PostgreSQL server), so the rule skips (the maker says why).
 pub(crate) trait Made<S, K> {
@@ -348,7 +507,11 @@ macro_rules! store_suite {
                 questions_are_kept_answered_once_and_go_with_their_task,
                 an_attempt_remembers_the_checkpoint_it_started_from,
                 client_capabilities_go_with_their_task,
-                a_task_stored_started_is_never_taken_as_waiting
+                a_task_stored_started_is_never_taken_as_waiting,
+                operators_list_every_owner_newest_first_filtered_and_paged,
+                inspect_tells_everything_stored_of_any_owners_task,
+                an_outside_cancel_ends_the_task_and_reaches_its_host,
+                purge_deletes_named_ended_tasks_and_refuses_unfinished_ones
             );
         }
     };

@@ -8,6 +8,7 @@ use futures_util::FutureExt;
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use super::audit;
 use super::engine::{EngineError, Inner, Queued, Reservation};
 use super::model::{now_ms, Outcome, Task, TaskStatus};
 use super::pending::PendingEnd;
@@ -55,7 +56,10 @@ async fn run_one(inner: &Arc<Inner>, queued: &Queued) {
     // Read (and marked started), not taken from the queue: another host sharing the database
     // may have cancelled or claimed it.
     let task = match inner.store.start(owner, id, inner.runners.id()).await {
-        Ok(Some(task)) if !task.status.is_terminal() => task,
+        Ok(Some(task)) if !task.status.is_terminal() => {
+            audit::started(&inner.settings.audit, &task);
+            task
+        }
         Ok(_) => {
             // Cancelled (or purged, or claimed by another host) while it waited in the queue.
             // Claimed and still going: its session here hears how it goes on.
@@ -123,7 +127,10 @@ impl Inner {
             false => (finished.status, finished.message, finished.outcome),
         };
         match self.store.finish_as(&live.id, self.runners.id(), status, message.as_deref(), &outcome).await {
-            Ok(Some(ended)) => live.announce(&ended),
+            Ok(Some(ended)) => {
+                audit::ended(&self.settings.audit, &ended, &outcome);
+                live.announce(&ended);
+            }
             Ok(None) => {}
             Err(e) => {
                 tracing::warn!(task = %live.id, "storing the task's outcome failed; keeping it to write when the store answers: {e}");
@@ -167,7 +174,9 @@ impl Inner {
         for task in claimed {
             if !self.runner.outlives_host(&task.owner) {
                 tracing::info!(task = %task.id, tool = %task.tool, "cancelling a task whose session ended with its host");
-                self.store.finish_as(&task.id, me, TaskStatus::Cancelled, Some(SESSION_ENDED), &Outcome::Cancelled).await?;
+                if let Some(ended) = self.store.finish_as(&task.id, me, TaskStatus::Cancelled, Some(SESSION_ENDED), &Outcome::Cancelled).await? {
+                    audit::ended(&self.settings.audit, &ended, &Outcome::Cancelled);
+                }
                 continue;
             }
             let started = self.store.started(&task.id).await?;
@@ -195,7 +204,9 @@ impl Inner {
     async fn recovered(self: &Arc<Self>, task: &Task, verdict: Verdict) -> Result<(), EngineError> {
         if let Verdict::Interrupt(message) = verdict {
             tracing::warn!(task = %task.id, tool = %task.tool, "failing a task its host left unfinished: {message}");
-            self.store.finish_as(&task.id, self.runners.id(), TaskStatus::Failed, Some(&message), &Outcome::Interrupted).await?;
+            if let Some(ended) = self.store.finish_as(&task.id, self.runners.id(), TaskStatus::Failed, Some(&message), &Outcome::Interrupted).await? {
+                audit::ended(&self.settings.audit, &ended, &Outcome::Interrupted);
+            }
         } else {
             tracing::info!(task = %task.id, tool = %task.tool, checkpoint = task.checkpoint, "running a task its host left unfinished");
             Reservation::force(self, &task.owner).keep();
@@ -310,6 +321,40 @@ impl Inner {
     }
 }
 
+/// How often a host on a store that announces nothing looks for cancels other processes wrote
+/// there, while it runs tasks: the most a cancel from `corral tasks` (or another host on the
+/// same SQLite file) waits before the guest is stopped.
+const OUTSIDE_CANCELS_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// On a store that announces nothing ([`TaskStore::subscribe`](super::TaskStore::subscribe) is
+/// `None`: SQLite), stops the runs here of tasks that another process cancelled, until `stop`
+/// fires: what `follow` does for a shared store, from the store's cancel notices
+/// ([`TaskStore::cancels_after`](super::TaskStore::cancels_after)) instead of `NOTIFY`. It
+/// reads only while this host has live tasks; a notice of a task not live here costs a lookup.
+pub(super) async fn outside_cancels(inner: Arc<Inner>, stop: CancellationToken) {
+    let mut seen = None;
+    let mut ticks = tokio::time::interval(OUTSIDE_CANCELS_EVERY);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = ticks.tick() => {}
+        }
+        if seen.is_some() && inner.live.lock().unwrap().is_empty() {
+            continue;
+        }
+        match inner.store.cancels_after(seen).await {
+            Ok((newest, ids)) => {
+                seen = Some(newest);
+                for id in ids {
+                    inner.stop_if_ended_elsewhere(&id).await;
+                }
+            }
+            Err(e) => tracing::warn!("looking for tasks cancelled by other processes failed: {e}"),
+        }
+    }
+}
+
 /// How long a task waits for a worker of the host that admitted it before an idle replica
 /// may take it: that host's own worker, when it has one free, starts it well within this, and
 /// only there does the task reach its requestor's session (elicitation, progress).
@@ -342,6 +387,9 @@ pub(super) async fn spread(inner: Arc<Inner>, stop: CancellationToken) {
 impl Inner {
     /// Claims as many tasks waiting on busy hosts as this one has idle workers, and queues them.
     async fn take_waiting_elsewhere(self: &Arc<Self>) -> Result<(), EngineError> {
+        if !self.may_claim() {
+            return Ok(());
+        }
         let idle = {
             let counts = self.counts.lock().unwrap();
             self.settings.max_running.max(1).saturating_sub(counts.running + counts.queued)
@@ -376,7 +424,12 @@ pub(super) async fn reaper(inner: Arc<Inner>, stop: CancellationToken) {
             _ = stop.cancelled() => return,
             _ = ticks.tick() => {}
         }
-        match inner.recover().await {
+        // A host that cannot reach the store leaves orphans to a replica that can.
+        let recovered = match inner.may_claim() {
+            true => inner.recover().await,
+            false => Ok(Vec::new()),
+        };
+        match recovered {
             Ok(later) => {
                 tokio::select! {
                     _ = stop.cancelled() => return,

@@ -178,7 +178,8 @@ fn call(scope: &Scope, id: RequestId, envelope: Envelope, params: Map<String, Va
     let ctx = context(&call.entry.plugin, &observer);
     let owner = scope.owner().clone();
     scope.spawn_request(id, move |cancel| async move {
-        let result = tools::run(&host.runtime, &host.metrics, &call, ctx(cancel)).await.ok()?.result;
+        let caller = tools::Caller { owner: owner.key(), task: None };
+        let result = tools::run(host.runs(), caller, &call, ctx(cancel)).await.ok()?.result;
         let result = result_links::keep_plain(&host, &owner, &call.entry.name, call.entry.plugin.limits.inline_result, result).await;
         Some(finish(&observer, Ok(serde_json::to_value(result).expect("results serialize"))))
     });
@@ -205,8 +206,8 @@ fn adaptive(scope: &Scope, id: RequestId, envelope: Envelope, call: AdmittedCall
     let call = Arc::new(call);
     scope.spawn_request(id, move |cancel| async move {
         let mut running: futures_util::future::BoxFuture<'static, _> = {
-            let (host, call, ctx) = (host.clone(), call.clone(), ctx(cancel.clone()));
-            Box::pin(async move { tools::run(&host.runtime, &host.metrics, &call, ctx).await })
+            let (host, call, ctx, owner) = (host.clone(), call.clone(), ctx(cancel.clone()), owner.clone());
+            Box::pin(async move { tools::run(host.runs(), tools::Caller { owner: owner.key(), task: None }, &call, ctx).await })
         };
         // The call is polled first: one that ends in its first poll arms no timer.
         let adopt = tokio::select! {

@@ -165,6 +165,7 @@ pub(in crate::server) async fn create(
     let admission = Admission {
         owner: owner.key().to_owned(),
         tool: call.entry.name.clone(),
+        plugin: Some(call.entry.plugin.name.clone()),
         arguments: call.arguments.clone(),
         requested_ttl_ms: None,
         progress_token: None,

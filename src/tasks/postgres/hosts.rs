@@ -19,6 +19,15 @@ use super::store::{read_task, COLUMNS};
 use crate::tasks::model::Task;
 use crate::tasks::store::{StoreEvent, StoreResult};
 
+/// Every registered replica: id, heartbeat age and uptime in milliseconds (by the database's
+/// clock), and the unfinished tasks it holds. For the operator's console, which reads it on
+/// demand, not on any request path.
+pub(super) const REPLICAS: &str = "SELECT h.id, \
+    (extract(epoch FROM now() - h.heartbeat_at) * 1000)::BIGINT, \
+    (extract(epoch FROM now() - h.started_at) * 1000)::BIGINT, \
+    (SELECT count(*) FROM corral_tasks t WHERE t.runner = h.id AND t.status IN ('working', 'input_required')) \
+    FROM corral_hosts h ORDER BY h.id";
+
 /// Tasks claimed per sweep at most; the next sweep takes the rest.
 const CLAIM_BATCH: i64 = 256;
 

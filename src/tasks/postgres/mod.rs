@@ -18,6 +18,7 @@ mod hosts;
 mod inputs;
 mod listen;
 mod notify;
+mod operator;
 mod pool;
 mod schema;
 mod store;
@@ -55,6 +56,10 @@ pub struct PgOptions {
     /// outcome and terminal status) always waits for the flush, which makes the task's earlier
     /// writes durable too: an end a client has seen stays.
     pub synchronous_commit: bool,
+    /// Whether this store is a replica's: registered in `corral_hosts` with a heartbeat (and
+    /// repairing the admission counters). An operator's store (`corral tasks`) runs no tasks,
+    /// so it is not: no replica may take it for a host, nor claim tasks for it.
+    pub replica: bool,
 }
 
 impl PgOptions {
@@ -69,7 +74,14 @@ impl PgOptions {
             max_queued: None,
             max_per_owner: None,
             synchronous_commit: true,
+            replica: true,
         }
+    }
+
+    /// Options for an operator's store on `url`: not a replica (see [`PgOptions::replica`]),
+    /// with a few connections.
+    pub fn operator(url: &str) -> PgOptions {
+        PgOptions { max_connections: 2, replica: false, ..PgOptions::new(url, "operator") }
     }
 }
 

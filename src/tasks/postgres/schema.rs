@@ -115,6 +115,10 @@ UPDATE corral_outcomes SET
     END;
 ",
     super::blobs::MIGRATION,
+    "
+-- Each task's plugin and when it last checkpointed, for operators (`corral tasks`).
+ALTER TABLE corral_tasks ADD COLUMN IF NOT EXISTS plugin TEXT, ADD COLUMN IF NOT EXISTS checkpointed_at BIGINT;
+",
 ];
 
 /// The schema version this corral writes.

@@ -22,10 +22,11 @@ use super::pool::{get, Target};
 use super::{hosts, listen, schema, PgOptions};
 use crate::tasks::blobs::{ResultPage, ResultPart, ResultQuota};
 use crate::tasks::model::{now_ms, Outcome, Progress, Task, TaskStatus};
+use crate::tasks::operator::{Purged, TaskCursor, TaskDetail, TaskFilter, TaskPage};
 use crate::tasks::store::{StoreError, StoreEvent, StoreFuture, StoreResult, TaskQuestion, TaskStore};
 
 /// The columns every query returns, in the order [`read_task`] reads them.
-pub(super) const COLUMNS: &str = "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner, attempts, checkpoint_seq, resumed_from, client_capabilities, started_at IS NOT NULL";
+pub(super) const COLUMNS: &str = "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner, attempts, checkpoint_seq, resumed_from, client_capabilities, started_at IS NOT NULL, plugin";
 
 /// Rows deleted per purge statement; a purge repeats until a batch comes back short.
 const PURGE_BATCH: i64 = 1000;
@@ -67,8 +68,10 @@ impl PgStore {
     /// The part of [`PgStore::open`] that talks to the server before the store exists.
     pub(super) async fn prepare(target: &Target, options: &PgOptions) -> StoreResult<()> {
         schema::migrate(target).await?;
-        let client = target.connect().await?;
-        hosts::register(&client, &options.host_id).await?;
+        if options.replica {
+            let client = target.connect().await?;
+            hosts::register(&client, &options.host_id).await?;
+        }
         Ok(())
     }
 
@@ -79,8 +82,10 @@ impl PgStore {
         let (stop, tracker) = (CancellationToken::new(), TaskTracker::new());
         let every = (options.host_expiry / 3).max(Duration::from_millis(50));
         let (events, _) = tokio::sync::broadcast::channel(EVENT_BUFFER);
-        tracker.spawn(hosts::beat(pool.clone(), host.clone(), every, events.clone(), stop.clone()));
-        tracker.spawn(super::counts::keep_repaired(pool.clone(), host.clone(), every, stop.clone()));
+        if options.replica {
+            tracker.spawn(hosts::beat(pool.clone(), host.clone(), every, events.clone(), stop.clone()));
+            tracker.spawn(super::counts::keep_repaired(pool.clone(), host.clone(), every, stop.clone()));
+        }
         tracker.spawn(listen::listen(target.clone(), events.clone(), stop.clone()));
         let (notifier, sender) = Notifier::start(pool.clone(), stop.clone());
         tracker.spawn(sender);
@@ -233,6 +238,7 @@ pub(super) fn read_task(row: &Row) -> StoreResult<Task> {
         resumed_from: row.try_get::<_, i64>(16)? as u64,
         client_capabilities: row.try_get(17)?,
         started: row.try_get(18)?,
+        plugin: row.try_get(19)?,
     })
 }
 
@@ -258,8 +264,8 @@ impl TaskStore for PgStore {
                     "WITH counts AS (
                          SELECT {QUEUED} AS queued, {MINE} AS mine, set_config('synchronous_commit', $17, true) AS sync),
                      added AS (
-                         INSERT INTO corral_tasks (id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, progress_token, idempotency_key, runner, client_capabilities, started_at, attempts)
-                         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $18, $19, $20 FROM counts WHERE queued < $15 AND mine < $16
+                         INSERT INTO corral_tasks (id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, progress_token, idempotency_key, runner, client_capabilities, started_at, attempts, plugin)
+                         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $18, $19, $20, $21 FROM counts WHERE queued < $15 AND mine < $16
                          RETURNING seq)
                      SELECT (SELECT seq FROM added), queued, mine FROM counts"
                 ))
@@ -288,6 +294,7 @@ impl TaskStore for PgStore {
                         &task.client_capabilities,
                         &task.started.then_some(task.created_at),
                         &(task.attempts as i32),
+                        &task.plugin,
                     ],
                 )
                 .await?;
@@ -342,8 +349,8 @@ impl TaskStore for PgStore {
             let statement = client.prepare_cached(&sql).await?;
             let Some(row) = client.query_opt(&statement, &[&id, &owner]).await? else { return Ok(None) };
             let task = read_task(&row)?;
-            let has_outcome = row.try_get::<_, Option<Value>>(19)?.is_some();
-            let outcome = if has_outcome { Some(read_outcome(&row, 19, &id)?) } else { None };
+            let has_outcome = row.try_get::<_, Option<Value>>(20)?.is_some();
+            let outcome = if has_outcome { Some(read_outcome(&row, 20, &id)?) } else { None };
             Ok(Some((task, outcome)))
         })
     }
@@ -421,7 +428,7 @@ impl TaskStore for PgStore {
             let client = get(&pool?).await?;
             let statement = client
                 .prepare_cached(
-                    "UPDATE corral_tasks SET checkpoint = $3, checkpoint_seq = checkpoint_seq + 1, status_message = coalesce($4, status_message), updated_at = $5
+                    "UPDATE corral_tasks SET checkpoint = $3, checkpoint_seq = checkpoint_seq + 1, status_message = coalesce($4, status_message), updated_at = $5, checkpointed_at = $5
                      WHERE id = $1 AND runner = $2 AND status IN ('working', 'input_required') RETURNING checkpoint_seq",
                 )
                 .await?;
@@ -501,6 +508,42 @@ impl TaskStore for PgStore {
                 }
             }
         })
+    }
+
+    fn replicas(&self) -> StoreFuture<Option<Vec<crate::tasks::Replica>>> {
+        let pool = self.pool();
+        Box::pin(async move {
+            let client = get(&pool?).await?;
+            let statement = client.prepare_cached(super::hosts::REPLICAS).await?;
+            let rows = client.query(&statement, &[]).await?;
+            let mut replicas = Vec::with_capacity(rows.len());
+            for row in rows {
+                let (id, heartbeat_age_ms, up_ms, tasks_held) = (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?, row.try_get(3)?);
+                replicas.push(crate::tasks::Replica { id, heartbeat_age_ms, up_ms, tasks_held });
+            }
+            Ok(Some(replicas))
+        })
+    }
+
+    fn ping(&self) -> StoreFuture<()> {
+        let pool = self.pool();
+        Box::pin(async move {
+            let client = get(&pool?).await?;
+            client.simple_query("SELECT 1").await?;
+            Ok(())
+        })
+    }
+
+    fn list_all(&self, filter: &TaskFilter, after: Option<TaskCursor>, limit: usize) -> StoreFuture<TaskPage> {
+        Box::pin(super::operator::list_all(self.pool(), filter.clone(), after, limit))
+    }
+
+    fn inspect(&self, id: &str) -> StoreFuture<Option<TaskDetail>> {
+        Box::pin(super::operator::inspect(self.pool(), id.to_owned()))
+    }
+
+    fn purge_tasks(&self, ids: Vec<String>) -> StoreFuture<Vec<(String, Purged)>> {
+        Box::pin(super::operator::purge(self.pool(), ids))
     }
 
     fn count_by_status(&self) -> StoreFuture<Vec<(TaskStatus, u64)>> {

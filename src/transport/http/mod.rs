@@ -1,4 +1,5 @@
-//! MCP over Streamable HTTP (2025-11-25) at `/mcp`, plus `/healthz`.
+//! MCP over Streamable HTTP (2025-11-25) at `/mcp`, plus `/healthz` (alive), `/readyz` (ready
+//! for traffic) and `/metrics`.
 //!
 //! POST carries one client message. A notification or response is accepted with 202; a
 //! request is answered with JSON when its answer is the first thing the session has for it,
@@ -33,8 +34,7 @@ use tokio::sync::mpsc;
 
 pub use self::conn::ConnectionSettings;
 use self::events::EventLog;
-pub use self::guard::parse_tokens;
-use self::guard::Guard;
+pub use self::guard::{check_single, parse_tokens, Guard, HeaderRefusal};
 pub use self::streams::{PeerAddr, StreamSettings};
 use self::streams::{StreamClient, StreamSlot, Streams};
 use crate::mcp::jsonrpc::{self, Incoming};
@@ -176,6 +176,7 @@ pub async fn serve_on(
     let router = Router::new()
         .route("/mcp", get(open_stream).post(post_message).delete(end_session))
         .route("/healthz", get(|| async { Json(json!({ "status": "ok" })) }))
+        .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .layer(DefaultBodyLimit::max(settings.max_body))
         .with_state(app.clone());
@@ -502,6 +503,15 @@ async fn end_tasks(session: &HttpSession) {
     }
 }
 
+/// Readiness, for load balancers and Kubernetes: 200 when the plugins are loaded, the task
+/// store answers and shutdown has not begun, else 503; the body names each check. Like
+/// `/healthz`, no token: probes carry none, and it says nothing about what is served.
+async fn readyz(State(app): State<Arc<App>>) -> Response {
+    let readiness = app.host.readiness(app.stopping.is_cancelled()).await;
+    let status = if readiness.is_ready() { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (status, Json(readiness.to_json())).into_response()
+}
+
 /// Prometheus metrics; behind the same Host/Origin checks and tokens as `/mcp`.
 async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     if let Err(response) = check_headers(&app, &headers) {
@@ -598,6 +608,28 @@ mod tests {
         stop.send(()).unwrap();
         tokio::time::timeout(PATIENCE, served).await.expect("shutdown ends serve").unwrap().unwrap();
         assert_eq!(host.announce_to_all(&json!({})), 0, "the HTTP session ended with serve");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn readyz_names_each_check_and_is_503_once_shutdown_begins() {
+        let host = testing::host(&[], ServerOptions::default()).await;
+        let settings = settings("127.0.0.1:0".parse().unwrap());
+        let guard = Guard::new(&settings.allowed_hosts, &settings.allowed_origins, Vec::new());
+        let app = Arc::new(App { host, guard, settings, sessions: Mutex::default(), stopping: Default::default() });
+        let body = |response: Response| async move {
+            let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+            serde_json::from_slice::<Value>(&bytes).unwrap()
+        };
+        let ready = readyz(State(app.clone())).await;
+        assert_eq!(ready.status(), StatusCode::OK);
+        assert_eq!(body(ready).await["checks"]["not_draining"], json!({ "ok": true }));
+        app.stopping.cancel();
+        let draining = readyz(State(app)).await;
+        assert_eq!(draining.status(), StatusCode::SERVICE_UNAVAILABLE);
+        let answer = body(draining).await;
+        assert_eq!(answer["status"], "not ready", "{answer}");
+        assert_eq!(answer["checks"]["not_draining"]["ok"], false, "{answer}");
+        assert_eq!((answer["checks"]["plugins_loaded"]["ok"].as_bool(), answer["checks"]["store_reachable"]["ok"].as_bool()), (Some(true), Some(true)));
     }
 
     use tokio::io::{AsyncReadExt, AsyncWriteExt};

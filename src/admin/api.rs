@@ -1,0 +1,172 @@
+//! The admin API's routes and handlers: each reads one view of the host (or does one action)
+//! after the checks of `super::auth`. Documented in `assets/openapi.json`, served at
+//! `/api/openapi.json`.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, RawQuery, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Value};
+
+use super::auth::{self, Caller};
+use super::filter::TaskFilter;
+use super::refusal::Refusal;
+use super::{assets, tasks, Admin};
+
+/// Bytes of a request body at most (a sign-in is a token in a small JSON object).
+const MAX_BODY: usize = 16 * 1024;
+
+pub(super) fn router(admin: Arc<Admin>) -> Router {
+    Router::new()
+        .route("/", get(page))
+        .route("/console.css", get(|| async { assets::css() }))
+        .route("/console.js", get(|| async { assets::js() }))
+        .route("/api/openapi.json", get(openapi))
+        .route("/api/login", post(login))
+        .route("/api/logout", post(logout))
+        .route("/api/session", get(session))
+        .route("/api/tasks", get(list_tasks))
+        .route("/api/tasks/{id}", get(show_task))
+        .route("/api/tasks/{id}/cancel", post(cancel_task))
+        .route("/api/plugins", get(plugins))
+        .route("/api/plugins/reload", post(reload))
+        .route("/api/tools", get(tools))
+        .route("/api/replicas", get(replicas))
+        .route("/api/sessions", get(sessions))
+        .route("/api/events", get(events))
+        .fallback(|| async { Refusal::new(StatusCode::NOT_FOUND, "no such page or endpoint; the API is described at /api/openapi.json") })
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .with_state(admin)
+}
+
+/// Host/Origin, then the caller.
+fn caller(admin: &Admin, headers: &HeaderMap) -> Result<Caller, Refusal> {
+    admin.auth.check_origin(headers)?;
+    admin.auth.caller(headers)
+}
+
+/// [`caller`], then the checks of an action.
+fn actor(admin: &Admin, headers: &HeaderMap) -> Result<Caller, Refusal> {
+    let caller = caller(admin, headers)?;
+    admin.auth.check_action(&caller, headers)?;
+    Ok(caller)
+}
+
+/// The console page: 200 for a signed-in browser, else 401 with the same page, which then shows
+/// its sign-in form. It holds no data either way; what it shows comes from the API.
+async fn page(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Response {
+    if let Err(refusal) = admin.auth.check_origin(&headers) {
+        return refusal.into_response();
+    }
+    let status = match admin.auth.caller(&headers) {
+        Ok(_) => StatusCode::OK,
+        Err(_) => StatusCode::UNAUTHORIZED,
+    };
+    let mut response = (status, assets::html()).into_response();
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+async fn openapi() -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], assets::OPENAPI).into_response()
+}
+
+async fn login(State(admin): State<Arc<Admin>>, headers: HeaderMap, body: Bytes) -> Result<Response, Refusal> {
+    admin.auth.check_origin(&headers)?;
+    auth::check_json(&headers)?;
+    let body: Value = serde_json::from_slice(&body).map_err(|e| Refusal::bad_request(format!("the body is not JSON: {e}")))?;
+    let Some(token) = body.get("token").and_then(Value::as_str) else {
+        return Err(Refusal::bad_request("missing `token`: send {\"token\": \"…\"}, an admin token's value"));
+    };
+    let (cookie, caller) = admin.auth.login(token)?;
+    tracing::info!(admin = %caller.who, "signed in to the admin console");
+    let mut response = Json(json!({ "who": caller.who, "csrf": caller.csrf })).into_response();
+    response.headers_mut().insert(header::SET_COOKIE, HeaderValue::from_str(&auth::set_cookie(Some(&cookie))).expect("hex cookie"));
+    Ok(response)
+}
+
+async fn logout(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<Response, Refusal> {
+    actor(&admin, &headers)?;
+    admin.auth.logout(&headers);
+    let mut response = Json(json!({ "signedOut": true })).into_response();
+    response.headers_mut().insert(header::SET_COOKIE, HeaderValue::from_str(&auth::set_cookie(None)).expect("static cookie"));
+    Ok(response)
+}
+
+async fn session(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<Json<Value>, Refusal> {
+    let caller = caller(&admin, &headers)?;
+    Ok(Json(json!({ "who": caller.who, "csrf": caller.csrf })))
+}
+
+async fn list_tasks(State(admin): State<Arc<Admin>>, headers: HeaderMap, RawQuery(query): RawQuery) -> Result<Json<Value>, Refusal> {
+    caller(&admin, &headers)?;
+    let filter = TaskFilter::parse(query.as_deref())?;
+    let page = tasks::list(&admin.host, &filter).await.map_err(unavailable)?;
+    Ok(Json(serde_json::to_value(page).expect("views serialize")))
+}
+
+async fn show_task(State(admin): State<Arc<Admin>>, headers: HeaderMap, Path(id): Path<String>) -> Result<Json<Value>, Refusal> {
+    caller(&admin, &headers)?;
+    tasks::check_id(&id)?;
+    match tasks::detail(&admin.host, &id).await.map_err(unavailable)? {
+        Some(detail) => Ok(Json(detail)),
+        None => Err(Refusal::new(StatusCode::NOT_FOUND, format!("no task `{id}`"))),
+    }
+}
+
+async fn cancel_task(State(admin): State<Arc<Admin>>, headers: HeaderMap, Path(id): Path<String>) -> Result<Json<Value>, Refusal> {
+    let caller = actor(&admin, &headers)?;
+    tasks::check_id(&id)?;
+    let row = tasks::cancel(&admin.host, &id).await?;
+    tracing::info!(admin = %caller.who, task_id = %id, "task cancelled from the admin console");
+    Ok(Json(serde_json::to_value(row).expect("views serialize")))
+}
+
+async fn plugins(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<Json<Value>, Refusal> {
+    caller(&admin, &headers)?;
+    Ok(Json(json!({ "loaded": admin.host.plugins_loaded(), "plugins": admin.host.plugin_views() })))
+}
+
+async fn reload(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<Json<Value>, Refusal> {
+    let caller = actor(&admin, &headers)?;
+    let changed = (admin.reload)().await;
+    tracing::info!(admin = %caller.who, changed, "plugins reloaded from the admin console");
+    Ok(Json(json!({ "changed": changed, "plugins": admin.host.plugin_views() })))
+}
+
+async fn tools(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<Json<Value>, Refusal> {
+    caller(&admin, &headers)?;
+    Ok(Json(json!({ "tools": admin.host.tool_views() })))
+}
+
+async fn replicas(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<Json<Value>, Refusal> {
+    caller(&admin, &headers)?;
+    let view = admin.host.replica_views().await.map_err(unavailable)?;
+    Ok(Json(serde_json::to_value(view).expect("views serialize")))
+}
+
+async fn sessions(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<Json<Value>, Refusal> {
+    caller(&admin, &headers)?;
+    Ok(Json(json!({ "sessions": admin.host.session_views() })))
+}
+
+async fn events(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Response {
+    if let Err(refusal) = caller(&admin, &headers) {
+        return refusal.into_response();
+    }
+    match admin.hub.subscribe(admin.stopping.clone()) {
+        Some(stream) => stream.into_response(),
+        None => {
+            Refusal::new(StatusCode::SERVICE_UNAVAILABLE, format!("{} event streams are open already; close one", super::events::MAX_CLIENTS)).into_response()
+        }
+    }
+}
+
+/// The task store did not answer.
+fn unavailable(e: String) -> Refusal {
+    Refusal::new(StatusCode::SERVICE_UNAVAILABLE, format!("the task store did not answer: {e}"))
+}

@@ -1,0 +1,227 @@
+//! Who may use the admin listener, and how a browser proves each action is its own.
+//!
+//! Two ways in, both from `--admin-tokens-file`:
+//! - **A bearer token** (`Authorization: Bearer TOKEN`), for scripts. A browser never attaches
+//!   one on its own, so a request that carries one cannot have been forged by another site:
+//!   it needs nothing more.
+//! - **A sign-in** (`POST /api/login` with the token in a JSON body) gives the console an
+//!   `HttpOnly; SameSite=Strict` session cookie, so the token never stays in the page's reach,
+//!   and a CSRF token bound to that sign-in. A cookie *is* attached by the browser, so every
+//!   request that changes something and rides on the cookie must also carry the CSRF token in
+//!   the `X-Corral-CSRF` header (which a cross-site form or a simple request cannot set) and a
+//!   JSON body type. SameSite=Strict already keeps the cookie off cross-site requests; the
+//!   header is the second lock for browsers or proxies that do not honour it.
+//!
+//! Sign-ins are kept in memory (a restart signs everyone out), at most [`MAX_LOGINS`] (the
+//! oldest is dropped for a new one) and each for [`LOGIN_IDLE`] without use.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use axum::http::{HeaderMap, StatusCode};
+use subtle::ConstantTimeEq;
+
+use super::refusal::Refusal;
+use crate::transport::http::Guard;
+
+/// The session cookie's name.
+pub const COOKIE: &str = "corral_admin";
+/// The header a cookie-borne request that changes something must carry.
+pub const CSRF_HEADER: &str = "x-corral-csrf";
+/// Sign-ins kept at once.
+const MAX_LOGINS: usize = 256;
+/// A sign-in unused this long is forgotten.
+const LOGIN_IDLE: Duration = Duration::from_secs(8 * 3600);
+
+/// Who is asking, and how they proved it.
+#[derive(Clone, Debug)]
+pub struct Caller {
+    /// The token's name in the tokens file.
+    pub who: String,
+    /// The sign-in's CSRF token when the request rode on the cookie; `None` for a bearer token.
+    pub csrf: Option<String>,
+}
+
+struct Login {
+    who: String,
+    csrf: String,
+    last_used: Instant,
+}
+
+/// The tokens and the live sign-ins.
+pub struct Auth {
+    guard: Guard,
+    logins: Mutex<HashMap<String, Login>>,
+}
+
+impl Auth {
+    /// `guard` checks `Host`/`Origin` and holds the admin tokens (never empty: see
+    /// `cli::args`).
+    pub fn new(guard: Guard) -> Auth {
+        Auth { guard, logins: Mutex::new(HashMap::new()) }
+    }
+
+    /// Host and Origin (DNS rebinding, cross-site requests), each header once.
+    pub fn check_origin(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+        crate::transport::http::check_single(headers).map_err(|(s, m)| Refusal::new(s, m))?;
+        self.guard.check_origin(headers).map_err(|(s, m)| Refusal::new(s, m))
+    }
+
+    /// The caller of a request: a bearer token, else the session cookie.
+    pub fn caller(&self, headers: &HeaderMap) -> Result<Caller, Refusal> {
+        if headers.contains_key("authorization") {
+            let who = self.guard.authenticate(headers).map_err(|(s, m)| Refusal::new(s, m))?;
+            return Ok(Caller { who: who.expect("the admin listener always has tokens"), csrf: None });
+        }
+        let Some(id) = cookie(headers, COOKIE) else {
+            return Err(Refusal::new(StatusCode::UNAUTHORIZED, "not signed in: sign in with an admin token, or send `Authorization: Bearer TOKEN`"));
+        };
+        let mut logins = self.logins.lock().unwrap();
+        match logins.get_mut(id) {
+            Some(login) if login.last_used.elapsed() < LOGIN_IDLE => {
+                login.last_used = Instant::now();
+                Ok(Caller { who: login.who.clone(), csrf: Some(login.csrf.clone()) })
+            }
+            Some(_) => {
+                logins.remove(id);
+                Err(Refusal::new(StatusCode::UNAUTHORIZED, "the sign-in expired: sign in again"))
+            }
+            None => Err(Refusal::new(StatusCode::UNAUTHORIZED, "the sign-in is unknown (the host restarted, or it was signed out): sign in again")),
+        }
+    }
+
+    /// The checks of a request that changes something, once its caller is known: a cookie-borne
+    /// one must carry its sign-in's CSRF token and a JSON body type.
+    pub fn check_action(&self, caller: &Caller, headers: &HeaderMap) -> Result<(), Refusal> {
+        let Some(expected) = &caller.csrf else { return Ok(()) };
+        let presented = headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok());
+        let Some(presented) = presented else {
+            return Err(Refusal::new(
+                StatusCode::FORBIDDEN,
+                "missing X-Corral-CSRF header: an action on the session cookie needs the CSRF token `GET /api/session` gives (a cross-site form cannot send it)",
+            ));
+        };
+        if !bool::from(presented.as_bytes().ct_eq(expected.as_bytes())) {
+            return Err(Refusal::new(StatusCode::FORBIDDEN, "the X-Corral-CSRF header does not match this sign-in's CSRF token"));
+        }
+        check_json(headers)
+    }
+
+    /// Signs in with `token`: the new sign-in's cookie value and caller.
+    pub fn login(&self, token: &str) -> Result<(String, Caller), Refusal> {
+        let mut headers = HeaderMap::new();
+        let value = format!("Bearer {token}").parse().map_err(|_| Refusal::new(StatusCode::UNAUTHORIZED, "invalid admin token"))?;
+        headers.insert("authorization", value);
+        let who = match self.guard.authenticate(&headers) {
+            Ok(Some(who)) => who,
+            _ => return Err(Refusal::new(StatusCode::UNAUTHORIZED, "invalid admin token")),
+        };
+        let (id, csrf) = (random_token(), random_token());
+        let mut logins = self.logins.lock().unwrap();
+        logins.retain(|_, l| l.last_used.elapsed() < LOGIN_IDLE);
+        if logins.len() >= MAX_LOGINS {
+            if let Some(oldest) = logins.iter().min_by_key(|(_, l)| l.last_used).map(|(k, _)| k.clone()) {
+                logins.remove(&oldest);
+            }
+        }
+        logins.insert(id.clone(), Login { who: who.clone(), csrf: csrf.clone(), last_used: Instant::now() });
+        Ok((id, Caller { who, csrf: Some(csrf) }))
+    }
+
+    /// Forgets the sign-in of the request's cookie, if any.
+    pub fn logout(&self, headers: &HeaderMap) {
+        if let Some(id) = cookie(headers, COOKIE) {
+            self.logins.lock().unwrap().remove(id);
+        }
+    }
+}
+
+/// A body that changes something must be JSON: a cross-site form (or a "simple" fetch) cannot
+/// send that type without the browser asking first, which this listener never allows.
+pub fn check_json(headers: &HeaderMap) -> Result<(), Refusal> {
+    let kind = headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("");
+    let essence = kind.split(';').next().unwrap_or("").trim();
+    if essence.eq_ignore_ascii_case("application/json") {
+        return Ok(());
+    }
+    let shown = if kind.is_empty() { "none".to_owned() } else { format!("`{kind}`") };
+    Err(Refusal::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, format!("Content-Type {shown}: an admin action takes `application/json`")))
+}
+
+/// The `Set-Cookie` value of a sign-in (`None`: the one that clears it).
+pub fn set_cookie(id: Option<&str>) -> String {
+    match id {
+        Some(id) => format!("{COOKIE}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}", LOGIN_IDLE.as_secs()),
+        None => format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"),
+    }
+}
+
+/// The value of cookie `name` in the request's `Cookie` headers.
+fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers
+        .get_all("cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+/// 256 random bits, hex.
+fn random_token() -> String {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).expect("the OS has randomness");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn auth() -> Auth {
+        Auth::new(Guard::new(&[], &[], vec![("ops".into(), "s3cret".into())]))
+    }
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(*k, v.parse().unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn a_sign_in_gives_a_cookie_whose_actions_need_its_csrf_token() {
+        let auth = auth();
+        assert_eq!(auth.login("wrong").unwrap_err().status, StatusCode::UNAUTHORIZED);
+        let (id, caller) = auth.login("s3cret").unwrap();
+        assert_eq!(caller.who, "ops");
+        let csrf = caller.csrf.unwrap();
+        let cookie = format!("other=1; {COOKIE}={id}");
+        let by_cookie = auth.caller(&headers(&[("cookie", &cookie)])).unwrap();
+        assert_eq!(by_cookie.who, "ops");
+        let form = headers(&[("cookie", &cookie), ("content-type", "application/x-www-form-urlencoded")]);
+        assert!(auth.check_action(&by_cookie, &form).unwrap_err().message.starts_with("missing X-Corral-CSRF header"));
+        let wrong = headers(&[("cookie", &cookie), (CSRF_HEADER, "nope"), ("content-type", "application/json")]);
+        assert_eq!(auth.check_action(&by_cookie, &wrong).unwrap_err().status, StatusCode::FORBIDDEN);
+        let form_with_token = headers(&[("cookie", &cookie), (CSRF_HEADER, &csrf), ("content-type", "text/plain")]);
+        assert_eq!(auth.check_action(&by_cookie, &form_with_token).unwrap_err().status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+        let right = headers(&[("cookie", &cookie), (CSRF_HEADER, &csrf), ("content-type", "application/json")]);
+        assert!(auth.check_action(&by_cookie, &right).is_ok());
+        auth.logout(&right);
+        assert_eq!(auth.caller(&right).unwrap_err().status, StatusCode::UNAUTHORIZED);
+    }
+
+    #[test]
+    fn a_bearer_token_needs_no_csrf_token() {
+        let auth = auth();
+        let bearer = headers(&[("authorization", "Bearer s3cret")]);
+        let caller = auth.caller(&bearer).unwrap();
+        assert!(auth.check_action(&caller, &bearer).is_ok());
+        assert_eq!(auth.caller(&headers(&[("authorization", "Bearer nope")])).unwrap_err().message, "invalid bearer token");
+        assert_eq!(auth.caller(&headers(&[])).unwrap_err().status, StatusCode::UNAUTHORIZED);
+        assert_eq!(auth.caller(&headers(&[("cookie", "corral_admin=forged")])).unwrap_err().status, StatusCode::UNAUTHORIZED);
+    }
+}

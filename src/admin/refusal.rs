@@ -1,0 +1,38 @@
+//! The admin API's refusals: an HTTP status and a sentence that names what was wrong, as
+//! `{"error": {"status": N, "message": "…"}}`.
+
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+
+/// A refused request.
+#[derive(Debug)]
+pub struct Refusal {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// What was wrong, in a sentence.
+    pub message: String,
+}
+
+impl Refusal {
+    /// A refusal with `status`.
+    pub fn new(status: StatusCode, message: impl Into<String>) -> Refusal {
+        Refusal { status, message: message.into() }
+    }
+
+    /// 400 with `message`.
+    pub fn bad_request(message: impl Into<String>) -> Refusal {
+        Refusal::new(StatusCode::BAD_REQUEST, message)
+    }
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, Json(json!({ "error": { "status": self.status.as_u16(), "message": self.message } }))).into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert("www-authenticate", HeaderValue::from_static("Bearer realm=\"corral-admin\""));
+        }
+        response
+    }
+}

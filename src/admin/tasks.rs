@@ -1,0 +1,84 @@
+//! The Tasks view's reads and its one action, over the host's operator queries: the filter the
+//! API parsed becomes the store's query (a plugin becomes the tools it serves now), and every
+//! task becomes the row the console shows.
+
+use axum::http::StatusCode;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::filter::TaskFilter;
+use super::refusal::Refusal;
+use crate::server::operator::CancelRefusal;
+use crate::server::Host;
+use crate::tasks::TaskStatus;
+
+pub use crate::server::operator::TaskRow;
+
+/// Bytes of a task id at most (they are UUIDs).
+const MAX_ID: usize = 128;
+
+/// One page of tasks, newest first.
+#[derive(Serialize)]
+pub struct TaskPage {
+    /// The tasks.
+    pub tasks: Vec<TaskRow>,
+    /// Where the next page starts (pass it as `before`); `None` on the last page.
+    pub next: Option<String>,
+}
+
+/// Refuses a task id no task can have, naming it.
+pub fn check_id(id: &str) -> Result<(), Refusal> {
+    if id.len() > MAX_ID || id.is_empty() || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+        let shown: String = id.chars().take(40).collect();
+        return Err(Refusal::bad_request(format!("`{shown}` is not a task id (letters, digits, `-`; at most {MAX_ID} bytes)")));
+    }
+    Ok(())
+}
+
+/// The tasks `filter` selects.
+pub async fn list(host: &Host, filter: &TaskFilter) -> Result<TaskPage, String> {
+    let (tasks, next) = host.operator_tasks(&filter.store_filter(crate::tasks::now_ms()), filter.before, filter.limit).await?;
+    Ok(TaskPage { tasks, next })
+}
+
+/// The newest `limit` unfinished tasks (the event producer's watch).
+pub async fn unfinished(host: &Host, limit: usize) -> Result<Vec<TaskRow>, String> {
+    let filter = crate::tasks::TaskFilter { statuses: vec![TaskStatus::Working, TaskStatus::InputRequired], ..Default::default() };
+    Ok(host.operator_tasks(&filter, None, limit).await?.0)
+}
+
+/// Task `id`'s row, if it exists.
+pub async fn one(host: &Host, id: &str) -> Result<Option<TaskRow>, String> {
+    Ok(host.operator_task(id).await?.map(|(row, _)| row))
+}
+
+/// Everything the console may show of task `id`: its row and its details.
+pub async fn detail(host: &Host, id: &str) -> Result<Option<Value>, String> {
+    Ok(host.operator_task(id).await?.map(|(row, mut detail)| {
+        detail["task"] = serde_json::to_value(row).expect("rows serialize");
+        detail
+    }))
+}
+
+/// Cancels task `id` through the store.
+pub async fn cancel(host: &Host, id: &str) -> Result<TaskRow, Refusal> {
+    host.operator_cancel(id).await.map_err(|e| match e {
+        CancelRefusal::NotFound => Refusal::new(StatusCode::NOT_FOUND, format!("no task `{id}`")),
+        CancelRefusal::Ended(status) => {
+            Refusal::new(StatusCode::CONFLICT, format!("task `{id}` is already {status}: only a working or input_required task can be cancelled"))
+        }
+        CancelRefusal::Store(e) => Refusal::new(StatusCode::SERVICE_UNAVAILABLE, format!("the task store did not answer: {e}")),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_id_is_checked_before_any_store_is_asked() {
+        assert!(check_id("0b5e3c1e-4f7a-4c1e-9a65-1d2c3b4a5f60").is_ok());
+        assert!(check_id("../etc").unwrap_err().message.starts_with("`../etc` is not a task id"));
+        assert!(check_id(&"a".repeat(200)).is_err());
+    }
+}
