@@ -615,7 +615,8 @@ mod tests {
         let host = testing::host(&[], ServerOptions::default()).await;
         let settings = settings("127.0.0.1:0".parse().unwrap());
         let guard = Guard::new(&settings.allowed_hosts, &settings.allowed_origins, Vec::new());
-        let app = Arc::new(App { host, guard, settings, sessions: Mutex::default(), stopping: Default::default() });
+        let streams = Streams::new(settings.streams.clone(), settings.connections.max_connections);
+        let app = Arc::new(App { host, guard, settings, sessions: Mutex::default(), stopping: Default::default(), streams });
         let body = |response: Response| async move {
             let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
             serde_json::from_slice::<Value>(&bytes).unwrap()
