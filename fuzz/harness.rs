@@ -17,7 +17,7 @@ use corral::registry::{load_dir, LoadSettings, Registry};
 use corral::runtime::{EngineSettings, Runtime, RuntimeSettings};
 use corral::server::{Host, Metrics, Outlet, ServerOptions, Session, ToolRunner};
 use corral::tasks::{Durability, Engine, Runners, SqliteStore, TaskSettings};
-use corral::transport::http::{serve_on, ConnectionSettings, HttpSettings};
+use corral::transport::http::{serve_on, ConnectionSettings, HttpSettings, StreamSettings};
 use serde_json::Value;
 
 /// The error codes corral may answer with: JSON-RPC's own, MCP's and corral's server range.
@@ -110,6 +110,7 @@ fn http_server() -> std::net::SocketAddr {
             event_buffer: 16,
             max_sessions: 64,
             connections,
+            streams: StreamSettings::default(),
         };
         rt.spawn(serve_on(host.clone(), listener, settings, std::future::pending()));
         addr
