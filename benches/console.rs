@@ -199,5 +199,13 @@ fn main() {
         println!("without --admin: CPU per call {b:.1} µs (runs {base:.1?}), {:.0} calls/s", median(base_rate));
         println!("with --admin:    CPU per call {l:.1} µs (runs {live:.1?}), {:.0} calls/s", median(live_rate));
         println!("ratio: {:.3}", l / b);
+        // What the live updates cost with no calls at all: each host's CPU over the same idle
+        // window (the producer ticks, reads the unfinished tasks, fans events out).
+        let idle = Duration::from_secs(10);
+        let (a0, b0) = (cpu_ticks(without.child.id()), cpu_ticks(with.child.id()));
+        std::thread::sleep(idle);
+        let (a1, b1) = (cpu_ticks(without.child.id()), cpu_ticks(with.child.id()));
+        let per_s = |t: u64| t as f64 / ticks_per_second() / idle.as_secs_f64() * 1e3;
+        println!("idle CPU: without --admin {:.2} ms/s, with --admin and the streams {:.2} ms/s", per_s(a1 - a0), per_s(b1 - b0));
     }
 }

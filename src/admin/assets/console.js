@@ -208,6 +208,13 @@ function bytes(n) {
   return (i ? n.toFixed(1) : n) + " " + units[i];
 }
 
+// A latency percentile: the upper bound of its histogram bucket.
+function latency(ms) {
+  if (ms === null || ms === undefined) return "–";
+  if (ms >= 1000) return "≤ " + (ms / 1000).toFixed(2) + " s";
+  return "≤ " + (ms >= 10 ? ms.toFixed(0) : ms.toFixed(2)) + " ms";
+}
+
 function number(n) {
   return n === null || n === undefined ? "–" : Math.round(n).toLocaleString("en");
 }
@@ -355,8 +362,8 @@ function renderTools(tools) {
     cell("Plugin", t.plugin || "(no longer served)"),
     cell("Calls", number(t.calls)),
     cell("Errors", Object.keys(t.errors).length ? Object.entries(t.errors).map(([k, n]) => k + " " + n).join(", ") : "none"),
-    cell("p50", t.p50_ms === null ? "–" : "≤ " + t.p50_ms.toPrecision(3) + " ms"),
-    cell("p99", t.p99_ms === null ? "–" : "≤ " + t.p99_ms.toPrecision(3) + " ms"),
+    cell("p50", latency(t.p50_ms)),
+    cell("p99", latency(t.p99_ms)),
     cell("Fuel", t.fuel_consumed === null ? "–" : number(t.fuel_consumed)),
     cell("Peak memory", bytes(t.peak_memory)))));
   empty("tools", tools.length ? "" : "No tools are served and none has been called.");

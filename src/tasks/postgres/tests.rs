@@ -147,6 +147,24 @@ async fn a_replica_beats_while_open_and_leaves_when_closed() {
 }
 
 #[tokio::test]
+async fn the_console_sees_each_replica_its_heartbeat_and_the_tasks_it_holds() {
+    let Some(url) = database() else { return };
+    let (a, b) = (open(&url, "ra").await, open(&url, "rb").await);
+    testing::psql(&url, "INSERT INTO corral_hosts (id, heartbeat_at) VALUES ('stale', now() - interval '1 hour')").unwrap();
+    a.insert(task("held", "o", "ra")).await.unwrap();
+    a.insert(task("done", "o", "ra")).await.unwrap();
+    a.finish("done", TaskStatus::Completed, None, &Outcome::Result(json!({}))).await.unwrap();
+    b.insert(task("other", "o", "rb")).await.unwrap();
+    let replicas = a.replicas().await.unwrap().expect("PostgreSQL keeps replicas");
+    let by_id = |id: &str| replicas.iter().find(|r| r.id == id).unwrap_or_else(|| panic!("{id} listed: {replicas:?}")).clone();
+    assert_eq!((by_id("ra").tasks_held, by_id("rb").tasks_held, by_id("stale").tasks_held), (1, 1, 0), "unfinished tasks only");
+    assert!(by_id("ra").heartbeat_age_ms < 60_000, "{replicas:?}");
+    assert!(by_id("stale").heartbeat_age_ms >= 3_500_000, "{replicas:?}");
+    a.close().await;
+    b.close().await;
+}
+
+#[tokio::test]
 async fn the_caps_are_counted_across_replicas() {
     let Some(url) = database() else { return };
     let capped = |host: &str| PgOptions { max_queued: Some(3), max_per_owner: Some(2), ..PgOptions::new(&url, host) };
