@@ -141,6 +141,15 @@ impl Owner {
         &self.key
     }
 
+    /// The stored form of the principal alone, whatever the wire: what is kept per principal
+    /// rather than per owner (a call-rate bucket).
+    pub fn principal_key(&self) -> &str {
+        match self.wire {
+            Wire::Sessions => &self.key,
+            Wire::Stateless => &self.key[STATELESS.len()..],
+        }
+    }
+
     /// Who this is.
     pub fn principal(&self) -> &Principal {
         &self.principal
@@ -195,5 +204,7 @@ mod tests {
         assert!(Owner::new(Principal::Local, Wire::Sessions).outlives_host());
         assert!(Owner::new(Principal::Token("t".into()), Wire::Stateless).outlives_host());
         assert_eq!(Owner::new(Principal::Local, Wire::Sessions).stateless().key(), "modern:local");
+        assert_eq!(Owner::new(Principal::Token("t".into()), Wire::Stateless).principal_key(), "token:t");
+        assert_eq!(Owner::new(Principal::Token("t".into()), Wire::Sessions).principal_key(), "token:t");
     }
 }

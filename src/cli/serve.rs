@@ -1,9 +1,11 @@
 //! `corral serve`: build the host, watch the plugins if asked, and serve MCP over stdio or HTTP.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use super::args::ServeArgs;
 use super::host::build_host;
+use crate::policy::Policies;
 use crate::registry::Watcher;
 use crate::server::{self, ServerOptions};
 use crate::transport;
@@ -17,13 +19,18 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         tracing::debug!("2026-07-28 requestStates are signed with a random key of this process (--state-secret-file shares one across replicas)");
         server::StateSecret::random()
     });
-    let options = ServerOptions { page_size: args.page_size, list_changed: args.watch, task_after: args.task_after, state_secret };
+    let policy = Arc::new(Policies::new(args.policy.as_ref().map(|file| file.policy.clone())));
+    let options = ServerOptions { page_size: args.page_size, list_changed: args.watch, task_after: args.task_after, state_secret, policy: policy.clone() };
     let (host, load) = build_host(&args.host, options, &db, durability, args.tasks.settings()).await?;
     tracing::info!("tasks are kept in {}", crate::tasks::redacted(&db.display().to_string()));
     server::announce_changes(&host);
     let _watcher: Option<Watcher> = match args.watch {
         true => Some(crate::registry::watch(&args.host.plugins, host.registry().clone(), host.runtime().clone(), load)?),
         false => None,
+    };
+    let _policy_watcher = match &args.policy {
+        Some(file) => Some(crate::policy::watch(&file.path, policy)?),
+        None => None,
     };
     let serving = host.clone();
     match args.http.http {

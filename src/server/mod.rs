@@ -6,6 +6,7 @@
 mod ask;
 mod authorize;
 mod inline;
+mod limits;
 mod load_wait;
 mod metrics;
 mod modern;
@@ -71,11 +72,19 @@ pub struct ServerOptions {
     /// The key 2026-07-28 `requestState`s are signed with (`--state-secret-file`,
     /// `CORRAL_STATE_SECRET`); random per process unless given, so replicas must share one.
     pub state_secret: modern::StateSecret,
+    /// The policy in force (`--policy`, reloaded when its file changes); none allows everything.
+    pub policy: Arc<crate::policy::Policies>,
 }
 
 impl Default for ServerOptions {
     fn default() -> ServerOptions {
-        ServerOptions { page_size: 100, list_changed: false, task_after: std::time::Duration::from_secs(1), state_secret: modern::StateSecret::random() }
+        ServerOptions {
+            page_size: 100,
+            list_changed: false,
+            task_after: std::time::Duration::from_secs(1),
+            state_secret: modern::StateSecret::random(),
+            policy: Default::default(),
+        }
     }
 }
 
@@ -100,6 +109,8 @@ pub struct Host {
     runner: ToolRunner,
     /// The `subscriptions/listen` streams watching tasks, per owner (each watch costs a reader).
     listens: modern::OpenListens,
+    /// The call rates of principals the policy limits, when this host keeps them itself.
+    buckets: crate::policy::Buckets,
 }
 
 impl Host {
@@ -108,7 +119,7 @@ impl Host {
         let task_inputs = Arc::new(TaskInputs::new(engine.inputs()));
         // The runner's tasks may ask from now on (those recovered at start wait for this).
         runner.give_task_inputs(task_inputs.clone());
-        Host { registry, runtime, engine, options, metrics, sessions: Default::default(), task_inputs, runner, listens: Default::default() }
+        Host { registry, runtime, engine, options, metrics, sessions: Default::default(), task_inputs, runner, listens: Default::default(), buckets: Default::default() }
     }
 
     /// The plugins served now (for the watcher, `corral tools` and the start).

@@ -144,7 +144,7 @@ impl Scope {
     /// made of the params (`admitted`), if the principal may do what it names (`action`); else
     /// `None`, with the refusal answered.
     pub(super) fn admit<T>(&self, id: &RequestId, admitted: Result<T, RpcError>, action: impl for<'a> FnOnce(&'a T) -> Action<'a>) -> Option<T> {
-        let allowed = admitted.and_then(|admitted| authorize(&self.owner, action(&admitted)).map(|()| admitted));
+        let allowed = admitted.and_then(|admitted| authorize(&self.requests.host, &self.owner, action(&admitted)).map(|()| admitted));
         self.or_answer(id, allowed)
     }
 
@@ -182,6 +182,13 @@ impl Scope {
             reply.send(message);
         });
         run_inline_then_spawn(request, &self.requests.runtime);
+    }
+
+    /// Runs `work` with the requests (so `drained` waits for it), without holding up the next
+    /// message: what a request does before it is dispatched and must wait for (a shared rate
+    /// bucket). Its first poll runs here.
+    pub(super) fn track(&self, work: impl Future<Output = ()> + Send + 'static) {
+        run_inline_then_spawn(self.requests.calls.track_future(work), &self.requests.runtime);
     }
 
     /// Runs `work` as a request that answers when it is done, unless the client cancels it

@@ -115,6 +115,7 @@ UPDATE corral_outcomes SET
     END;
 ",
     super::blobs::MIGRATION,
+    super::buckets::MIGRATION,
 ];
 
 /// The schema version this corral writes.
