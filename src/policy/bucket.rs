@@ -18,6 +18,19 @@ pub struct Rate {
     pub burst: u32,
 }
 
+impl std::fmt::Display for Rate {
+    /// As a rate is written in the file, in the largest unit that gives at least one.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (count, unit) = [(1.0, "s"), (60.0, "min"), (3600.0, "h")]
+            .into_iter()
+            .map(|(seconds, unit)| (self.per_second * seconds, unit))
+            .find(|(count, _)| *count >= 1.0)
+            .unwrap_or((self.per_second * 86400.0, "day"));
+        let count = format!("{count:.3}");
+        write!(f, "{}/{unit}", count.trim_end_matches('0').trim_end_matches('.'))
+    }
+}
+
 impl Rate {
     /// Reads `N/s`, `N/min`, `N/h` or `N/day` (N a positive number, e.g. `10/s`, `0.5/min`).
     pub fn per(text: &str) -> Result<f64, String> {
@@ -85,6 +98,9 @@ mod tests {
     #[test]
     fn rates_read_in_their_units_and_bad_ones_say_how_to_write_them() {
         assert_eq!(Rate::per("10/s"), Ok(10.0));
+        for (text, shown) in [("10/s", "10/s"), ("1/h", "1/h"), ("90/min", "1.5/s"), ("0.5/min", "30/h"), ("2/day", "2/day")] {
+            assert_eq!(Rate { per_second: Rate::per(text).unwrap(), burst: 1 }.to_string(), shown);
+        }
         assert_eq!(Rate::per("120/min"), Ok(2.0));
         assert_eq!(Rate::per("36 / h"), Ok(0.01));
         for bad in ["10", "ten/s", "0/s", "-1/s", "5/fortnight", "NaN/s", "inf/s"] {

@@ -65,7 +65,7 @@ pub(super) fn rate(host: &Host, owner: &Owner) -> RateCheck {
 fn refusal(owner: &Owner, rate: &Rate, wait: Duration) -> RpcError {
     let seconds = wait.as_secs().max(1);
     tracing::info!(principal = %owner, retry_after = seconds, "call refused: over the policy's rate");
-    RpcError::new(RATE_LIMITED, format!("too many calls: the policy allows {} at once and {}/s after that; retry in {seconds} s", rate.burst, rate.per_second))
+    RpcError::new(RATE_LIMITED, format!("too many calls: the policy allows {} at once, then {rate}; retry in {seconds} s", rate.burst))
         .with_data(json!({ "kind": "rate-limited", "retryAfterSeconds": seconds }))
 }
 
