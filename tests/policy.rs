@@ -370,7 +370,8 @@ fn resources_templates_and_prompts_are_listed_and_used_as_the_policy_says() {
     assert_eq!(mcp.result("prompts/get", json!({ "name": "test_simple_prompt" }))["messages"][0]["role"], "user");
     let denied = mcp.request("prompts/get", json!({ "name": "test_prompt_with_image" }));
     assert_eq!(denied["error"]["data"]["prompt"], "test_prompt_with_image", "{denied}");
-    let completion = json!({ "ref": { "type": "ref/prompt", "name": "test_prompt_with_embedded_resource" }, "argument": { "name": "resourceUri", "value": "" } });
+    let completion =
+        json!({ "ref": { "type": "ref/prompt", "name": "test_prompt_with_embedded_resource" }, "argument": { "name": "resourceUri", "value": "" } });
     let denied = mcp.request("completion/complete", completion);
     assert_eq!(denied["error"]["data"]["rule"], "no-allow", "{denied}");
 }

@@ -68,8 +68,12 @@ impl std::error::Error for PolicyError {}
 
 /// Reads and compiles the policy file at `path`.
 pub fn load(path: &Path) -> Result<Policy, PolicyError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| PolicyError { file: path.to_owned(), line: None, key: None, message: format!("cannot read the policy file: {e}") })?;
+    let text = std::fs::read_to_string(path).map_err(|e| PolicyError {
+        file: path.to_owned(),
+        line: None,
+        key: None,
+        message: format!("cannot read the policy file: {e}"),
+    })?;
     parse(&text, path)
 }
 
@@ -150,8 +154,12 @@ struct LimitFile {
 pub fn parse(text: &str, file: &Path) -> Result<Policy, PolicyError> {
     let line_of = |span: Range<usize>| text[..span.start.min(text.len())].matches('\n').count() + 1;
     let error = |span: Range<usize>, key: String, message: String| PolicyError { file: file.to_owned(), line: Some(line_of(span)), key: Some(key), message };
-    let parsed: PolicyFile = toml::from_str(text)
-        .map_err(|e| PolicyError { file: file.to_owned(), line: e.span().map(line_of), key: None, message: e.message().trim_end().to_owned() })?;
+    let parsed: PolicyFile = toml::from_str(text).map_err(|e| PolicyError {
+        file: file.to_owned(),
+        line: e.span().map(line_of),
+        key: None,
+        message: e.message().trim_end().to_owned(),
+    })?;
     let mut policy = Policy { hide: parsed.hide.unwrap_or(false), ..Policy::default() };
     for (table, rules) in [("allow", parsed.allow), ("deny", parsed.deny)] {
         for (index, rule) in rules.into_iter().enumerate() {

@@ -136,14 +136,18 @@ impl Pattern {
         Pattern(text.to_owned())
     }
 
-    /// Whether `name` matches the whole pattern.
+    /// Whether `name` matches the whole pattern. Allocates nothing: it runs for every rule a
+    /// call is checked against, and for every entry of a list.
     pub fn matches(&self, name: &str) -> bool {
-        let mut parts = self.0.split('*');
-        let first = parts.next().unwrap_or("");
-        let Some(mut rest) = name.strip_prefix(first) else { return false };
-        let parts: Vec<&str> = parts.collect();
-        let Some((last, middle)) = parts.split_last() else { return rest.is_empty() };
-        for part in middle {
+        let pattern = self.0.as_str();
+        let Some(star) = pattern.find('*') else { return pattern == name };
+        let Some(mut rest) = name.strip_prefix(&pattern[..star]) else { return false };
+        let after = &pattern[star + 1..];
+        let (middle, last) = match after.rfind('*') {
+            Some(at) => (&after[..at], &after[at + 1..]),
+            None => ("", after),
+        };
+        for part in middle.split('*').filter(|part| !part.is_empty()) {
             match rest.find(part) {
                 Some(at) => rest = &rest[at + part.len()..],
                 None => return false,
@@ -226,11 +230,12 @@ pub struct Policy {
 impl Policy {
     /// Whether `principal` may list and use `target`.
     pub fn decide(&self, principal: &Principal, target: &Target<'_>) -> Decision {
-        if let Some(rule) = self.denies.iter().find(|r| r.covers.covers(target) && r.who.matches(principal)) {
+        // Whom a rule is for is the cheaper question, and most rules are for someone else.
+        if let Some(rule) = self.denies.iter().find(|r| r.who.matches(principal) && r.covers.covers(target)) {
             tracing::debug!(line = rule.line, rule = ?rule.name, kind = target.kind.as_str(), name = target.name, "denied by a deny rule");
             return Decision::Deny(Denial { deny_rule: Some(rule.name.clone()), hide: rule.hide.unwrap_or(self.hide) });
         }
-        if self.allows.iter().any(|r| r.covers.covers(target) && r.who.matches(principal)) {
+        if self.allows.iter().any(|r| r.who.matches(principal) && r.covers.covers(target)) {
             return Decision::Allow;
         }
         Decision::Deny(Denial { deny_rule: None, hide: self.hide })

@@ -132,7 +132,10 @@ fn mistakes_are_refused_with_the_file_line_and_key() {
         ("[[allow]]\nwho = { local = true }\ntools = \"*\"\nhide = true\n", "policy.toml:4: allow[1].hide: `hide` belongs on [[deny]]"),
         ("[[deny]]\nwho = { local = true }\ntools = \"*\"\ntasks = \"any\"\n", "policy.toml:4: deny[1].tasks: only an [[allow]] rule"),
         ("[[allow]]\nwho = { local = true }\ntasks = \"all\"\n", "policy.toml:3: allow[1].tasks: `all` is not a task grant"),
-        ("[[limit]]\nwho = { local = true }\nmax-active-tasks = 1\n[[limit]]\nwho = { local = true }\nrate = \"5/fortnight\"\n", "policy.toml:6: limit[2].rate: `5/fortnight` is not a rate"),
+        (
+            "[[limit]]\nwho = { local = true }\nmax-active-tasks = 1\n[[limit]]\nwho = { local = true }\nrate = \"5/fortnight\"\n",
+            "policy.toml:6: limit[2].rate: `5/fortnight` is not a rate",
+        ),
         ("[[limit]]\nwho = { local = true }\nburst = 3\n", "policy.toml:3: limit[1].burst: `burst` needs a `rate`"),
         ("[[limit]]\nwho = { local = true }\nrate = \"1/s\"\nburst = 0\n", "policy.toml:4: limit[1].burst: 0 is not a burst"),
         ("[[limit]]\nwho = { local = true }\nmax-active-tasks = 0\n", "policy.toml:3: limit[1].max-active-tasks: 0 is not a task cap"),
@@ -161,6 +164,11 @@ fn patterns_match_whole_names_with_stars_anywhere() {
         ("a*b*c", "a-c", false),
         ("*", "", true),
         ("ab*ba", "aba", false),
+        ("ab*ba", "abba", true),
+        ("a**b", "ab", true),
+        ("*a*", "bab", true),
+        ("*a*", "bbb", false),
+        ("x*", "y", false),
         ("file:///docs/*", "file:///docs/a/b.md", true),
     ] {
         assert_eq!(Pattern::new(pattern).matches(name), matches, "{pattern} ~ {name}");

@@ -119,7 +119,18 @@ impl Host {
         let task_inputs = Arc::new(TaskInputs::new(engine.inputs()));
         // The runner's tasks may ask from now on (those recovered at start wait for this).
         runner.give_task_inputs(task_inputs.clone());
-        Host { registry, runtime, engine, options, metrics, sessions: Default::default(), task_inputs, runner, listens: Default::default(), buckets: Default::default() }
+        Host {
+            registry,
+            runtime,
+            engine,
+            options,
+            metrics,
+            sessions: Default::default(),
+            task_inputs,
+            runner,
+            listens: Default::default(),
+            buckets: Default::default(),
+        }
     }
 
     /// The plugins served now (for the watcher, `corral tools` and the start).

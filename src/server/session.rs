@@ -324,7 +324,10 @@ impl Session {
     fn start_prompt(&self, scope: &Scope, id: RequestId, params: Map<String, Value>) {
         let host = self.shared.host.clone();
         let p = Params::new(&params);
-        let Some(admitted) = scope.admit(&id, prompts::admit(&host, p), |a| Action::UsePrompt { plugin: &a.entry.plugin.name, name: &a.entry.prompt.name }) else { return };
+        let Some(admitted) = scope.admit(&id, prompts::admit(&host, p), |a| Action::UsePrompt { plugin: &a.entry.plugin.name, name: &a.entry.prompt.name })
+        else {
+            return;
+        };
         let ctx = self.context(&admitted.entry.plugin, p, scope);
         scope.spawn_request(id, move |cancel| async move { prompts::get(&host, &admitted, ctx(cancel)).await.ok() });
     }

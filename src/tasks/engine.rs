@@ -345,7 +345,12 @@ impl Engine {
 
     /// Takes a call token from the bucket `key` in a store shared by replicas (see
     /// [`TaskStore::take_token`]); `None` when the store is not shared.
-    pub fn take_token(&self, key: &str, per_second: f64, burst: u32) -> Option<impl std::future::Future<Output = Result<(bool, f64), EngineError>> + Send + 'static> {
+    pub fn take_token(
+        &self,
+        key: &str,
+        per_second: f64,
+        burst: u32,
+    ) -> Option<impl std::future::Future<Output = Result<(bool, f64), EngineError>> + Send + 'static> {
         let taking = self.inner.store.take_token(key, per_second, burst)?;
         Some(async move { Ok(taking.await?) })
     }

@@ -167,7 +167,11 @@ fn finish(observer: &ModernObserver, answer: Result<Value, RpcError>) -> Result<
 
 fn call(scope: &Scope, id: RequestId, envelope: Envelope, params: Map<String, Value>) {
     let host = scope.host().clone();
-    let Some(call) = scope.admit(&id, tools::admit_local(&host, Params::new(&params)), |c| Action::CallTool { plugin: &c.entry.plugin.name, name: &c.entry.name }) else { return };
+    let Some(call) =
+        scope.admit(&id, tools::admit_local(&host, Params::new(&params)), |c| Action::CallTool { plugin: &c.entry.plugin.name, name: &c.entry.name })
+    else {
+        return;
+    };
     let Some(round) = scope.or_answer(&id, round(scope, "tools/call", &envelope, &params)) else { return };
     let as_task = envelope.capabilities.tasks;
     match call.entry.task_support {
@@ -269,7 +273,11 @@ fn read(scope: &Scope, id: RequestId, envelope: Envelope, params: Map<String, Va
 
 fn prompt(scope: &Scope, id: RequestId, envelope: Envelope, params: Map<String, Value>) {
     let host = scope.host().clone();
-    let Some(admitted) = scope.admit(&id, prompts::admit(&host, Params::new(&params)), |a| Action::UsePrompt { plugin: &a.entry.plugin.name, name: &a.entry.prompt.name }) else { return };
+    let Some(admitted) =
+        scope.admit(&id, prompts::admit(&host, Params::new(&params)), |a| Action::UsePrompt { plugin: &a.entry.plugin.name, name: &a.entry.prompt.name })
+    else {
+        return;
+    };
     let Some(round) = scope.or_answer(&id, round(scope, "prompts/get", &envelope, &params)) else { return };
     let observer = observer(scope, &envelope, &admitted.entry.plugin, Params::new(&params).progress_token(), round);
     let ctx = context(&admitted.entry.plugin, &observer);
