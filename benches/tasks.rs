@@ -80,6 +80,7 @@ fn tick(owner: &str) -> Admission {
         launch: corral::tasks::Launch::Queue,
         events: None,
         client_capabilities: None,
+        owner_cap: None,
     }
 }
 

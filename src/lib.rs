@@ -14,6 +14,7 @@ pub mod cli;
 pub mod config;
 pub mod mcp;
 pub mod oci;
+pub mod policy;
 pub mod principal;
 pub mod registry;
 pub mod runtime;

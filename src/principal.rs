@@ -206,5 +206,7 @@ mod tests {
         assert_eq!(Owner::new(Principal::Local, Wire::Sessions).stateless().key(), "modern:local");
         assert_eq!(Owner::new(Principal::Token("ci".into()), Wire::Sessions).stateless().principal_key(), "token:ci");
         assert_eq!(Owner::new(Principal::Local, Wire::Sessions).principal_key(), "local");
+        assert_eq!(Owner::new(Principal::Token("t".into()), Wire::Stateless).principal_key(), "token:t");
+        assert_eq!(Owner::new(Principal::Token("t".into()), Wire::Sessions).principal_key(), "token:t");
     }
 }

@@ -40,6 +40,52 @@ use super::{check_echo_of, load_average, Session, ECHO};
 /// Instance slots of the pool under valgrind, for corral and the floor alike.
 pub const MAX_INSTANCES: &str = "4";
 
+/// A policy of the size an operator writes: rules for other principals first (each one looked at
+/// and passed over), two denies that do not cover `echo`, the local user's allow last, and a
+/// rate the calls never spend (so every call takes a token from a bucket and is let through).
+const BENCH_POLICY: &str = r#"
+[[deny]]
+who = { anyone = true }
+tools = ["*_delete", "shell*"]
+[[deny]]
+who = { group = "contractors" }
+plugins = "internal-*"
+[[allow]]
+who = { token = "ci" }
+plugins = ["calc", "hash"]
+[[allow]]
+who = { token = ["bot-1", "bot-2", "bot-3"] }
+tools = ["echo", "word_count"]
+[[allow]]
+who = { issuer = "https://id.example", group = "ops" }
+plugins = "*"
+tasks = "any"
+[[allow]]
+who = { issuer = "https://id.example", scope = "tools:read" }
+tools = ["*_get", "*_list"]
+[[allow]]
+who = { subject = ["alice", "bob", "carol"] }
+plugins = "text"
+[[allow]]
+who = { client = "vscode" }
+prompts = "*"
+[[allow]]
+who = { group = "analysts" }
+resources = ["file:///reports/*"]
+[[allow]]
+who = { token = "staging" }
+plugins = "stag*"
+[[allow]]
+who = { local = true }
+plugins = ["calc", "hash", "text"]
+[[limit]]
+who = { token = "ci" }
+rate = "10/s"
+[[limit]]
+who = { local = true }
+rate = "1000000/s"
+"#;
+
 /// The two call counts differenced.
 const FEW: usize = 1_010;
 const MANY: usize = 2_010;
@@ -92,6 +138,11 @@ pub fn run(text_wasm: &Path, target: &Path) {
         let corral = setup.per_call(&format!("corral-{tag}"), |name, n| setup.stdio(&setup.corral_stdio(), name, n, text));
         rows.push(Row { label: label.into(), null, floor: Some(floor), corral });
     }
+    // The same small call under a policy: what deciding it costs (and taking a token from the
+    // local user's bucket), beside the call without one.
+    std::fs::write(dir.join("policy.toml"), BENCH_POLICY).expect("writing the bench's policy");
+    let policed = setup.per_call("policy-100", |name, n| setup.stdio(&setup.corral_stdio_policed(), name, n, &small));
+    let plain = rows[0].corral;
     let null = setup.per_call("null-http", |name, n| setup.null_http(name, n));
     let corral = setup.per_call("corral-http", |name, n| setup.corral_http(name, n));
     rows.push(Row { label: "echo 100 B, HTTP 2026-07-28 (one keep-alive connection)".into(), null, floor: None, corral });
@@ -114,7 +165,12 @@ pub fn run(text_wasm: &Path, target: &Path) {
         corral_start as f64 / null_start as f64
     );
 
-    for who in ["corral-100", "floor-100", "corral-10k"] {
+    println!();
+    println!("| echo 100 B, stdio | corral | corral --policy (13 rules, a rate) | difference | ratio |");
+    println!("|---|---|---|---|---|");
+    println!("| instructions per call | {} | {} | {} | {:.3}× |", group(plain as u64), group(policed as u64), (policed - plain) as i64, policed / plain);
+
+    for who in ["corral-100", "floor-100", "corral-10k", "policy-100"] {
         for inclusive in [false, true] {
             setup.profile(who, inclusive);
         }
@@ -174,6 +230,13 @@ impl Setup {
     fn corral_stdio(&self) -> Command {
         let mut cmd = self.callgrind("", &self.corral);
         self.corral_args(&mut cmd, "error");
+        cmd
+    }
+
+    /// [`Setup::corral_stdio`] under [`BENCH_POLICY`].
+    fn corral_stdio_policed(&self) -> Command {
+        let mut cmd = self.corral_stdio();
+        cmd.arg("--policy").arg(self.dir.join("policy.toml"));
         cmd
     }
 

@@ -296,6 +296,12 @@ pub struct ServeArgs {
     /// changed. Calls already running finish on the version they started on.
     #[arg(long, env = "CORRAL_WATCH")]
     pub watch: bool,
+    /// A policy file (TOML): which principals may list and use which plugins, tools, resources
+    /// and prompts, who may steer every task, and each principal's call rate and task cap.
+    /// Without one everything is allowed; with one, what no rule allows is denied. The file is
+    /// watched: a change applies at once, and a broken one leaves the last good policy in force.
+    #[arg(long, env = "CORRAL_POLICY", value_name = "FILE", value_parser = parse_policy_file)]
+    pub policy: Option<PolicyFile>,
     /// How long an `optional` tool called by a 2026-07-28 client that declares the tasks
     /// extension runs inline; past it, the running call becomes a task (and gets the task's
     /// timeout). A plugin's manifest may set its own (`[limits] task-after`).
@@ -843,4 +849,20 @@ mod tests {
             assert!(serve(&[flag, "0s"]).err().unwrap().to_string().contains("must be greater than zero"), "{flag}");
         }
     }
+}
+
+/// A policy file as `--policy` names it, read and compiled once at start (a broken file is a
+/// usage error naming the file, line and key).
+#[derive(Clone, Debug)]
+pub struct PolicyFile {
+    /// Where it is, for the watcher.
+    pub path: PathBuf,
+    /// What it says now.
+    pub policy: crate::policy::Policy,
+}
+
+fn parse_policy_file(path: &str) -> Result<PolicyFile, String> {
+    let path = PathBuf::from(path);
+    let policy = crate::policy::load(&path).map_err(|e| e.to_string())?;
+    Ok(PolicyFile { path, policy })
 }

@@ -1,9 +1,11 @@
 //! `corral serve`: build the host, watch the plugins if asked, and serve MCP over stdio or HTTP.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use super::args::ServeArgs;
 use super::host::build_host;
+use crate::policy::Policies;
 use crate::registry::Watcher;
 use crate::server::{self, ServerOptions};
 use crate::transport;
@@ -18,7 +20,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         server::StateSecret::random()
     });
     let audit = args.audit.open()?;
-    let options = ServerOptions { page_size: args.page_size, list_changed: args.watch, task_after: args.task_after, state_secret, audit: audit.clone() };
+    let policy = Arc::new(Policies::new(args.policy.as_ref().map(|file| file.policy.clone())));
+    let options =
+        ServerOptions { page_size: args.page_size, list_changed: args.watch, task_after: args.task_after, state_secret, audit: audit.clone(), policy: policy.clone() };
     let tasks = crate::tasks::TaskSettings { audit: audit.clone(), ..args.tasks.settings() };
     let (host, load) = build_host(&args.host, options, &db, durability, tasks).await?;
     if let Some(destination) = &args.audit.audit_log {
@@ -30,6 +34,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let _watcher: Option<Watcher> = match args.watch {
         true => Some(crate::registry::watch(&args.host.plugins, host.registry().clone(), host.runtime().clone(), load.clone())?),
         false => None,
+    };
+    let _policy_watcher = match &args.policy {
+        Some(file) => Some(crate::policy::watch(&file.path, policy)?),
+        None => None,
     };
     // The console stops when the transport has returned (a signal, or the end of stdin).
     let admin_stop = tokio_util::sync::CancellationToken::new();

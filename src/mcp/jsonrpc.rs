@@ -14,6 +14,13 @@ pub const METHOD_NOT_FOUND: i32 = -32601;
 pub const INVALID_PARAMS: i32 = -32602;
 /// Something failed on corral's side.
 pub const INTERNAL_ERROR: i32 = -32603;
+/// corral: the policy (`--policy`) does not let the principal use what the request names
+/// (`data.kind` is `denied`, `data.rule` the rule kind). HTTP keeps 200: the request was
+/// understood and authenticated; it is the target that is refused.
+pub const FORBIDDEN: i32 = -32003;
+/// corral: the principal's call rate (`[[limit]] rate`) is spent; `data.retryAfterSeconds` says
+/// when a call will be taken again. Over HTTP the answer is a 429 with `Retry-After`.
+pub const RATE_LIMITED: i32 = -32029;
 
 /// A request id. MCP allows strings and integers; `null` is not an id.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]

@@ -6,6 +6,7 @@
 mod ask;
 mod authorize;
 mod inline;
+mod limits;
 mod load_wait;
 mod metrics;
 mod modern;
@@ -81,6 +82,8 @@ pub struct ServerOptions {
     /// Where every finished call (and every request the policy refuses) is recorded
     /// (`--audit-log`; off by default).
     pub audit: Audit,
+    /// The policy in force (`--policy`, reloaded when its file changes); none allows everything.
+    pub policy: Arc<crate::policy::Policies>,
 }
 
 impl Default for ServerOptions {
@@ -91,6 +94,7 @@ impl Default for ServerOptions {
             task_after: std::time::Duration::from_secs(1),
             state_secret: modern::StateSecret::random(),
             audit: Audit::off(),
+            policy: Default::default(),
         }
     }
 }
@@ -116,6 +120,8 @@ pub struct Host {
     runner: ToolRunner,
     /// The `subscriptions/listen` streams watching tasks, per owner (each watch costs a reader).
     listens: modern::OpenListens,
+    /// The call rates of principals the policy limits, when this host keeps them itself.
+    buckets: crate::policy::Buckets,
 }
 
 impl Host {
@@ -124,7 +130,18 @@ impl Host {
         let task_inputs = Arc::new(TaskInputs::new(engine.inputs()));
         // The runner's tasks may ask from now on (those recovered at start wait for this).
         runner.give_task_inputs(task_inputs.clone());
-        Host { registry, runtime, engine, options, metrics, sessions: Default::default(), task_inputs, runner, listens: Default::default() }
+        Host {
+            registry,
+            runtime,
+            engine,
+            options,
+            metrics,
+            sessions: Default::default(),
+            task_inputs,
+            runner,
+            listens: Default::default(),
+            buckets: Default::default(),
+        }
     }
 
     /// The plugins served now (for the watcher, `corral tools` and the start).

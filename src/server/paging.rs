@@ -17,14 +17,15 @@ use crate::mcp::{Params, RpcError};
 const AFTER_KEY: &str = "after";
 const AFTER_SEQ: &str = "seq";
 
-/// One page of `map` (ordered by key) after the params' `cursor`, as `field` plus `nextCursor`
-/// when more follow. `method` names the list in the invalid-cursor error.
+/// One page of the entries of `map` (ordered by key) that `keep` keeps, after the params'
+/// `cursor`, as `field` plus `nextCursor` when more follow. `method` names the list in the
+/// invalid-cursor error.
 pub fn page<E>(
     map: &BTreeMap<String, Arc<E>>,
     params: Params<'_>,
     page_size: usize,
-    method: &str,
-    field: &str,
+    (method, field): (&str, &str),
+    keep: impl Fn(&E) -> bool,
     show: impl Fn(&E) -> Value,
 ) -> Result<Value, RpcError> {
     let after = resume(params, method, decode_key)?;
@@ -32,7 +33,7 @@ pub fn page<E>(
         Some(key) => map.range::<String, _>((std::ops::Bound::Excluded(key), std::ops::Bound::Unbounded)),
         None => map.range::<String, _>(..),
     };
-    let entries: Vec<(&String, &Arc<E>)> = range.take(page_size + 1).collect();
+    let entries: Vec<(&String, &Arc<E>)> = range.filter(|(_, e)| keep(e)).take(page_size + 1).collect();
     let more = entries.len() > page_size;
     let shown = &entries[..entries.len().min(page_size)];
     let mut result = Map::new();
@@ -100,17 +101,17 @@ mod tests {
     #[test]
     fn pages_resume_after_the_cursor() {
         let map: BTreeMap<String, Arc<u8>> = (0..5u8).map(|i| (format!("k{i}"), Arc::new(i))).collect();
-        let first = page(&map, Params::new(&Map::new()), 2, "x/list", "items", |i| json!(i)).unwrap();
+        let first = page(&map, Params::new(&Map::new()), 2, ("x/list", "items"), |_| true, |i| json!(i)).unwrap();
         assert_eq!(first["items"], json!([0, 1]));
         let mut params = Map::new();
         params.insert("cursor".into(), first["nextCursor"].clone());
-        let second = page(&map, Params::new(&params), 2, "x/list", "items", |i| json!(i)).unwrap();
+        let second = page(&map, Params::new(&params), 2, ("x/list", "items"), |_| true, |i| json!(i)).unwrap();
         assert_eq!(second["items"], json!([2, 3]));
         params.insert("cursor".into(), json!("nonsense"));
-        let refused = page(&map, Params::new(&params), 2, "x/list", "items", |i| json!(i)).unwrap_err();
+        let refused = page(&map, Params::new(&params), 2, ("x/list", "items"), |_| true, |i| json!(i)).unwrap_err();
         assert_eq!((refused.code, refused.message.as_str()), (-32602, "invalid cursor \"nonsense\": pass back a `nextCursor` from an earlier x/list"));
         params.insert("cursor".into(), json!(3));
-        assert_eq!(page(&map, Params::new(&params), 2, "x/list", "items", |i| json!(i)).unwrap_err().message, "`cursor` must be a string");
+        assert_eq!(page(&map, Params::new(&params), 2, ("x/list", "items"), |_| true, |i| json!(i)).unwrap_err().message, "`cursor` must be a string");
     }
 
     #[test]

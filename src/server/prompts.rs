@@ -3,10 +3,13 @@
 
 use serde_json::{json, Map, Value};
 
+use super::authorize::Visible;
 use super::paging::page;
 use super::results::{content_block, failure_error};
 use super::Host;
 use crate::mcp::{Params, RpcError};
+use crate::policy::Kind;
+use crate::principal::Owner;
 use crate::registry::{Plugin, PromptEntry};
 use crate::runtime::{CallContext, Failure, Prompt, PromptError, Reference, Role};
 
@@ -45,10 +48,12 @@ pub fn prompt_json(p: &Prompt) -> Value {
     Value::Object(o)
 }
 
-/// `prompts/list`: the catalog's prompts in name order, a page at a time.
-pub fn list(host: &Host, params: Params<'_>) -> Result<Value, RpcError> {
+/// `prompts/list`: the prompts `owner` may use, in name order, a page at a time.
+pub fn list(host: &Host, owner: &Owner, params: Params<'_>) -> Result<Value, RpcError> {
     let catalog = host.registry.listing();
-    page(&catalog.prompts, params, host.options.page_size, "prompts/list", "prompts", |e| prompt_json(&e.prompt))
+    let visible = Visible::to(host, owner);
+    let keep = |e: &PromptEntry| visible.shows(Kind::Prompt, &e.plugin.name, &e.prompt.name);
+    page(&catalog.prompts, params, host.options.page_size, ("prompts/list", "prompts"), keep, |e| prompt_json(&e.prompt))
 }
 
 /// String arguments from `params[key]` (an object of strings), in the client's order.
@@ -122,6 +127,8 @@ pub async fn get(host: &Host, admitted: &AdmittedPrompt, ctx: CallContext) -> Re
 /// A `completion/complete` that passed the protocol checks.
 pub struct AdmittedCompletion {
     pub plugin: std::sync::Arc<Plugin>,
+    /// The prompt's served name (namespaced) or the template's URI template: what policy names.
+    pub served: String,
     pub reference: Reference,
     pub argument: String,
     pub value: String,
@@ -131,9 +138,10 @@ pub struct AdmittedCompletion {
 impl AdmittedCompletion {
     /// What completing this does, as authorization names it.
     pub(super) fn action(&self) -> super::authorize::Action<'_> {
+        let plugin = &self.plugin.name;
         match &self.reference {
-            Reference::Prompt(name) => super::authorize::Action::UsePrompt(name),
-            Reference::ResourceTemplate(uri) => super::authorize::Action::CompleteTemplate(uri),
+            Reference::Prompt(_) => super::authorize::Action::UsePrompt { plugin, name: &self.served },
+            Reference::ResourceTemplate(_) => super::authorize::Action::CompleteTemplate { plugin, uri: &self.served },
         }
     }
 }
@@ -147,7 +155,7 @@ pub fn admit_completion(host: &Host, params: Params<'_>) -> Result<AdmittedCompl
     };
     let context = string_arguments(params.get("context").and_then(|c| c.get("arguments")), "context argument")?;
     let catalog = host.registry.snapshot();
-    let (plugin, reference) = match reference.get_str("type") {
+    let (plugin, served, reference) = match reference.get_str("type") {
         Some("ref/prompt") => {
             let name = reference.str_or("name", "`ref.name` must be a string")?;
             let entry = catalog.prompt(name).ok_or_else(|| RpcError::invalid_params(format!("unknown prompt `{name}`")))?;
@@ -155,16 +163,16 @@ pub fn admit_completion(host: &Host, params: Params<'_>) -> Result<AdmittedCompl
                 return Err(RpcError::invalid_params(format!("prompt `{name}` has no argument `{arg_name}`")));
             }
             // The plugin knows its prompt by its own name, not the namespaced one.
-            (entry.plugin.clone(), Reference::Prompt(entry.own_name.clone()))
+            (entry.plugin.clone(), name.to_owned(), Reference::Prompt(entry.own_name.clone()))
         }
         Some("ref/resource") => {
             let uri = reference.str_or("uri", "`ref.uri` must be a string")?;
             let entry = catalog.templates.get(uri).ok_or_else(|| RpcError::invalid_params(format!("unknown resource template `{uri}`")))?;
-            (entry.plugin.clone(), Reference::ResourceTemplate(uri.to_owned()))
+            (entry.plugin.clone(), uri.to_owned(), Reference::ResourceTemplate(uri.to_owned()))
         }
         other => return Err(RpcError::invalid_params(format!("`ref.type` must be \"ref/prompt\" or \"ref/resource\", not {other:?}"))),
     };
-    Ok(AdmittedCompletion { plugin, reference, argument: arg_name.to_owned(), value: value.to_owned(), context })
+    Ok(AdmittedCompletion { plugin, served, reference, argument: arg_name.to_owned(), value: value.to_owned(), context })
 }
 
 /// `completion/complete`: runs the owner's `complete` (no values when it has none).

@@ -7,15 +7,17 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
 
+use super::authorize::Visible;
 use super::paging::page;
 use super::results::failure_error;
 use super::Host;
 use crate::mcp::{Params, RpcError};
-use crate::registry::Plugin;
+use crate::policy::Kind;
+use crate::principal::Owner;
+use crate::registry::{Plugin, ResourceEntry, TemplateEntry};
 use crate::runtime::{CallContext, Contents, Failure, ReadError, Resource, ResourceBody, ResourceTemplate};
 
-/// JSON-RPC code for "resource not found" (MCP 2025-11-25).
-pub const RESOURCE_NOT_FOUND: i32 = -32002;
+pub use super::results::RESOURCE_NOT_FOUND;
 
 fn put(object: &mut Map<String, Value>, key: &str, value: Option<impl Into<Value>>) {
     if let Some(v) = value {
@@ -57,16 +59,20 @@ fn contents_json(c: Contents) -> Value {
     Value::Object(o)
 }
 
-/// `resources/list`: the catalog's resources in URI order, a page at a time.
-pub fn list(host: &Host, params: Params<'_>) -> Result<Value, RpcError> {
+/// `resources/list`: the resources `owner` may read, in URI order, a page at a time.
+pub fn list(host: &Host, owner: &Owner, params: Params<'_>) -> Result<Value, RpcError> {
     let catalog = host.registry.listing();
-    page(&catalog.resources, params, host.options.page_size, "resources/list", "resources", |e| resource_json(&e.resource))
+    let visible = Visible::to(host, owner);
+    let keep = |e: &ResourceEntry| visible.shows(Kind::Resource, &e.plugin.name, &e.resource.uri);
+    page(&catalog.resources, params, host.options.page_size, ("resources/list", "resources"), keep, |e| resource_json(&e.resource))
 }
 
-/// `resources/templates/list`: the catalog's templates in template order, a page at a time.
-pub fn list_templates(host: &Host, params: Params<'_>) -> Result<Value, RpcError> {
+/// `resources/templates/list`: the templates `owner` may use, in template order, a page at a time.
+pub fn list_templates(host: &Host, owner: &Owner, params: Params<'_>) -> Result<Value, RpcError> {
     let catalog = host.registry.listing();
-    page(&catalog.templates, params, host.options.page_size, "resources/templates/list", "resourceTemplates", |e| template_json(&e.template))
+    let visible = Visible::to(host, owner);
+    let keep = |e: &TemplateEntry| visible.shows(Kind::Resource, &e.plugin.name, &e.template.uri_template);
+    page(&catalog.templates, params, host.options.page_size, ("resources/templates/list", "resourceTemplates"), keep, |e| template_json(&e.template))
 }
 
 /// The `uri` param of a resources request.
@@ -76,7 +82,7 @@ pub fn uri_param(params: Params<'_>) -> Result<&str, RpcError> {
 
 /// The error for a URI no plugin serves, with the URI in `data` as MCP asks.
 pub fn not_found(uri: &str) -> RpcError {
-    RpcError::new(RESOURCE_NOT_FOUND, format!("Resource not found: {uri}")).with_data(json!({ "uri": uri }))
+    super::results::resource_not_found(uri)
 }
 
 /// The plugin that serves `uri`, or the not-found error.

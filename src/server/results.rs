@@ -13,6 +13,15 @@ const ERROR_META_KEY: &str = "corral/error";
 /// The failure kind of a call refused for arguments that break the tool's input schema.
 pub const INVALID_ARGUMENTS: &str = "invalid-arguments";
 
+/// JSON-RPC code for "resource not found" (MCP 2025-11-25).
+pub const RESOURCE_NOT_FOUND: i32 = -32002;
+
+/// The error for a URI no plugin serves (or that the policy hides), with the URI in `data` as
+/// MCP asks.
+pub fn resource_not_found(uri: &str) -> RpcError {
+    RpcError::new(RESOURCE_NOT_FOUND, format!("Resource not found: {uri}")).with_data(json!({ "uri": uri }))
+}
+
 /// Maps a guest result, checking its structured output against the tool's output schema.
 pub fn tool_result(entry: &ToolEntry, result: CallResult) -> Result<CallToolResult, Failure> {
     let invalid = |reason: String| Failure::InvalidOutput { reason };

@@ -155,7 +155,7 @@ impl Scope {
     pub(super) fn admit<T>(&self, id: &RequestId, admitted: Result<T, RpcError>, action: impl for<'a> FnOnce(&'a T) -> Action<'a>) -> Option<T> {
         let admitted = self.or_answer(id, admitted)?;
         let asked = action(&admitted);
-        if let Err(refused) = authorize(&self.owner, asked) {
+        if let Err(refused) = authorize(&self.requests.host, &self.owner, asked) {
             self.host().options.audit.call(|| CallRecord::new(self.owner.key().to_owned(), asked.subject(), CallOutcome::Denied));
             return self.or_answer(id, Err(refused));
         }
@@ -196,6 +196,13 @@ impl Scope {
             reply.send(message);
         });
         run_inline_then_spawn(request, &self.requests.runtime);
+    }
+
+    /// Runs `work` with the requests (so `drained` waits for it), without holding up the next
+    /// message: what a request does before it is dispatched and must wait for (a shared rate
+    /// bucket). Its first poll runs here.
+    pub(super) fn track(&self, work: impl Future<Output = ()> + Send + 'static) {
+        run_inline_then_spawn(self.requests.calls.track_future(work), &self.requests.runtime);
     }
 
     /// Runs `work` as a request that answers when it is done, unless the client cancels it

@@ -12,7 +12,7 @@ use super::notify::{CallNotifier, LevelFilter};
 use super::peer::{ClientCaps, Peer};
 use super::scope::{Requests, Scope};
 use super::sessions::Listener;
-use super::{prompts, resources, result_links, tasks, tools, Host, Outlet};
+use super::{limits, prompts, resources, result_links, tasks, tools, Host, Outlet};
 use crate::cancel::CancelHandle;
 use crate::mcp::jsonrpc::error_message;
 use crate::mcp::modern::{self, Era};
@@ -149,12 +149,21 @@ impl Session {
         if let Err(refused) = check_phase(method, *self.shared.phase.lock().unwrap()) {
             return scope.reply(&id, Err(refused));
         }
+        if limits::counts(method) {
+            let (session, later) = (self.clone(), scope.clone());
+            return scope.within_rate(id, move |id| session.admitted(&later, id, method, params));
+        }
+        self.admitted(&scope, id, method, params);
+    }
+
+    /// A request past its phase and rate checks: dispatched once what it needs has loaded.
+    fn admitted(&self, scope: &Scope, id: RequestId, method: Method, params: Map<String, Value>) {
         let needs = Needs::of(method, &params);
         if !needs.met(&self.shared.host.registry) {
             let (session, waiting_id, later) = (self.clone(), id.clone(), scope.clone());
             return scope.after_load(waiting_id, needs, move || session.dispatch(&later, id, method, params));
         }
-        self.dispatch(&scope, id, method, params);
+        self.dispatch(scope, id, method, params);
     }
 
     fn dispatch(&self, scope: &Scope, id: RequestId, method: Method, params: Map<String, Value>) {
@@ -164,12 +173,12 @@ impl Session {
             Method::Ping => Ok(json!({})),
             Method::Initialize => self.initialize(p),
             Method::LoggingSetLevel => self.set_level(p),
-            Method::ToolsList => tools::list(host, p),
-            Method::ResourcesList => resources::list(host, p),
-            Method::ResourcesTemplatesList => resources::list_templates(host, p),
+            Method::ToolsList => tools::list(host, &self.shared.owner, p),
+            Method::ResourcesList => resources::list(host, &self.shared.owner, p),
+            Method::ResourcesTemplatesList => resources::list_templates(host, &self.shared.owner, p),
             Method::ResourcesSubscribe => self.subscribe(p, true),
             Method::ResourcesUnsubscribe => self.subscribe(p, false),
-            Method::PromptsList => prompts::list(host, p),
+            Method::PromptsList => prompts::list(host, &self.shared.owner, p),
             Method::ToolsCall => return self.start_call(scope, id, params),
             Method::ResourcesRead => return self.start_read(scope, id, params),
             Method::PromptsGet => return self.start_prompt(scope, id, params),
@@ -267,7 +276,11 @@ impl Session {
 
     fn start_call(&self, scope: &Scope, id: RequestId, params: Map<String, Value>) {
         let shared = &self.shared;
-        let Some(call) = scope.admit(&id, tools::admit(&shared.host, Params::new(&params)), |c| Action::CallTool(&c.entry.name)) else { return };
+        // Authorized before the task policy is checked: a tool the policy hides must answer as
+        // unknown whatever else the call lacks.
+        let admitted = tools::admit_local(&shared.host, Params::new(&params));
+        let Some(call) = scope.admit(&id, admitted, |c| Action::CallTool { plugin: &c.entry.plugin.name, name: &c.entry.name }) else { return };
+        let Some(call) = scope.or_answer(&id, tools::check_task_policy(call, Params::new(&params))) else { return };
         if Params::new(&params).has("task") {
             // A task outlives this request: its notifications go to the session's outlet.
             let notifier = Arc::new(shared.notifier(&shared.outlet, &call.entry.plugin, call.progress_token.clone()));
@@ -311,7 +324,7 @@ impl Session {
             return scope.answer_later(id, async move { result_links::read(&host, &owner, Params::new(&params)).await });
         }
         let owner = resources::uri_param(p).and_then(|uri| Ok((uri.to_owned(), resources::owner(&host, uri)?)));
-        let Some((uri, plugin)) = scope.admit(&id, owner, |(uri, _)| Action::ReadResource(uri)) else { return };
+        let Some((uri, plugin)) = scope.admit(&id, owner, |(uri, plugin)| Action::ReadResource { plugin: &plugin.name, uri }) else { return };
         let ctx = self.context(&plugin, p, scope);
         scope.spawn_request(id, move |cancel| async move { resources::read(&host, &plugin, &uri, ctx(cancel)).await.ok() });
     }
@@ -319,7 +332,10 @@ impl Session {
     fn start_prompt(&self, scope: &Scope, id: RequestId, params: Map<String, Value>) {
         let host = self.shared.host.clone();
         let p = Params::new(&params);
-        let Some(admitted) = scope.admit(&id, prompts::admit(&host, p), |a| Action::UsePrompt(&a.entry.prompt.name)) else { return };
+        let Some(admitted) = scope.admit(&id, prompts::admit(&host, p), |a| Action::UsePrompt { plugin: &a.entry.plugin.name, name: &a.entry.prompt.name })
+        else {
+            return;
+        };
         let ctx = self.context(&admitted.entry.plugin, p, scope);
         scope.spawn_request(id, move |cancel| async move { prompts::get(&host, &admitted, ctx(cancel)).await.ok() });
     }

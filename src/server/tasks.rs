@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 use super::notify::ProgressGate;
 use super::results::{error_result, failure_result, violations_json, violations_summary};
 use super::runner::Requestor;
-use super::task_view::{self, engine_error, interrupted_message, task_json, RELATED_TASK};
+use super::task_view::{self, engine_error, interrupted_message, steering_owner, task_json, RELATED_TASK};
 use super::tools::AdmittedCall;
 use super::{paging, Host, Outlet};
 use crate::mcp::jsonrpc::notification;
@@ -68,6 +68,7 @@ pub async fn create(
         events: Some(Arc::new(StatusNotifier { outlet, progress: Mutex::default() })),
         // A session's requestor lives on one replica: its tasks ask only there.
         client_capabilities: None,
+        owner_cap: super::limits::task_cap(host, owner),
     };
     let task = host.engine.admit(admission).await.map_err(engine_error)?;
     Ok(json!({ "task": task_json(&task) }))
@@ -75,12 +76,16 @@ pub async fn create(
 
 /// `tasks/get`: the task as it is now.
 pub async fn get(host: &Host, owner: &Owner, params: &Map<String, Value>) -> Result<Value, RpcError> {
-    host.engine.get(owner.key(), task_id(params)?).await.map(|t| task_json(&t)).map_err(engine_error)
+    let id = task_id(params)?;
+    let owner = steering_owner(host, owner, id).await?;
+    host.engine.get(owner.key(), id).await.map(|t| task_json(&t)).map_err(engine_error)
 }
 
 /// `tasks/cancel`: the task, cancelled.
 pub async fn cancel(host: &Host, owner: &Owner, params: &Map<String, Value>) -> Result<Value, RpcError> {
-    host.engine.cancel(owner.key(), task_id(params)?).await.map(|t| task_json(&t)).map_err(engine_error)
+    let id = task_id(params)?;
+    let owner = steering_owner(host, owner, id).await?;
+    host.engine.cancel(owner.key(), id).await.map(|t| task_json(&t)).map_err(engine_error)
 }
 
 /// Cancels every unfinished task of `owner` and returns how many were cancelled: what a
@@ -124,6 +129,7 @@ pub async fn list(host: &Host, owner: &Owner, params: &Map<String, Value>) -> Re
 /// `tasks/result`: waits for the task to end, then answers exactly what the call produced.
 pub async fn result(host: &Host, owner: &Owner, params: &Map<String, Value>) -> Result<Value, RpcError> {
     let id = task_id(params)?.to_owned();
+    let owner = steering_owner(host, owner, &id).await?;
     let (task, outcome) = host.engine.result(owner.key(), &id).await.map_err(engine_error)?;
     let related = json!({ RELATED_TASK: { "taskId": id } });
     let rendered = |result: CallToolResult| serde_json::to_value(result).expect("results serialize");

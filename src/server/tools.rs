@@ -4,12 +4,14 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
+use super::authorize::Visible;
 use super::paging::page;
 use super::results::{failure_result, invalid_arguments_result, note_denials, tool_result, INVALID_ARGUMENTS};
 use super::{with_permit, Host, Metrics};
 use crate::audit::{Audit, CallOutcome, CallRecord, Subject, TaskRun};
 use crate::mcp::types::{CallToolResult, TaskSupport as McpTaskSupport, Tool, ToolAnnotations, ToolExecution};
 use crate::mcp::{Params, RpcError};
+use crate::policy::Kind;
 use crate::principal::{Owner, Principal, Wire};
 use crate::registry::{violations, ToolEntry};
 use crate::runtime::{CallContext, Failure, Runtime, TaskSupport};
@@ -43,11 +45,13 @@ pub fn mcp_task_support(t: TaskSupport) -> McpTaskSupport {
     }
 }
 
-/// `tools/list`: tools in name order, `page_size` at a time. The cursor is opaque to clients;
+/// `tools/list`: the tools `owner` may call, in name order, `page_size` at a time. The cursor is opaque to clients;
 /// it encodes the name to resume after, so it stays valid while the catalog changes.
-pub fn list(host: &Host, params: Params<'_>) -> Result<Value, RpcError> {
+pub fn list(host: &Host, owner: &Owner, params: Params<'_>) -> Result<Value, RpcError> {
     let catalog = host.registry.listing();
-    page(&catalog.tools, params, host.options.page_size, "tools/list", "tools", |e| json!(list_entry(e)))
+    let visible = Visible::to(host, owner);
+    let keep = |e: &ToolEntry| visible.shows(Kind::Tool, &e.plugin.name, &e.name);
+    page(&catalog.tools, params, host.options.page_size, ("tools/list", "tools"), keep, |e| json!(list_entry(e)))
 }
 
 /// A `tools/call` that passed the protocol checks and is ready to run.
@@ -65,10 +69,9 @@ pub struct AdmittedCall {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cancelled;
 
-/// Checks a client's `tools/call`: params, tool, and the tool's task policy (a tool whose
-/// `taskSupport` is "required" must be called with `task`). Errors here are protocol errors.
-pub fn admit(host: &Host, params: Params<'_>) -> Result<AdmittedCall, RpcError> {
-    let call = admit_local(host, params)?;
+/// The tool's task policy for an admitted 2025-11-25 call: a tool whose `taskSupport` is
+/// "required" must be called with `task`. A protocol error otherwise.
+pub fn check_task_policy(call: AdmittedCall, params: Params<'_>) -> Result<AdmittedCall, RpcError> {
     if call.entry.task_support == TaskSupport::Required && !params.has("task") {
         return Err(RpcError::method_not_found(format!(
             "tool `{}` must be called as a task (its execution.taskSupport is \"required\"): add `\"task\": {{}}` to the params",
@@ -78,8 +81,9 @@ pub fn admit(host: &Host, params: Params<'_>) -> Result<AdmittedCall, RpcError> 
     Ok(call)
 }
 
-/// Checks a `tools/call` made outside any session (`corral call`): params and tool, without
-/// the task policy, since a local test runs any tool directly.
+/// Checks a `tools/call`'s params and finds its tool, without the task policy: what a local
+/// call (`corral call`, which runs any tool directly) and the 2026-07-28 era need, and what a
+/// 2025-11-25 call is authorized on before [`check_task_policy`].
 pub fn admit_local(host: &Host, params: Params<'_>) -> Result<AdmittedCall, RpcError> {
     let name = params.required_str("name", "tools/call needs the name of a tool")?;
     let arguments = match params.optional_object("arguments")? {

@@ -54,6 +54,9 @@ pub struct Admission {
     pub events: Option<Arc<dyn TaskEvents>>,
     /// Kept with the task as [`Task::client_capabilities`], opaque to the engine.
     pub client_capabilities: Option<Value>,
+    /// A cap of the owner's own on its unfinished tasks, below `max_per_owner` (a policy's
+    /// `max-active-tasks`); `None`: only `max_per_owner`.
+    pub owner_cap: Option<usize>,
 }
 
 /// Why the engine refused or failed a request. The messages are what clients read.
@@ -302,9 +305,10 @@ impl Engine {
             }
         }
         let running = matches!(admission.launch, Launch::Running { .. });
+        let owner_cap = admission.owner_cap;
         let reserved = match running {
-            true => Reservation::running(inner, &admission.owner)?,
-            false => Reservation::take(inner, &admission.owner)?,
+            true => Reservation::running(inner, &admission.owner, owner_cap)?,
+            false => Reservation::take(inner, &admission.owner, owner_cap)?,
         };
         let now = now_ms();
         let max_ttl = inner.settings.max_ttl.as_millis() as i64;
@@ -337,7 +341,10 @@ impl Engine {
         // Finished even if the caller stops waiting: a stored task is always queued (or run).
         FinishOnDrop::new(async move {
             // Dropping `reserved` on an error gives the slots back: nothing half-created.
-            let task = inner.store.insert(task).await?;
+            let task = match owner_cap {
+                Some(cap) => inner.store.insert_capped(task, cap).await?,
+                None => inner.store.insert(task).await?,
+            };
             reserved.keep();
             audit::record(&inner.settings.audit, &task, Transition::Created);
             if task.started {
@@ -376,6 +383,24 @@ impl Engine {
             return Err(StoreError::MissingOutcome { id: id.to_owned() }.into());
         }
         Ok((self.inner.with_live_message(task), outcome))
+    }
+
+    /// Who owns task `id`, whoever asks (for a principal the policy lets steer every task);
+    /// `None` for a task that is not there.
+    pub async fn owner_of(&self, id: &str) -> Result<Option<String>, EngineError> {
+        Ok(self.inner.store.owner_of(id).await?)
+    }
+
+    /// Takes a call token from the bucket `key` in a store shared by replicas (see
+    /// [`TaskStore::take_token`]); `None` when the store is not shared.
+    pub fn take_token(
+        &self,
+        key: &str,
+        per_second: f64,
+        burst: u32,
+    ) -> Option<impl std::future::Future<Output = Result<(bool, f64), EngineError>> + Send + 'static> {
+        let taking = self.inner.store.take_token(key, per_second, burst)?;
+        Some(async move { Ok(taking.await?) })
     }
 
     /// `owner`'s tasks after position `after`, at most `limit`; the last one's `seq` is the
@@ -546,27 +571,28 @@ pub(super) struct Reservation {
 impl Reservation {
     /// Reserves a slot within the caps, or says which cap refuses. The locks are not held
     /// across the durable insert, so concurrent admissions can share one commit.
-    fn take(inner: &Arc<Inner>, owner: &str) -> Result<Reservation, EngineError> {
-        Reservation::within_caps(inner, owner, false)
+    fn take(inner: &Arc<Inner>, owner: &str, owner_cap: Option<usize>) -> Result<Reservation, EngineError> {
+        Reservation::within_caps(inner, owner, owner_cap, false)
     }
 
     /// Reserves a running slot for a call that already runs: within the owner's cap, but not
     /// the queue's (it waits in no queue) nor `max_running`'s (its guest is mid-run, and
     /// stopping it to wait for a worker would throw its work away; the plugin's
     /// `max-concurrency` and the instance pool bound it instead).
-    fn running(inner: &Arc<Inner>, owner: &str) -> Result<Reservation, EngineError> {
-        Reservation::within_caps(inner, owner, true)
+    fn running(inner: &Arc<Inner>, owner: &str, owner_cap: Option<usize>) -> Result<Reservation, EngineError> {
+        Reservation::within_caps(inner, owner, owner_cap, true)
     }
 
-    fn within_caps(inner: &Arc<Inner>, owner: &str, running: bool) -> Result<Reservation, EngineError> {
+    fn within_caps(inner: &Arc<Inner>, owner: &str, owner_cap: Option<usize>, running: bool) -> Result<Reservation, EngineError> {
         let mut counts = inner.counts.lock().unwrap();
         if !running && counts.queued >= inner.settings.max_queued {
             return Err(EngineError::Overloaded { queued: counts.queued, limit: inner.settings.max_queued });
         }
         let mut per_owner = inner.per_owner.lock().unwrap();
         let active = per_owner.entry(owner.to_owned()).or_default();
-        if *active >= inner.settings.max_per_owner {
-            return Err(EngineError::OwnerLimit { active: *active, limit: inner.settings.max_per_owner });
+        let limit = owner_cap.map_or(inner.settings.max_per_owner, |cap| cap.min(inner.settings.max_per_owner));
+        if *active >= limit {
+            return Err(EngineError::OwnerLimit { active: *active, limit });
         }
         *active += 1;
         match running {

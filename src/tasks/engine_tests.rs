@@ -114,6 +114,7 @@ pub(super) fn call(owner: &str, tool: &str) -> Admission {
         launch: Launch::Queue,
         events: None,
         client_capabilities: None,
+        owner_cap: None,
     }
 }
 
@@ -208,6 +209,22 @@ async fn an_overload_refusal_is_ready_at_its_first_poll_without_the_store() {
     let refused = per_owner.admit(call("o", "hold")).now_or_never().expect("the per-client cap refuses at the first poll too");
     assert!(matches!(refused, Err(EngineError::OwnerLimit { active: 1, limit: 1 })), "{refused:?}");
     fake.release.add_permits(2);
+}
+
+#[tokio::test]
+async fn an_owners_own_cap_refuses_below_the_hosts_and_never_raises_it() {
+    let fake = Fake::new(true);
+    let engine = start(settings(4, 100, 3), fake.clone()).await;
+    let capped = |cap| Admission { owner_cap: Some(cap), ..call("alice", "hold") };
+    engine.admit(capped(1)).await.unwrap();
+    let refused = engine.admit(capped(1)).await.unwrap_err();
+    assert!(matches!(refused, EngineError::OwnerLimit { active: 1, limit: 1 }), "{refused:?}");
+    engine.admit(capped(10)).await.unwrap();
+    engine.admit(capped(10)).await.unwrap();
+    let refused = engine.admit(capped(10)).await.unwrap_err();
+    assert!(matches!(refused, EngineError::OwnerLimit { active: 3, limit: 3 }), "the host's cap still holds: {refused:?}");
+    assert_eq!(stored(&engine).await, 3);
+    fake.release.add_permits(3);
 }
 
 #[tokio::test]

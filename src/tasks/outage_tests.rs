@@ -30,6 +30,9 @@ impl TaskStore for Flaky {
     fn get(&self, owner: &str, id: &str) -> StoreFuture<Option<Task>> {
         self.inner.get(owner, id)
     }
+    fn owner_of(&self, id: &str) -> StoreFuture<Option<String>> {
+        self.inner.owner_of(id)
+    }
     fn list(&self, owner: &str, after: i64, limit: usize) -> StoreFuture<Vec<Task>> {
         self.inner.list(owner, after, limit)
     }

@@ -499,6 +499,11 @@ impl TaskStore for SqliteStore {
         })
     }
 
+    fn owner_of(&self, id: &str) -> StoreFuture<Option<String>> {
+        let id = id.to_owned();
+        self.read(move |c| c.prepare_cached("SELECT owner FROM tasks WHERE id = ?1")?.query_row(params![id], |row| row.get(0)).optional())
+    }
+
     fn list(&self, owner: &str, after: i64, limit: usize) -> StoreFuture<Vec<Task>> {
         let owner = owner.to_owned();
         self.read(move |c| {

@@ -198,6 +198,25 @@ pub trait TaskStore: Send + Sync + 'static {
     /// The task `id` if `owner` owns it.
     fn get(&self, owner: &str, id: &str) -> StoreFuture<Option<Task>>;
 
+    /// Who owns task `id`, whoever asks: only for a principal the policy lets steer every
+    /// task (an operator), who then acts on the task as its owner.
+    fn owner_of(&self, id: &str) -> StoreFuture<Option<String>>;
+
+    /// [`TaskStore::insert`] under a cap of the owner's own on its unfinished tasks (the
+    /// policy's `max-active-tasks`) besides the store's. A store shared by replicas counts
+    /// them across replicas; one host's store leaves the cap to the engine, which counts them
+    /// in memory.
+    fn insert_capped(&self, task: Task, _owner_cap: usize) -> StoreFuture<Task> {
+        self.insert(task)
+    }
+
+    /// Takes one call token from the bucket kept under `key` (`burst` tokens at most, `per_second`
+    /// gained a second): whether one was there, and the tokens left. `None` for a store that is
+    /// not shared by replicas: then each host keeps its buckets in memory.
+    fn take_token(&self, _key: &str, _per_second: f64, _burst: u32) -> Option<StoreFuture<(bool, f64)>> {
+        None
+    }
+
     /// Up to `limit` of `owner`'s tasks with `seq` above `after`, in `seq` order.
     fn list(&self, owner: &str, after: i64, limit: usize) -> StoreFuture<Vec<Task>>;
 

@@ -43,6 +43,8 @@ pub(crate) async fn insert_then_get_scoped_by_owner(store: &dyn TaskStore) {
     assert_eq!(got.arguments, json!({ "n": 1 }));
     assert_eq!(store.get("bob", "t1").await.unwrap(), None, "another owner sees nothing");
     assert_eq!(store.get("alice", "nope").await.unwrap(), None);
+    assert_eq!(store.owner_of("t1").await.unwrap().as_deref(), Some("alice"), "who owns it, for an operator");
+    assert_eq!(store.owner_of("nope").await.unwrap(), None);
     assert!(store.insert(task("t1", "alice", "h")).await.is_err(), "ids are unique");
 }
 

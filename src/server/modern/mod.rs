@@ -57,6 +57,17 @@ pub fn serve(scope: &Scope, id: RequestId, method: ModernMethod, envelope: Envel
     // The same rule as 2025-11-25: what reads the catalog waits for the first load;
     // `server/discover` and `subscriptions/listen` never do.
     if let ModernMethod::Shared(shared) = method {
+        if super::limits::counts(shared) {
+            let later = scope.clone();
+            return scope.within_rate(id, move |id| admitted(&later, id, method, envelope, params));
+        }
+    }
+    admitted(scope, id, method, envelope, params);
+}
+
+/// A request past its rate check: dispatched once what it needs has loaded.
+fn admitted(scope: &Scope, id: RequestId, method: ModernMethod, envelope: Envelope, params: Map<String, Value>) {
+    if let ModernMethod::Shared(shared) = method {
         let needs = Needs::of(shared, &params);
         if !needs.met(&scope.host().registry) {
             let (later, waiting_id) = (scope.clone(), id.clone());
@@ -69,14 +80,19 @@ pub fn serve(scope: &Scope, id: RequestId, method: ModernMethod, envelope: Envel
 fn dispatch(scope: &Scope, id: RequestId, method: ModernMethod, envelope: Envelope, params: Map<String, Value>) {
     let host = scope.host();
     let p = Params::new(&params);
-    let lists = Caching { ttl_ms: if host.options.list_changed { 0 } else { STATIC_LIST_TTL_MS }, scope: CacheScope::Public };
+    // Under a policy each principal sees its own lists: no shared cache may keep them.
+    let shared_lists = host.options.policy.current().is_none();
+    let lists = Caching {
+        ttl_ms: if host.options.list_changed { 0 } else { STATIC_LIST_TTL_MS },
+        scope: if shared_lists { CacheScope::Public } else { CacheScope::Private },
+    };
     let listed = |answer: Result<Value, RpcError>| answer.map(|v| wire::result(v, COMPLETE, Some(lists)));
     let answer = match method {
         ModernMethod::ServerDiscover => Ok(discover(&host.options)),
-        ModernMethod::Shared(Method::ToolsList) => listed(tools::list(host, p)),
-        ModernMethod::Shared(Method::ResourcesList) => listed(resources::list(host, p)),
-        ModernMethod::Shared(Method::ResourcesTemplatesList) => listed(resources::list_templates(host, p)),
-        ModernMethod::Shared(Method::PromptsList) => listed(prompts::list(host, p)),
+        ModernMethod::Shared(Method::ToolsList) => listed(tools::list(host, scope.owner(), p)),
+        ModernMethod::Shared(Method::ResourcesList) => listed(resources::list(host, scope.owner(), p)),
+        ModernMethod::Shared(Method::ResourcesTemplatesList) => listed(resources::list_templates(host, scope.owner(), p)),
+        ModernMethod::Shared(Method::PromptsList) => listed(prompts::list(host, scope.owner(), p)),
         ModernMethod::Shared(Method::ToolsCall) => return call(scope, id, envelope, params),
         ModernMethod::Shared(Method::ResourcesRead) => return read(scope, id, envelope, params),
         ModernMethod::Shared(Method::PromptsGet) => return prompt(scope, id, envelope, params),
@@ -151,7 +167,11 @@ fn finish(observer: &ModernObserver, answer: Result<Value, RpcError>) -> Result<
 
 fn call(scope: &Scope, id: RequestId, envelope: Envelope, params: Map<String, Value>) {
     let host = scope.host().clone();
-    let Some(call) = scope.admit(&id, tools::admit_local(&host, Params::new(&params)), |c| Action::CallTool(&c.entry.name)) else { return };
+    let Some(call) =
+        scope.admit(&id, tools::admit_local(&host, Params::new(&params)), |c| Action::CallTool { plugin: &c.entry.plugin.name, name: &c.entry.name })
+    else {
+        return;
+    };
     let Some(round) = scope.or_answer(&id, round(scope, "tools/call", &envelope, &params)) else { return };
     let as_task = envelope.capabilities.tasks;
     match call.entry.task_support {
@@ -238,7 +258,7 @@ fn read(scope: &Scope, id: RequestId, envelope: Envelope, params: Map<String, Va
             .answer_later(id, async move { result_links::read(&host, &owner, Params::new(&params)).await.map(|v| wire::result(v, COMPLETE, Some(caching))) });
     }
     let owner = resources::uri_param(Params::new(&params)).and_then(|uri| Ok((uri.to_owned(), resources::owner(&host, uri)?)));
-    let Some((uri, plugin)) = scope.admit(&id, owner.map_err(era_error), |(uri, _)| Action::ReadResource(uri)) else { return };
+    let Some((uri, plugin)) = scope.admit(&id, owner.map_err(era_error), |(uri, plugin)| Action::ReadResource { plugin: &plugin.name, uri }) else { return };
     let Some(round) = scope.or_answer(&id, round(scope, "resources/read", &envelope, &params)) else { return };
     let observer = observer(scope, &envelope, &plugin, Params::new(&params).progress_token(), round);
     let ctx = context(&plugin, &observer);
@@ -254,7 +274,11 @@ fn read(scope: &Scope, id: RequestId, envelope: Envelope, params: Map<String, Va
 
 fn prompt(scope: &Scope, id: RequestId, envelope: Envelope, params: Map<String, Value>) {
     let host = scope.host().clone();
-    let Some(admitted) = scope.admit(&id, prompts::admit(&host, Params::new(&params)), |a| Action::UsePrompt(&a.entry.prompt.name)) else { return };
+    let Some(admitted) =
+        scope.admit(&id, prompts::admit(&host, Params::new(&params)), |a| Action::UsePrompt { plugin: &a.entry.plugin.name, name: &a.entry.prompt.name })
+    else {
+        return;
+    };
     let Some(round) = scope.or_answer(&id, round(scope, "prompts/get", &envelope, &params)) else { return };
     let observer = observer(scope, &envelope, &admitted.entry.plugin, Params::new(&params).progress_token(), round);
     let ctx = context(&admitted.entry.plugin, &observer);

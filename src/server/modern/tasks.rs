@@ -26,7 +26,7 @@ use crate::principal::Owner;
 use crate::runtime::CallObserver;
 use crate::server::runner::{finished, kept, Requestor};
 use crate::server::task_observer::TaskObserver;
-use crate::server::task_view::{engine_error, interrupted_message, iso8601, resumed_meta};
+use crate::server::task_view::{engine_error, interrupted_message, iso8601, resumed_meta, steering_owner};
 use crate::server::tools::{AdmittedCall, Called, Cancelled};
 use crate::server::Host;
 use crate::tasks::{Admission, EngineError, Launch, LocalRun, Outcome, Task, TaskControl, TaskStatus};
@@ -173,6 +173,7 @@ pub(in crate::server) async fn create(
         launch,
         events: None,
         client_capabilities: Some(super::task_input::kept(capabilities)),
+        owner_cap: crate::server::limits::task_cap(host, owner),
     };
     let task = host.engine.admit(admission).await.map_err(engine_error)?;
     Ok(wire::result(Value::Object(task_fields(&task, task.status.as_str())), TASK, None))
@@ -207,6 +208,7 @@ fn complete(mut result: Value) -> Value {
 /// read either way.
 pub(in crate::server) async fn get(host: &Host, owner: &Owner, params: &Map<String, Value>) -> Result<Value, RpcError> {
     let id = task_id(params)?;
+    let owner = steering_owner(host, owner, id).await?;
     let (task, outcome) = host.engine.get_with_outcome(owner.key(), id).await.map_err(not_found)?;
     let Some(outcome) = outcome else {
         let mut fields = task_fields(&task, task.status.as_str());
@@ -238,7 +240,9 @@ pub(in crate::server) async fn get(host: &Host, owner: &Owner, params: &Map<Stri
 
 /// `tasks/cancel`: an empty acknowledgement, the same for a task that has already ended.
 pub(in crate::server) async fn cancel(host: &Host, owner: &Owner, params: &Map<String, Value>) -> Result<Value, RpcError> {
-    match host.engine.cancel(owner.key(), task_id(params)?).await {
+    let id = task_id(params)?;
+    let owner = steering_owner(host, owner, id).await?;
+    match host.engine.cancel(owner.key(), id).await {
         Ok(_) | Err(EngineError::Terminal(_)) => Ok(wire::result(json!({}), COMPLETE, None)),
         Err(e) => Err(not_found(e)),
     }
@@ -251,6 +255,7 @@ pub(in crate::server) async fn update(host: &Host, owner: &Owner, params: &Map<S
     let id = task_id(params)?;
     let responses = Params::new(params).object_or("inputResponses", "missing `inputResponses`: an object of answers keyed like the task's inputRequests")?;
     let responses = responses.map().clone();
+    let owner = steering_owner(host, owner, id).await?;
     host.engine.get(owner.key(), id).await.map_err(not_found)?;
     host.task_inputs.deliver(id, &responses).await?;
     Ok(wire::result(json!({}), COMPLETE, None))

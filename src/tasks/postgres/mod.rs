@@ -13,6 +13,7 @@
 //! the others write) and [`notify`] (which tells them, in batches after each write commits).
 
 mod blobs;
+mod buckets;
 mod counts;
 mod hosts;
 mod inputs;

@@ -119,6 +119,7 @@ UPDATE corral_outcomes SET
 -- Each task's plugin and when it last checkpointed, for operators (`corral tasks`).
 ALTER TABLE corral_tasks ADD COLUMN IF NOT EXISTS plugin TEXT, ADD COLUMN IF NOT EXISTS checkpointed_at BIGINT;
 ",
+    super::buckets::MIGRATION,
 ];
 
 /// The schema version this corral writes.

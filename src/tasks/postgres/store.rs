@@ -249,7 +249,12 @@ fn allowed_from(status: TaskStatus) -> Vec<String> {
 
 impl TaskStore for PgStore {
     fn insert(&self, task: Task) -> StoreFuture<Task> {
-        let (pool, max_queued, max_per_owner, notifier, sync) = (self.pool(), self.max_queued, self.max_per_owner, self.notifier.clone(), self.admit_sync);
+        self.insert_capped(task, usize::MAX)
+    }
+
+    fn insert_capped(&self, task: Task, owner_cap: usize) -> StoreFuture<Task> {
+        let max_per_owner = self.max_per_owner.min(i64::try_from(owner_cap).unwrap_or(i64::MAX));
+        let (pool, max_queued, notifier, sync) = (self.pool(), self.max_queued, self.notifier.clone(), self.admit_sync);
         Box::pin(async move {
             let client = get(&pool?).await?;
             // The caps are read in the same statement as the insert, across every replica, from
@@ -313,6 +318,20 @@ impl TaskStore for PgStore {
 
     fn get(&self, owner: &str, id: &str) -> StoreFuture<Option<Task>> {
         self.one(format!("SELECT {COLUMNS} FROM corral_tasks WHERE id = $1 AND owner = $2"), Args::new().text(id).text(owner))
+    }
+
+    fn owner_of(&self, id: &str) -> StoreFuture<Option<String>> {
+        let (pool, id) = (self.pool(), id.to_owned());
+        Box::pin(async move {
+            let client = get(&pool?).await?;
+            let statement = client.prepare_cached("SELECT owner FROM corral_tasks WHERE id = $1").await?;
+            Ok(client.query_opt(&statement, &[&id]).await?.map(|row| row.try_get(0)).transpose()?)
+        })
+    }
+
+    fn take_token(&self, key: &str, per_second: f64, burst: u32) -> Option<StoreFuture<(bool, f64)>> {
+        let (pool, key) = (self.pool(), key.to_owned());
+        Some(Box::pin(async move { super::buckets::take(&pool?, &key, per_second, burst).await }))
     }
 
     fn list(&self, owner: &str, after: i64, limit: usize) -> StoreFuture<Vec<Task>> {

@@ -268,3 +268,26 @@ async fn counters_that_drifted_from_the_tasks_are_repaired_at_the_next_heartbeat
     assert!(matches!(e, StoreError::Full { queued: 3, limit: 3 }), "the repaired counts hold the caps again: {e:?}");
     store.close().await;
 }
+
+#[tokio::test]
+async fn replicas_draw_call_tokens_from_one_bucket_and_an_owners_own_cap_holds_across_them() {
+    let Some(url) = database() else { return };
+    let (a, b) = (open(&url, "a").await, open(&url, "b").await);
+    // A bucket that refills once an hour: what the two replicas take is all there is.
+    let take = |store: &PgStore, key: &str| store.take_token(key, 1.0 / 3600.0, 3).expect("a shared store keeps the buckets");
+    assert!(take(&a, "token:ci").await.unwrap().0);
+    assert!(take(&b, "token:ci").await.unwrap().0);
+    let (granted, left) = take(&a, "token:ci").await.unwrap();
+    assert!(granted && left < 0.01, "the third of a burst of three: {left}");
+    let (granted, left) = take(&b, "token:ci").await.unwrap();
+    assert!(!granted && (0.0..0.01).contains(&left), "spent on both replicas: {left}");
+    assert!(take(&b, "token:other").await.unwrap().0, "each principal has its own bucket");
+
+    a.insert_capped(task("a1", "alice", "a"), 2).await.unwrap();
+    b.insert_capped(task("b1", "alice", "b"), 2).await.unwrap();
+    let e = b.insert_capped(task("b2", "alice", "b"), 2).await.unwrap_err();
+    assert!(matches!(e, StoreError::OwnerFull { active: 2, limit: 2 }), "alice's own cap counts both replicas' tasks: {e:?}");
+    b.insert(task("b3", "alice", "b")).await.expect("without her cap, the store's (none here) applies");
+    assert_eq!(a.owner_of("b1").await.unwrap().as_deref(), Some("alice"), "any replica tells an operator who owns a task");
+    assert_eq!(a.owner_of("nope").await.unwrap(), None);
+}

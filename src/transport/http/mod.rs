@@ -411,13 +411,25 @@ async fn post_message(State(app): State<Arc<App>>, peer: Option<Extension<PeerAd
             app.sessions.lock().unwrap().remove(&session_id);
             return Json(first).into_response();
         }
-        Some(first) if is_response_to(&first, &request_id) => Json(first).into_response(),
+        Some(first) if is_response_to(&first, &request_id) => answer(StatusCode::OK, first),
         Some(first) => events(first, until_answer(answers, request_id, ())).into_response(),
     };
     if creates {
         response.headers_mut().insert(SESSION_HEADER, HeaderValue::from_str(&session_id).expect("session ids are ASCII"));
     }
     response
+}
+
+/// A JSON response carrying one answer, with `status`; an answer refused for the principal's
+/// call rate is a 429 with `Retry-After` (seconds, from the error's `data.retryAfterSeconds`)
+/// whatever the era, so that HTTP clients and proxies back off without reading the body.
+fn answer(status: StatusCode, message: Value) -> Response {
+    let error = message.get("error");
+    if error.and_then(|e| e.get("code")).and_then(Value::as_i64) != Some(i64::from(jsonrpc::RATE_LIMITED)) {
+        return (status, Json(message)).into_response();
+    }
+    let retry_after = error.and_then(|e| e.pointer("/data/retryAfterSeconds")).and_then(Value::as_u64).unwrap_or(1);
+    (StatusCode::TOO_MANY_REQUESTS, [("retry-after", retry_after.to_string())], Json(message)).into_response()
 }
 
 fn is_response_to(message: &Value, id: &Value) -> bool {

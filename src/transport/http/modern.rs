@@ -17,7 +17,7 @@ use futures_util::stream::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::{events, is_response_to, until_answer, App, ChannelOutlet, PeerAddr, VERSION_HEADER};
+use super::{answer, events, is_response_to, until_answer, App, ChannelOutlet, PeerAddr, VERSION_HEADER};
 use crate::mcp::jsonrpc::{self, Incoming, INVALID_PARAMS, METHOD_NOT_FOUND};
 use crate::mcp::modern::headers::{self, RequestHeaders};
 use crate::mcp::modern::{self as era, ModernMethod, HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION};
@@ -99,7 +99,7 @@ pub(super) async fn post(app: &Arc<App>, headers: &HeaderMap, identity: Option<S
     };
     if is_response_to(&first, &request_id) {
         let status = first.get("error").and_then(|e| e.get("code")).and_then(Value::as_i64).map_or(StatusCode::OK, |c| status_of(c as i32));
-        return (status, Json(first)).into_response();
+        return answer(status, first);
     }
     // Notifications (progress, logs) came first: an SSE stream, ending with the response. A
     // listen stream never ends by itself: shutdown or the end of its lifetime ends it (and,
