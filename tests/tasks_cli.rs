@@ -163,9 +163,9 @@ fn list_filters_and_pages_newest_first(store: &Store) {
     assert_eq!(store.listed(&[]), newest_first);
 
     assert_eq!(store.listed(&["--status", "completed"]), &newest_first[1..]);
-    assert_eq!(store.listed(&["--status", "working,input_required"]), [spin.clone()]);
-    assert_eq!(store.listed(&["--status", "failed", "--status", "working"]), [spin.clone()]);
-    assert_eq!(store.listed(&["--tool", "spin"]), [spin.clone()]);
+    assert_eq!(store.listed(&["--status", "working,input_required"]), [spin.as_str()]);
+    assert_eq!(store.listed(&["--status", "failed", "--status", "working"]), [spin.as_str()]);
+    assert_eq!(store.listed(&["--tool", "spin"]), [spin.as_str()]);
     assert_eq!(store.listed(&["--plugin", "work"]), newest_first);
     assert!(store.listed(&["--plugin", "other"]).is_empty());
     assert_eq!(store.listed(&["--owner", "local"]), newest_first);
