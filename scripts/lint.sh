@@ -27,20 +27,21 @@ forbid() {
         fi
     done
 }
-forbid mcp config cancel principal runtime registry tasks server transport oci cli
-forbid config mcp cancel principal runtime registry tasks server transport oci cli
-forbid cancel mcp config principal runtime registry tasks server transport oci cli
-forbid principal mcp config cancel runtime registry tasks server transport oci cli
-forbid oci mcp config cancel principal runtime registry tasks server transport cli
-forbid runtime mcp oci principal registry tasks server transport cli
-forbid registry mcp cancel principal tasks server transport cli
-forbid tasks mcp oci principal runtime registry server transport cli
-forbid server oci transport cli
+forbid mcp config cancel principal runtime registry tasks server transport oci cli identity
+forbid config mcp cancel principal runtime registry tasks server transport oci cli identity
+forbid cancel mcp config principal runtime registry tasks server transport oci cli identity
+forbid principal mcp config cancel runtime registry tasks server transport oci cli identity
+forbid identity mcp config cancel runtime registry tasks server transport oci cli
+forbid oci mcp config cancel principal runtime registry tasks server transport cli identity
+forbid runtime mcp oci principal registry tasks server transport cli identity
+forbid registry mcp cancel principal tasks server transport cli identity
+forbid tasks mcp oci principal runtime registry server transport cli identity
+forbid server oci transport cli identity
 forbid transport config cancel runtime registry tasks oci cli
 
 echo "== import circles"
 # Within a room, files import each other one way (a module and its own submodules aside).
-for room in mcp config oci registry server transport cli; do
+for room in mcp config identity oci registry server transport cli; do
     python3 scripts/import_cycles.py "$room" || status=1
 done
 exit "$status"

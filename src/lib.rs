@@ -9,6 +9,7 @@
 pub mod cancel;
 pub mod cli;
 pub mod config;
+pub mod identity;
 pub mod mcp;
 pub mod oci;
 pub mod principal;
