@@ -87,7 +87,10 @@ fn main() {
     BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     let issuer = serde_json::from_str::<Value>(&line).unwrap()["issuer"].as_str().unwrap().to_owned();
     let server = AuthServer(child, issuer);
-    let form = format!("grant_type=client_credentials&client_id=svc-a&client_secret=svc-a-secret&scope=mcp&resource={}", RESOURCE.replace(':', "%3A").replace('/', "%2F"));
+    let form = format!(
+        "grant_type=client_credentials&client_id=svc-a&client_secret=svc-a-secret&scope=mcp&resource={}",
+        RESOURCE.replace(':', "%3A").replace('/', "%2F")
+    );
     let mut response = agent().post(format!("{}/token", server.1)).header("content-type", "application/x-www-form-urlencoded").send(form).unwrap();
     let token: Value = serde_json::from_str(&response.body_mut().read_to_string().unwrap()).unwrap();
     let access = token["access_token"].as_str().expect("an access token").to_owned();
@@ -106,14 +109,17 @@ fn main() {
     http::wait_for_tool(&plain.url, None, "echo");
     http::wait_for_tool(&auth.url, Some("static-bench-token"), "echo");
 
-    let kinds: [(&str, &http::HttpHost, Option<&str>); 3] = [("none", &plain, None), ("static", &auth, Some("static-bench-token")), ("oauth", &auth, Some(&access))];
+    let kinds: [(&str, &http::HttpHost, Option<&str>); 3] =
+        [("none", &plain, None), ("static", &auth, Some("static-bench-token")), ("oauth", &auth, Some(&access))];
     let agent = agent();
     for (_, host, token) in &kinds {
         for _ in 0..200 {
             call(&agent, &host.url, *token);
         }
     }
-    let fetches = |text: &str| text.lines().filter(|l| l.starts_with("corral_oauth_key_fetches_total")).map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap()).sum::<u64>();
+    let fetches = |text: &str| {
+        text.lines().filter(|l| l.starts_with("corral_oauth_key_fetches_total")).map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap()).sum::<u64>()
+    };
     let before = fetches(&auth.metrics(Some("static-bench-token")));
     let mut samples: Vec<Vec<f64>> = vec![Vec::new(); kinds.len()];
     for _ in 0..rounds {
@@ -127,7 +133,10 @@ fn main() {
     }
     let after = fetches(&auth.metrics(Some("static-bench-token")));
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    println!("\n== server CPU per 2026-07-28 echo call over HTTP, {rounds} rounds x {calls} calls   [load average {}]", load.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
+    println!(
+        "\n== server CPU per 2026-07-28 echo call over HTTP, {rounds} rounds x {calls} calls   [load average {}]",
+        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+    );
     let median = |v: &mut Vec<f64>| {
         v.sort_by(|a, b| a.partial_cmp(b).unwrap());
         v[v.len() / 2]
@@ -135,7 +144,12 @@ fn main() {
     let base = median(&mut samples[0].clone());
     for (i, (name, _, _)) in kinds.iter().enumerate() {
         let m = median(&mut samples[i]);
-        println!("{name:<8} {:>8.1} µs/call   {:.3}x none   (rounds: {})", m * 1e6, m / base, samples[i].iter().map(|s| format!("{:.1}", s * 1e6)).collect::<Vec<_>>().join(" "));
+        println!(
+            "{name:<8} {:>8.1} µs/call   {:.3}x none   (rounds: {})",
+            m * 1e6,
+            m / base,
+            samples[i].iter().map(|s| format!("{:.1}", s * 1e6)).collect::<Vec<_>>().join(" ")
+        );
     }
     println!("key fetches during the timed phases: {}", after - before);
 }

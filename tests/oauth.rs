@@ -147,7 +147,11 @@ fn now() -> u64 {
 
 /// One POST to `url` with `headers`: (status, `WWW-Authenticate`, body).
 fn post(url: &str, headers: &[(&str, &str)], body: &Value) -> (u16, String, String) {
-    let mut request = ureq::http::Request::builder().method("POST").uri(url).header("accept", "application/json, text/event-stream").header("content-type", "application/json");
+    let mut request = ureq::http::Request::builder()
+        .method("POST")
+        .uri(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json");
     for (name, value) in headers {
         request = request.header(*name, *value);
     }
@@ -189,7 +193,14 @@ fn client_credentials_reach_tools_in_both_eras_bad_tokens_are_refused_and_keys_r
     // A second trusted issuer that never answers: it must cost nothing to the first one's clients.
     let dead = format!("http://127.0.0.1:{}", free_port());
     let plugins = common::example_plugins(&["text", "ticker"]);
-    let host = corral(plugins.path(), ":memory:", "127.0.0.1:0", "https://corral.test", &[&server.issuer, &dead], &["--oauth-scope", "mcp", "--oauth-fetch-timeout", "2s"]);
+    let host = corral(
+        plugins.path(),
+        ":memory:",
+        "127.0.0.1:0",
+        "https://corral.test",
+        &[&server.issuer, &dead],
+        &["--oauth-scope", "mcp", "--oauth-fetch-timeout", "2s"],
+    );
     let url = host.url.clone();
     let base = url.trim_end_matches("/mcp").to_owned();
 
@@ -317,7 +328,8 @@ fn raw_status(base: &str, authorization: &str) -> u16 {
     let address = base.trim_start_matches("http://");
     let mut stream = std::net::TcpStream::connect(address).unwrap();
     stream.set_read_timeout(Some(TIMEOUT)).unwrap();
-    let request = format!("POST /mcp HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: 2\r\nauthorization: {authorization}\r\n\r\n{{}}");
+    let request =
+        format!("POST /mcp HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: 2\r\nauthorization: {authorization}\r\n\r\n{{}}");
     // The server may answer and close before the whole header is written.
     let _ = stream.write_all(request.as_bytes());
     let mut answer = Vec::new();
@@ -339,12 +351,7 @@ fn the_typescript_sdk_discovers_registers_signs_a_user_in_and_calls_a_tool() {
     let (here, node) = node_project().unwrap();
     let plugins = common::example_plugins(&["text"]);
     let host = corral(plugins.path(), ":memory:", &format!("127.0.0.1:{port}"), &public, &[&server.issuer], &["--oauth-scope", "mcp"]);
-    let out = Command::new(node)
-        .arg(here.join("client.mjs"))
-        .args([&host.url, "ada", "echo", r#"{"text":"signed in"}"#])
-        .current_dir(&here)
-        .output()
-        .unwrap();
+    let out = Command::new(node).arg(here.join("client.mjs")).args([&host.url, "ada", "echo", r#"{"text":"signed in"}"#]).current_dir(&here).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "client.mjs failed:\n{stdout}\n{}\ncorral:\n{}", String::from_utf8_lossy(&out.stderr), host.stderr.lock().unwrap());
     let report: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();

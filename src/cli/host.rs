@@ -102,7 +102,11 @@ impl HttpArgs {
         let Some(public_url) = &self.public_url else {
             anyhow::bail!("--oauth-issuer needs --public-url: the URL clients reach this host at, which tokens must be issued for");
         };
-        let named = self.oauth_extra_audiences.iter().map(|(issuer, _)| (issuer, "--oauth-extra-audience")).chain(self.oauth_relax_typ.iter().map(|i| (i, "--oauth-relax-typ")));
+        let named = self
+            .oauth_extra_audiences
+            .iter()
+            .map(|(issuer, _)| (issuer, "--oauth-extra-audience"))
+            .chain(self.oauth_relax_typ.iter().map(|i| (i, "--oauth-relax-typ")));
         for (issuer, flag) in named {
             if !self.oauth_issuers.contains(issuer) {
                 anyhow::bail!("{flag} names {issuer}, which is not an --oauth-issuer");

@@ -62,7 +62,10 @@ mod tests {
         let issuer = IssuerUrl::parse("https://id.example.com/realms/corp").unwrap();
         assert_eq!(
             candidates(&issuer),
-            ["https://id.example.com/.well-known/oauth-authorization-server/realms/corp", "https://id.example.com/realms/corp/.well-known/openid-configuration"]
+            [
+                "https://id.example.com/.well-known/oauth-authorization-server/realms/corp",
+                "https://id.example.com/realms/corp/.well-known/openid-configuration"
+            ]
         );
         let root = IssuerUrl::parse("http://127.0.0.1:9797/").unwrap();
         assert_eq!(candidates(&root)[0], "http://127.0.0.1:9797/.well-known/oauth-authorization-server");
