@@ -83,7 +83,10 @@ impl AuthServer {
             .spawn()
             .expect("starting the authorization server");
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        stdout.read_line(&mut line).unwrap();
+        // Keep the pipe open and drained: a write to a closed stdout would end the server.
+        std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
         let ready: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("the authorization server did not start ({e}): {line:?}"));
         Some(AuthServer { child, issuer: ready["issuer"].as_str().unwrap().to_owned() })
     }
