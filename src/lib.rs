@@ -12,6 +12,7 @@ pub mod audit;
 pub mod cancel;
 pub mod cli;
 pub mod config;
+pub mod identity;
 pub mod mcp;
 pub mod oci;
 pub mod policy;

@@ -13,6 +13,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::audit::Destination;
 use crate::config::{self, defaults, Limits};
+use crate::identity::{self, IssuerUrl};
 use crate::oci::client::Access;
 use crate::runtime::EngineSettings;
 use crate::server::{ServerOptions, StateSecret};
@@ -212,6 +213,42 @@ pub struct HttpArgs {
     /// Tasks then belong to the token's NAME.
     #[arg(long, env = "CORRAL_AUTH_TOKENS_FILE", value_name = "PATH")]
     pub auth_tokens_file: Option<PathBuf>,
+    /// The URL clients reach this host at, e.g. https://mcp.example.com (behind a proxy: the
+    /// proxy's). The MCP endpoint is this + /mcp; with --oauth-issuer it is the protected
+    /// resource the metadata names and tokens must be issued for.
+    #[arg(long, env = "CORRAL_PUBLIC_URL", value_name = "URL", value_parser = parse_public_url)]
+    pub public_url: Option<String>,
+    /// Trust OAuth access tokens (JWT, RFC 9068) from this authorization server, by its issuer
+    /// identifier (https://, or http:// on a loopback address); repeatable. Turns the OAuth
+    /// resource server on: tasks then belong to the token's issuer and subject. Needs --public-url.
+    #[arg(long = "oauth-issuer", env = "CORRAL_OAUTH_ISSUERS", value_delimiter = ',', value_name = "URL", value_parser = parse_issuer)]
+    pub oauth_issuers: Vec<IssuerUrl>,
+    /// The audience every access token must carry in `aud` (default: --public-url + /mcp, the
+    /// RFC 8707 resource clients ask for).
+    #[arg(long, env = "CORRAL_OAUTH_AUDIENCE", value_name = "URI", value_parser = parse_audience)]
+    pub oauth_audience: Option<String>,
+    /// Also accept this audience from one issuer, as ISSUER=AUDIENCE (e.g. a client id, or
+    /// Entra ID's api://… name, for servers that cannot put the resource in `aud`); repeatable.
+    #[arg(long = "oauth-extra-audience", env = "CORRAL_OAUTH_EXTRA_AUDIENCES", value_delimiter = ',', value_name = "ISSUER=AUDIENCE", value_parser = parse_extra_audience)]
+    pub oauth_extra_audiences: Vec<(IssuerUrl, String)>,
+    /// Accept access tokens typed `JWT` (or untyped) from this issuer besides RFC 9068's
+    /// `at+jwt` (Entra ID, Keycloak); repeatable.
+    #[arg(long = "oauth-relax-typ", env = "CORRAL_OAUTH_RELAX_TYP", value_delimiter = ',', value_name = "ISSUER", value_parser = parse_issuer)]
+    pub oauth_relax_typ: Vec<IssuerUrl>,
+    /// A scope every MCP request's access token must grant (else 403 insufficient_scope);
+    /// repeatable; advertised as scopes_supported. Default: none, any valid token for this host.
+    #[arg(long = "oauth-scope", env = "CORRAL_OAUTH_SCOPES", value_delimiter = ',', value_name = "SCOPE", value_parser = parse_scope)]
+    pub oauth_scopes: Vec<String>,
+    /// Clock skew allowed on a token's `exp` and `nbf` (at most 5m).
+    #[arg(long, env = "CORRAL_OAUTH_LEEWAY", default_value = identity::defaults::LEEWAY, value_parser = parse_leeway)]
+    pub oauth_leeway: Duration,
+    /// How long fetching an issuer's metadata or signing keys may take.
+    #[arg(long, env = "CORRAL_OAUTH_FETCH_TIMEOUT", default_value = identity::defaults::FETCH_TIMEOUT, value_parser = config::parse_duration)]
+    pub oauth_fetch_timeout: Duration,
+    /// The least time between two fetches of an issuer's keys that tokens with unknown key ids
+    /// trigger (a rotated key is found on its first token; made-up ids cannot flood the issuer).
+    #[arg(long, env = "CORRAL_OAUTH_REFETCH_COOLDOWN", default_value = identity::defaults::REFETCH_COOLDOWN, value_parser = config::parse_duration)]
+    pub oauth_refetch_cooldown: Duration,
     /// Largest request body (an HTTP body or a stdio line), e.g. 4MiB; bigger ones get 413 (over
     /// stdio, an error answer).
     #[arg(long, env = "CORRAL_MAX_BODY", default_value = "4MiB", value_parser = config::parse_size)]
@@ -652,6 +689,53 @@ impl clap::builder::TypedValueParser for SecretParser {
 }
 
 /// `--state-secret-file`: a file whose text is the hex key.
+/// `--public-url`: an absolute http(s) URL with a host, without query or fragment; a trailing
+/// slash is dropped so that `/mcp` appends cleanly.
+fn parse_public_url(text: &str) -> Result<String, String> {
+    let url = http::Uri::try_from(text).map_err(|e| format!("not a URL: {e}"))?;
+    if !matches!(url.scheme_str(), Some("http" | "https")) || url.host().is_none() {
+        return Err(format!("`{text}` is not an http:// or https:// URL with a host"));
+    }
+    if text.contains('?') || text.contains('#') {
+        return Err(format!("`{text}` has a query or fragment; the resource URI has neither (RFC 8707 §2)"));
+    }
+    Ok(text.trim_end_matches('/').to_owned())
+}
+
+fn parse_issuer(text: &str) -> Result<IssuerUrl, String> {
+    IssuerUrl::parse(text)
+}
+
+/// An audience: any URI or name, but not empty and without a fragment.
+fn parse_audience(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() || text.contains('#') || text.chars().any(char::is_whitespace) {
+        return Err(format!("`{text}` is not an audience: a URI or name without spaces or fragment"));
+    }
+    Ok(text.to_owned())
+}
+
+/// `ISSUER=AUDIENCE`: an issuer identifier has no `=` (no query), so the first one splits.
+fn parse_extra_audience(text: &str) -> Result<(IssuerUrl, String), String> {
+    let (issuer, audience) = text.split_once('=').ok_or_else(|| format!("`{text}` is not ISSUER=AUDIENCE"))?;
+    Ok((IssuerUrl::parse(issuer)?, parse_audience(audience)?))
+}
+
+/// A scope token (RFC 6749 §3.3: printable ASCII without space, `"` or `\`).
+fn parse_scope(text: &str) -> Result<String, String> {
+    if text.is_empty() || !text.bytes().all(|b| (0x21..=0x7e).contains(&b) && b != b'"' && b != b'\\') {
+        return Err(format!("`{text}` is not a scope (printable ASCII without spaces, quotes or backslashes)"));
+    }
+    Ok(text.to_owned())
+}
+
+fn parse_leeway(text: &str) -> Result<Duration, String> {
+    let leeway = config::parse_duration(text)?;
+    if leeway > Duration::from_secs(300) {
+        return Err(format!("{text} is over 5m: a token that expired that long ago is no longer fresh"));
+    }
+    Ok(leeway)
+}
+
 fn parse_state_secret_file(path: &str) -> Result<StateSecret, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the state secret file {path}: {e}"))?;
     StateSecret::from_hex(&text).map_err(|e| format!("{path}: {e}"))

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use super::args::{AdminArgs, AuditArgs, HostArgs, HttpArgs, TaskArgs};
 use crate::audit::Audit;
 use crate::config::{self, Limits};
+use crate::identity::{IssuerSettings, OAuthSettings};
 use crate::registry::{load_in_background, plugin_files, LoadSettings, Registry};
 use crate::runtime::{EngineSettings, Runtime, RuntimeSettings};
 use crate::server::{self, Host, ServerOptions, ToolRunner};
@@ -95,6 +96,60 @@ impl AuditArgs {
 }
 
 impl HttpArgs {
+    /// The OAuth resource server's settings, `None` without `--oauth-issuer`. The OAuth flags
+    /// are checked against each other here: each needs an issuer, the issuers they name must be
+    /// trusted, and the protected resource needs `--public-url`.
+    pub fn oauth_settings(&self) -> anyhow::Result<Option<OAuthSettings>> {
+        if self.oauth_issuers.is_empty() {
+            let stray = [
+                (self.oauth_audience.is_some(), "--oauth-audience"),
+                (!self.oauth_extra_audiences.is_empty(), "--oauth-extra-audience"),
+                (!self.oauth_relax_typ.is_empty(), "--oauth-relax-typ"),
+                (!self.oauth_scopes.is_empty(), "--oauth-scope"),
+            ];
+            if let Some((_, flag)) = stray.iter().find(|(set, _)| *set) {
+                anyhow::bail!("{flag} needs --oauth-issuer (the authorization server whose tokens to trust)");
+            }
+            return Ok(None);
+        }
+        let Some(public_url) = &self.public_url else {
+            anyhow::bail!("--oauth-issuer needs --public-url: the URL clients reach this host at, which tokens must be issued for");
+        };
+        let named = self
+            .oauth_extra_audiences
+            .iter()
+            .map(|(issuer, _)| (issuer, "--oauth-extra-audience"))
+            .chain(self.oauth_relax_typ.iter().map(|i| (i, "--oauth-relax-typ")));
+        for (issuer, flag) in named {
+            if !self.oauth_issuers.contains(issuer) {
+                anyhow::bail!("{flag} names {issuer}, which is not an --oauth-issuer");
+            }
+        }
+        let resource = format!("{public_url}/mcp");
+        let mut issuers: Vec<IssuerSettings> = Vec::new();
+        for issuer in &self.oauth_issuers {
+            if issuers.iter().any(|known| &known.issuer == issuer) {
+                continue;
+            }
+            issuers.push(IssuerSettings {
+                issuer: issuer.clone(),
+                extra_audiences: self.oauth_extra_audiences.iter().filter(|(i, _)| i == issuer).map(|(_, a)| a.clone()).collect(),
+                relax_typ: self.oauth_relax_typ.contains(issuer),
+            });
+        }
+        let mut required_scopes = self.oauth_scopes.clone();
+        required_scopes.dedup();
+        Ok(Some(OAuthSettings {
+            audience: self.oauth_audience.clone().unwrap_or_else(|| resource.clone()),
+            resource,
+            issuers,
+            required_scopes,
+            leeway: self.oauth_leeway,
+            fetch_timeout: self.oauth_fetch_timeout,
+            refetch_cooldown: self.oauth_refetch_cooldown,
+        }))
+    }
+
     /// The HTTP transport's settings for `addr`, with the tokens read from `--auth-tokens-file`.
     pub fn settings(&self, addr: std::net::SocketAddr) -> anyhow::Result<transport::http::HttpSettings> {
         let mut tokens = Vec::new();
@@ -110,6 +165,7 @@ impl HttpArgs {
             allowed_hosts: self.allowed_hosts.clone(),
             allowed_origins: self.allowed_origins.clone(),
             tokens,
+            oauth: self.oauth_settings()?,
             max_body: usize::try_from(self.max_body).unwrap_or(usize::MAX),
             session_idle: self.session_idle,
             event_buffer: self.event_buffer,

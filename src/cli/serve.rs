@@ -60,6 +60,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             transport::http::serve(serving, settings, transport::shutdown_signal()).await?
         }
         None => {
+            if !args.http.oauth_issuers.is_empty() {
+                anyhow::bail!("--oauth-issuer needs --http: over stdio the local user is the only principal");
+            }
             let max_line = usize::try_from(args.http.max_body).unwrap_or(usize::MAX);
             let settings = transport::stdio::StdioSettings { max_line, max_in_flight: args.max_in_flight, shutdown_grace: args.shutdown_grace };
             transport::stdio::serve_with(serving, std::io::stdin(), std::io::stdout(), settings, transport::shutdown_signal()).await?

@@ -1,17 +1,37 @@
 //! Who may talk to the HTTP endpoint: DNS-rebinding protection (`Host`, `Origin`) and optional
-//! bearer tokens.
+//! bearer credentials: static tokens from a file, OAuth access tokens, or both.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use axum::http::{HeaderMap, StatusCode};
 use subtle::ConstantTimeEq;
+
+use crate::identity::{Rejection, Verifier};
+use crate::principal::Principal;
 
 /// Request checks, set up once from the flags.
 pub struct Guard {
     allowed_hosts: HashSet<String>,
     allowed_origins: HashSet<String>,
-    /// (identity, token); empty when authentication is off.
+    /// (identity, token); empty when static tokens are off.
     tokens: Vec<(String, Vec<u8>)>,
+    /// The OAuth resource server's token check, when issuers are trusted.
+    oauth: Option<Arc<Verifier>>,
+}
+
+/// Why a request's credentials were refused; the transport turns it into the status and the
+/// `WWW-Authenticate` challenge the spec asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Denied {
+    /// No bearer credential (401, a challenge without an error code, RFC 6750 §3.1).
+    Missing,
+    /// A credential that is neither a known token nor a valid access token (401 `invalid_token`).
+    Invalid,
+    /// A valid access token without these required scopes (403 `insufficient_scope`).
+    InsufficientScope(Vec<String>),
+    /// The token's issuer could not be reached since start (503).
+    Unavailable,
 }
 
 /// Why a request's headers were turned away: the status and a message for the body. (Not a
@@ -23,7 +43,7 @@ const LOOPBACK: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 /// The headers a request may carry once at most, as their names are written in messages. Each is
 /// checked or routed on by reading one copy, while a proxy, a log or the next hop may read the
 /// other: two copies are refused rather than guessed between.
-const SINGLE: [&str; 6] = ["Host", "Origin", "MCP-Protocol-Version", "Mcp-Method", "Mcp-Name", "Mcp-Session-Id"];
+const SINGLE: [&str; 7] = ["Host", "Origin", "Authorization", "MCP-Protocol-Version", "Mcp-Method", "Mcp-Name", "Mcp-Session-Id"];
 
 /// Refuses (400) a request that repeats a header of [`SINGLE`], naming it.
 pub fn check_single(headers: &HeaderMap) -> Result<(), HeaderRefusal> {
@@ -35,16 +55,21 @@ pub fn check_single(headers: &HeaderMap) -> Result<(), HeaderRefusal> {
 
 impl Guard {
     /// `extra_hosts` and `extra_origins` add to the loopback names that are always allowed.
-    pub fn new(extra_hosts: &[String], extra_origins: &[String], tokens: Vec<(String, String)>) -> Guard {
+    pub fn new(extra_hosts: &[String], extra_origins: &[String], tokens: Vec<(String, String)>, oauth: Option<Arc<Verifier>>) -> Guard {
         let allowed_hosts = LOOPBACK.iter().map(|h| h.to_string()).chain(extra_hosts.iter().map(|h| h.to_ascii_lowercase())).collect();
         let allowed_origins = extra_origins.iter().map(|o| o.trim_end_matches('/').to_ascii_lowercase()).collect();
         let tokens = tokens.into_iter().map(|(who, token)| (who, token.into_bytes())).collect();
-        Guard { allowed_hosts, allowed_origins, tokens }
+        Guard { allowed_hosts, allowed_origins, tokens, oauth }
     }
 
-    /// Whether requests need a bearer token.
+    /// Whether requests need a bearer credential.
     pub fn auth_enabled(&self) -> bool {
-        !self.tokens.is_empty()
+        !self.tokens.is_empty() || self.oauth.is_some()
+    }
+
+    /// The OAuth token check, when issuers are trusted.
+    pub fn oauth(&self) -> Option<&Arc<Verifier>> {
+        self.oauth.as_ref()
     }
 
     /// Checks `Host` and `Origin` against the allowed names (ports are not compared). Each must
@@ -74,9 +99,11 @@ impl Guard {
         LOOPBACK.contains(&strip_port(rest))
     }
 
-    /// The caller's identity: the token's name when authentication is on, `None` when off.
-    pub fn authenticate(&self, headers: &HeaderMap) -> Result<Option<String>, HeaderRefusal> {
-        if self.tokens.is_empty() {
+    /// Who the caller is: a static token's holder or an access token's subject when
+    /// authentication is on, `None` when off. Only [`Authorization`](SINGLE) once: [`check_single`]
+    /// runs first.
+    pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Option<Principal>, Denied> {
+        if !self.auth_enabled() {
             return Ok(None);
         }
         // The scheme is case-insensitive (RFC 9110 §11.1): `bearer` is `Bearer`.
@@ -85,9 +112,10 @@ impl Guard {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim_start().split_once(' '))
             .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, token)| token.trim());
+            .map(|(_, token)| token.trim())
+            .filter(|token| !token.is_empty());
         let Some(presented) = presented else {
-            return Err((StatusCode::UNAUTHORIZED, "missing bearer token: send `Authorization: Bearer TOKEN`".into()));
+            return Err(Denied::Missing);
         };
         // Compare against every token in constant time, so timing reveals neither which token
         // nor how much of one matched.
@@ -97,7 +125,18 @@ impl Guard {
                 found = Some(who.clone());
             }
         }
-        found.map(Some).ok_or((StatusCode::UNAUTHORIZED, "invalid bearer token".into()))
+        if let Some(who) = found {
+            return Ok(Some(Principal::Token(who)));
+        }
+        let Some(oauth) = &self.oauth else { return Err(Denied::Invalid) };
+        match oauth.verify(presented).await {
+            Ok(user) => match oauth.missing_scopes(&user) {
+                missing if missing.is_empty() => Ok(Some(Principal::User(Arc::new(user)))),
+                missing => Err(Denied::InsufficientScope(missing)),
+            },
+            Err(Rejection::Invalid(_)) => Err(Denied::Invalid),
+            Err(Rejection::Unavailable) => Err(Denied::Unavailable),
+        }
     }
 }
 
@@ -140,7 +179,7 @@ mod tests {
 
     #[test]
     fn loopback_hosts_and_origins_pass_others_are_forbidden() {
-        let g = Guard::new(&[], &["https://app.example".into()], vec![]);
+        let g = Guard::new(&[], &["https://app.example".into()], vec![], None);
         assert!(g.check_origin(&headers(&[("host", "127.0.0.1:8080"), ("origin", "http://localhost:3000")])).is_ok());
         assert!(g.check_origin(&headers(&[("host", "[::1]:80")])).is_ok());
         assert!(g.check_origin(&headers(&[("host", "localhost"), ("origin", "https://app.example")])).is_ok());
@@ -153,6 +192,7 @@ mod tests {
         let pairs = [
             ("host", "Host", "localhost", "evil.example.com"),
             ("origin", "Origin", "http://localhost", "http://evil.example.com"),
+            ("authorization", "Authorization", "Bearer a", "Bearer b"),
             ("mcp-protocol-version", "MCP-Protocol-Version", "2026-07-28", "2025-11-25"),
             ("mcp-method", "Mcp-Method", "tools/call", "tools/list"),
             ("mcp-name", "Mcp-Name", "echo", "delete_everything"),
@@ -171,15 +211,17 @@ mod tests {
         assert_eq!(check_single(&same).unwrap_err().1, "more than one Origin header");
     }
 
-    #[test]
-    fn bearer_tokens_name_their_holder() {
-        let g = Guard::new(&[], &[], parse_tokens("# ops\nalice s3cret\nbob  other\n", "tokens"));
-        assert_eq!(g.authenticate(&headers(&[("authorization", "Bearer s3cret")])).unwrap(), Some("alice".into()));
-        assert_eq!(g.authenticate(&headers(&[("authorization", "Bearer nope")])).unwrap_err().0, StatusCode::UNAUTHORIZED);
-        assert_eq!(g.authenticate(&headers(&[])).unwrap_err().0, StatusCode::UNAUTHORIZED);
+    #[tokio::test]
+    async fn bearer_tokens_name_their_holder() {
+        let g = Guard::new(&[], &[], parse_tokens("# ops\nalice s3cret\nbob  other\n", "tokens"), None);
+        let holder = |name: &str| Ok(Some(Principal::Token(name.into())));
+        assert_eq!(g.authenticate(&headers(&[("authorization", "Bearer s3cret")])).await, holder("alice"));
+        assert_eq!(g.authenticate(&headers(&[("authorization", "Bearer nope")])).await, Err(Denied::Invalid));
+        assert_eq!(g.authenticate(&headers(&[])).await, Err(Denied::Missing));
+        assert_eq!(g.authenticate(&headers(&[("authorization", "Bearer ")])).await, Err(Denied::Missing));
         // Schemes are case-insensitive; other schemes are not bearer tokens.
-        assert_eq!(g.authenticate(&headers(&[("authorization", "bearer s3cret")])).unwrap(), Some("alice".into()));
-        assert_eq!(g.authenticate(&headers(&[("authorization", "BEARER other")])).unwrap(), Some("bob".into()));
-        assert_eq!(g.authenticate(&headers(&[("authorization", "Basic s3cret")])).unwrap_err().0, StatusCode::UNAUTHORIZED);
+        assert_eq!(g.authenticate(&headers(&[("authorization", "bearer s3cret")])).await, holder("alice"));
+        assert_eq!(g.authenticate(&headers(&[("authorization", "BEARER other")])).await, holder("bob"));
+        assert_eq!(g.authenticate(&headers(&[("authorization", "Basic s3cret")])).await, Err(Denied::Missing));
     }
 }

@@ -11,6 +11,7 @@ mod conn;
 mod events;
 mod guard;
 mod modern;
+mod resource;
 mod streams;
 
 use std::collections::HashMap;
@@ -35,8 +36,11 @@ use tokio::sync::mpsc;
 pub use self::conn::ConnectionSettings;
 use self::events::EventLog;
 pub use self::guard::{check_single, parse_tokens, Guard, HeaderRefusal};
+use self::guard::Denied;
+use self::resource::ResourceMetadata;
 pub use self::streams::{PeerAddr, StreamSettings};
 use self::streams::{StreamClient, StreamSlot, Streams};
+use crate::identity::{OAuthSettings, Verifier};
 use crate::mcp::jsonrpc::{self, Incoming};
 use crate::mcp::modern::Era;
 use crate::mcp::types::SUPPORTED_PROTOCOL_VERSIONS;
@@ -59,8 +63,10 @@ pub struct HttpSettings {
     pub allowed_hosts: Vec<String>,
     /// `Origin`s allowed besides loopback origins.
     pub allowed_origins: Vec<String>,
-    /// (identity, token) pairs; empty turns authentication off.
+    /// (identity, token) pairs; empty turns static tokens off.
     pub tokens: Vec<(String, String)>,
+    /// The OAuth resource server: trusted issuers, the audience, required scopes.
+    pub oauth: Option<OAuthSettings>,
     /// Largest POST body accepted, in bytes.
     pub max_body: usize,
     /// How long a session may go unused (no request, no open stream) before it is ended.
@@ -78,6 +84,8 @@ pub struct HttpSettings {
 struct App {
     host: Arc<Host>,
     guard: Guard,
+    /// The protected resource metadata and challenges, with OAuth on.
+    resource: Option<ResourceMetadata>,
     settings: HttpSettings,
     sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
     /// Fires at shutdown: ends the 2026-07-28 requests still open (listen streams, calls).
@@ -91,8 +99,8 @@ impl App {
     /// (this client holds its bound) or 503 (streams hold all they may) to answer with.
     // A refusal is the HTTP response itself; boxing it would buy nothing on this cold path.
     #[allow(clippy::result_large_err)]
-    fn open_stream_slot(&self, identity: &Option<String>, peer: Option<PeerAddr>, id: Option<&crate::mcp::RequestId>) -> Result<StreamSlot, Response> {
-        let client = StreamClient::of(identity.clone().map(Principal::Token), peer);
+    fn open_stream_slot(&self, identity: &Option<Principal>, peer: Option<PeerAddr>, id: Option<&crate::mcp::RequestId>) -> Result<StreamSlot, Response> {
+        let client = StreamClient::of(identity.clone(), peer);
         self.streams.open(client).map_err(|refusal| {
             let status = match refusal {
                 streams::Refusal::Client { .. } => StatusCode::TOO_MANY_REQUESTS,
@@ -109,8 +117,9 @@ impl App {
 struct HttpSession {
     session: Session,
     events: Arc<EventLog>,
-    /// The bearer token's name when authentication is on.
-    identity: Option<String>,
+    /// Who opened it when authentication is on (a token's holder, an access token's subject):
+    /// only the same principal may use it.
+    identity: Option<Principal>,
     last_seen: Mutex<Instant>,
     /// GET streams open now; a session with one is in use even without requests.
     open_streams: std::sync::atomic::AtomicUsize,
@@ -166,14 +175,21 @@ pub async fn serve_on(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
-    let guard = Guard::new(&settings.allowed_hosts, &settings.allowed_origins, settings.tokens.clone());
+    let verifier = settings.oauth.clone().map(Verifier::start).transpose().map_err(|e| anyhow::anyhow!("OAuth: {e}"))?;
+    let resource = settings.oauth.as_ref().map(ResourceMetadata::new);
+    let guard = Guard::new(&settings.allowed_hosts, &settings.allowed_origins, settings.tokens.clone(), verifier);
     if !addr.ip().is_loopback() && !guard.auth_enabled() {
         tracing::warn!("listening on {addr} without authentication: anyone who can reach it can run tools");
     }
     let streams = Streams::new(settings.streams.clone(), settings.connections.max_connections);
-    let app = Arc::new(App { host, guard, settings: settings.clone(), sessions: Mutex::new(HashMap::new()), stopping: Default::default(), streams });
+    let paths = resource.as_ref().map(|r| r.paths.clone()).unwrap_or_default();
+    let app = Arc::new(App { host, guard, resource, settings: settings.clone(), sessions: Mutex::new(HashMap::new()), stopping: Default::default(), streams });
     let _reaper = AbortOnDrop(tokio::spawn(reap_idle_sessions(Arc::downgrade(&app))));
-    let router = Router::new()
+    let mut router = Router::new();
+    for path in paths {
+        router = router.route(&path, get(resource_metadata));
+    }
+    let router = router
         .route("/mcp", get(open_stream).post(post_message).delete(end_session))
         .route("/healthz", get(|| async { Json(json!({ "status": "ok" })) }))
         .route("/readyz", get(readyz))
@@ -238,11 +254,36 @@ fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
     response
 }
 
+/// The response to refused credentials: the status and challenge the spec asks for (RFC 6750
+/// §3, RFC 9728 §5.1 with OAuth on), and a message that says what to do, never why a token failed.
+fn deny(app: &App, denied: &Denied) -> Response {
+    let message = resource::message(denied);
+    match &app.resource {
+        Some(resource) => {
+            let (status, challenge) = resource.challenge(denied);
+            let mut response = resource::with_challenge(refuse(status, message), &challenge);
+            if status == StatusCode::SERVICE_UNAVAILABLE {
+                response.headers_mut().insert("retry-after", HeaderValue::from_static("5"));
+            }
+            response
+        }
+        None => refuse(StatusCode::UNAUTHORIZED, message),
+    }
+}
+
+/// RFC 9728 metadata: public, the same for every client.
+async fn resource_metadata(State(app): State<Arc<App>>) -> Response {
+    match &app.resource {
+        Some(resource) => resource.response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
 /// Origin/Host, authentication and protocol version: the checks every method shares.
 // A refusal is the HTTP response itself; boxing it would buy nothing on these cold paths.
 #[allow(clippy::result_large_err)]
-fn check_headers(app: &App, headers: &HeaderMap) -> Result<Option<String>, Response> {
-    let identity = check_access(app, headers)?;
+async fn check_headers(app: &App, headers: &HeaderMap) -> Result<Option<Principal>, Response> {
+    let identity = check_access(app, headers).await?;
     check_version(headers)?;
     Ok(identity)
 }
@@ -251,7 +292,7 @@ fn check_headers(app: &App, headers: &HeaderMap) -> Result<Option<String>, Respo
 /// its era is known.
 // A refusal is the HTTP response itself; boxing it would buy nothing on these cold paths.
 #[allow(clippy::result_large_err)]
-fn check_access(app: &App, headers: &HeaderMap) -> Result<Option<String>, Response> {
+async fn check_access(app: &App, headers: &HeaderMap) -> Result<Option<Principal>, Response> {
     // Before any header is read: a check must not pass on one copy while the era, the session
     // or the method is decided by another.
     guard::check_single(headers).map_err(|(s, m)| refuse(s, m))?;
@@ -261,7 +302,7 @@ fn check_access(app: &App, headers: &HeaderMap) -> Result<Option<String>, Respon
     if let Some(length) = announced.filter(|n| *n > app.settings.max_body as u64) {
         return Err(refuse(StatusCode::PAYLOAD_TOO_LARGE, format!("the body is {length} bytes, over --max-body ({} bytes)", app.settings.max_body)));
     }
-    app.guard.authenticate(headers).map_err(|(s, m)| refuse(s, m))
+    app.guard.authenticate(headers).await.map_err(|denied| deny(app, &denied))
 }
 
 /// A 2025-11-25 request's `MCP-Protocol-Version`, when it sends one, must be a version of that era.
@@ -301,7 +342,7 @@ async fn read_body(body: axum::body::Body, limit: usize, timeout: Duration) -> R
 /// The session named by the request's `Mcp-Session-Id`, if the caller may use it.
 // A refusal is the HTTP response itself; boxing it would buy nothing on these cold paths.
 #[allow(clippy::result_large_err)]
-fn find_session(app: &App, headers: &HeaderMap, identity: &Option<String>) -> Result<(String, Arc<HttpSession>), Response> {
+fn find_session(app: &App, headers: &HeaderMap, identity: &Option<Principal>) -> Result<(String, Arc<HttpSession>), Response> {
     let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
         return Err(refuse(StatusCode::BAD_REQUEST, "missing Mcp-Session-Id header: send `initialize` first and echo the id it returns"));
     };
@@ -318,22 +359,22 @@ fn find_session(app: &App, headers: &HeaderMap, identity: &Option<String>) -> Re
 /// The shared checks, then the request's session (GET and DELETE need one).
 // A refusal is the HTTP response itself; boxing it would buy nothing on these cold paths.
 #[allow(clippy::result_large_err)]
-fn existing_session(app: &App, headers: &HeaderMap) -> Result<(String, Arc<HttpSession>), Response> {
-    let identity = check_headers(app, headers)?;
+async fn existing_session(app: &App, headers: &HeaderMap) -> Result<(String, Arc<HttpSession>), Response> {
+    let identity = check_headers(app, headers).await?;
     find_session(app, headers, &identity)
 }
 
 // A refusal is the HTTP response itself; boxing it would buy nothing on these cold paths.
 #[allow(clippy::result_large_err)]
-fn new_session(app: &App, identity: Option<String>) -> Result<(String, Arc<HttpSession>), Response> {
+fn new_session(app: &App, identity: Option<Principal>) -> Result<(String, Arc<HttpSession>), Response> {
     let mut sessions = app.sessions.lock().unwrap();
     if sessions.len() >= app.settings.max_sessions {
         return Err(refuse(StatusCode::SERVICE_UNAVAILABLE, format!("too many sessions ({}); end one with DELETE or try later", sessions.len())));
     }
     let id = uuid::Uuid::new_v4().simple().to_string();
     let events = Arc::new(EventLog::new(app.settings.event_buffer));
-    // Tasks belong to the token's holder when authentication is on, else to the session.
-    let principal = identity.as_ref().map_or_else(|| Principal::Session(id.clone()), |who| Principal::Token(who.clone()));
+    // Tasks belong to the authenticated principal when authentication is on, else to the session.
+    let principal = identity.clone().unwrap_or_else(|| Principal::Session(id.clone()));
     let owner = Owner::new(principal, Wire::Sessions);
     let session = Session::new(app.host.clone(), events.clone(), owner);
     let entry = Arc::new(HttpSession { session, events, identity, last_seen: Mutex::new(Instant::now()), open_streams: Default::default() });
@@ -342,7 +383,7 @@ fn new_session(app: &App, identity: Option<String>) -> Result<(String, Arc<HttpS
 }
 
 async fn post_message(State(app): State<Arc<App>>, peer: Option<Extension<PeerAddr>>, headers: HeaderMap, body: axum::body::Body) -> Response {
-    let identity = match check_access(&app, &headers) {
+    let identity = match check_access(&app, &headers).await {
         Ok(identity) => identity,
         Err(response) => return response,
     };
@@ -457,7 +498,7 @@ fn events(first: Value, rest: impl futures_core::Stream<Item = Value> + Send + '
 }
 
 async fn open_stream(State(app): State<Arc<App>>, peer: Option<Extension<PeerAddr>>, headers: HeaderMap) -> Response {
-    let (_, session) = match existing_session(&app, &headers) {
+    let (_, session) = match existing_session(&app, &headers).await {
         Ok(found) => found,
         Err(response) => return response,
     };
@@ -491,7 +532,7 @@ async fn open_stream(State(app): State<Arc<App>>, peer: Option<Extension<PeerAdd
 }
 
 async fn end_session(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    let (id, session) = match existing_session(&app, &headers) {
+    let (id, session) = match existing_session(&app, &headers).await {
         Ok(found) => found,
         Err(response) => return response,
     };
@@ -526,10 +567,13 @@ async fn readyz(State(app): State<Arc<App>>) -> Response {
 
 /// Prometheus metrics; behind the same Host/Origin checks and tokens as `/mcp`.
 async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    if let Err(response) = check_headers(&app, &headers) {
+    if let Err(response) = check_headers(&app, &headers).await {
         return response;
     }
     let mut text = app.host.metrics_text().await;
+    if let Some(oauth) = app.guard.oauth() {
+        text.push_str(&oauth.metrics_text());
+    }
     text.push_str(&format!(
         "# HELP corral_http_sessions Open MCP sessions.\n# TYPE corral_http_sessions gauge\ncorral_http_sessions {}\n",
         app.sessions.lock().unwrap().len()
@@ -572,6 +616,7 @@ mod tests {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             tokens: Vec::new(),
+            oauth: None,
             max_body: 1 << 20,
             session_idle: Duration::from_secs(60),
             event_buffer: 16,

@@ -51,9 +51,9 @@ fn refuse(status: StatusCode, id: &RequestId, error: &RpcError) -> Response {
     (status, Json(jsonrpc::error_message(Some(id), error))).into_response()
 }
 
-/// Serves one modern POST. `identity` is the bearer token's name when authentication is on;
+/// Serves one modern POST. `identity` is the authenticated principal when authentication is on;
 /// `peer` is where the request came from.
-pub(super) async fn post(app: &Arc<App>, headers: &HeaderMap, identity: Option<String>, peer: Option<PeerAddr>, message: Incoming) -> Response {
+pub(super) async fn post(app: &Arc<App>, headers: &HeaderMap, identity: Option<Principal>, peer: Option<PeerAddr>, message: Incoming) -> Response {
     let Incoming::Request { id, method, params } = message else {
         unreachable!("only requests are classified by era");
     };
@@ -80,7 +80,7 @@ pub(super) async fn post(app: &Arc<App>, headers: &HeaderMap, identity: Option<S
     };
     // Without authentication the requests of all clients share one principal: a task id, which
     // is unguessable, is then the only capability to a task (as the tasks extension says).
-    let principal = identity.map_or(Principal::Anonymous, Principal::Token);
+    let principal = identity.unwrap_or(Principal::Anonymous);
     let (sender, mut answers) = mpsc::unbounded_channel();
     let requests = Requests::new(app.host.clone());
     let guard = CancelOnDrop(requests.clone());

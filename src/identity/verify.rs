@@ -1,0 +1,265 @@
+//! Checking one access token: from the `Authorization` header's credential to a [`User`], or a
+//! [`Rejection`] whose reason is for logs and metrics only (a client learns no more than
+//! `invalid_token`).
+//!
+//! The order is the cheap one: length, header (algorithm, type), the issuer named in the
+//! unverified claims, the issuer's key from memory, then the signature and the claims (issuer
+//! exact, audience, `exp`/`nbf` with the leeway) in one `jsonwebtoken::decode`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::{Algorithm, Validation};
+use serde::Deserialize;
+
+use super::fetch::Fetcher;
+use super::keys::{IssuerKeys, Missing};
+use super::metrics::Metrics;
+use super::rejection::{Reason, Rejection};
+use super::OAuthSettings;
+use crate::principal::User;
+
+/// The longest token looked at. Access tokens of the servers in use are 1–4 KiB; a longer one
+/// is refused before any decoding.
+pub const MAX_TOKEN: usize = 16 * 1024;
+
+/// The signature algorithms accepted: asymmetric only. `none` cannot be named (jsonwebtoken has
+/// no such algorithm), and an HMAC token would be checked with a key the issuer published.
+const ALGORITHMS: [Algorithm; 9] = [
+    Algorithm::RS256,
+    Algorithm::RS384,
+    Algorithm::RS512,
+    Algorithm::PS256,
+    Algorithm::PS384,
+    Algorithm::PS512,
+    Algorithm::ES256,
+    Algorithm::ES384,
+    Algorithm::EdDSA,
+];
+
+/// One trusted issuer, ready to check its tokens.
+struct Issuer {
+    keys: Arc<IssuerKeys>,
+    relax_typ: bool,
+    /// A `Validation` per algorithm, made once (issuer, audiences, leeway, required claims).
+    validations: HashMap<Algorithm, Validation>,
+}
+
+/// The resource server's token check, shared by every request.
+pub struct Verifier {
+    settings: OAuthSettings,
+    issuers: HashMap<String, Issuer>,
+    metrics: Metrics,
+    /// The background key refreshers; they end with the verifier.
+    refreshers: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Verifier {
+    fn drop(&mut self) {
+        for refresher in &self.refreshers {
+            refresher.abort();
+        }
+    }
+}
+
+/// The claims read from a token (the registered ones `jsonwebtoken` checks are read again there).
+#[derive(Deserialize)]
+struct Claims {
+    iss: String,
+    sub: String,
+    #[serde(default)]
+    scope: Option<StringOrList>,
+    #[serde(default)]
+    scp: Option<StringOrList>,
+    #[serde(default)]
+    groups: Option<StringOrList>,
+    #[serde(default)]
+    roles: Option<StringOrList>,
+    #[serde(default)]
+    realm_access: Option<RealmAccess>,
+    #[serde(default)]
+    client_id: Option<String>,
+    #[serde(default)]
+    azp: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct RealmAccess {
+    #[serde(default)]
+    roles: Vec<String>,
+}
+
+/// A claim written as one space-separated string or as a list.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum StringOrList {
+    String(String),
+    List(Vec<String>),
+}
+
+impl StringOrList {
+    fn into_vec(self) -> Vec<String> {
+        match self {
+            StringOrList::String(s) => s.split_whitespace().map(str::to_owned).collect(),
+            StringOrList::List(list) => list,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct IssuerOnly {
+    iss: Option<String>,
+}
+
+impl Verifier {
+    /// A verifier for `settings`, its issuers' keys fetched in the background from now on
+    /// (call inside a tokio runtime).
+    pub fn start(settings: OAuthSettings) -> Result<Arc<Verifier>, String> {
+        let fetcher = Fetcher::new(settings.fetch_timeout)?;
+        let mut issuers = HashMap::new();
+        let mut refreshers = Vec::new();
+        for configured in &settings.issuers {
+            let keys = Arc::new(IssuerKeys::new(configured.issuer.clone(), fetcher.clone(), settings.refetch_cooldown));
+            refreshers.push(tokio::spawn(IssuerKeys::refresh_in_background(Arc::downgrade(&keys))));
+            let audiences: Vec<&str> = std::iter::once(settings.audience.as_str()).chain(configured.extra_audiences.iter().map(String::as_str)).collect();
+            let validations = ALGORITHMS
+                .iter()
+                .map(|alg| {
+                    let mut validation = Validation::new(*alg);
+                    validation.leeway = settings.leeway.as_secs();
+                    validation.validate_nbf = true;
+                    validation.set_issuer(&[configured.issuer.as_str()]);
+                    validation.set_audience(&audiences);
+                    validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+                    (*alg, validation)
+                })
+                .collect();
+            issuers.insert(configured.issuer.as_str().to_owned(), Issuer { keys, relax_typ: configured.relax_typ, validations });
+        }
+        Ok(Arc::new(Verifier { settings, issuers, metrics: Metrics::default(), refreshers }))
+    }
+
+    /// The settings it was made with.
+    pub fn settings(&self) -> &OAuthSettings {
+        &self.settings
+    }
+
+    /// Checks `token` (the credential after `Bearer `) and names its subject. Counted; a refusal
+    /// is logged by reason at debug level (never the token).
+    pub async fn verify(&self, token: &str) -> Result<User, Rejection> {
+        let result = self.check(token).await;
+        match &result {
+            Ok(_) => self.metrics.accepted(),
+            Err(Rejection::Invalid(reason)) => {
+                tracing::debug!(reason = reason.as_str(), "access token refused");
+                self.metrics.refused(*reason)
+            }
+            Err(Rejection::Unavailable) => self.metrics.unavailable(),
+        }
+        result
+    }
+
+    async fn check(&self, token: &str) -> Result<User, Rejection> {
+        use Rejection::Invalid;
+        if token.len() > MAX_TOKEN {
+            return Err(Invalid(Reason::TooLong));
+        }
+        let header = jsonwebtoken::decode_header(token).map_err(|e| match e.kind() {
+            ErrorKind::InvalidAlgorithmName | ErrorKind::UnsupportedAlgorithm => Invalid(Reason::Algorithm),
+            _ => Invalid(Reason::Malformed),
+        })?;
+        if !ALGORITHMS.contains(&header.alg) {
+            return Err(Invalid(Reason::Algorithm));
+        }
+        // Extensions this check does not know must not be ignored (RFC 7515 §4.1.11).
+        if header.crit.is_some() {
+            return Err(Invalid(Reason::Malformed));
+        }
+        let claimed: IssuerOnly = jsonwebtoken::dangerous::insecure_decode_claims(token).map_err(|_| Invalid(Reason::Malformed))?;
+        let issuer = claimed.iss.as_deref().and_then(|iss| self.issuers.get(iss)).ok_or(Invalid(Reason::Issuer))?;
+        if !type_accepted(header.typ.as_deref(), issuer.relax_typ) {
+            return Err(Invalid(Reason::Type));
+        }
+        let key = issuer.keys.key(header.kid.as_deref()).await.map_err(|missing| match missing {
+            Missing::Unknown => Invalid(Reason::UnknownKey),
+            Missing::Unavailable => Rejection::Unavailable,
+        })?;
+        if !key.fits(header.alg) {
+            return Err(Invalid(Reason::Algorithm));
+        }
+        let validation = &issuer.validations[&header.alg];
+        let data = jsonwebtoken::decode::<Claims>(token, &key.decoding, validation).map_err(|e| {
+            Invalid(match e.kind() {
+                ErrorKind::InvalidSignature | ErrorKind::InvalidEcdsaKey | ErrorKind::InvalidRsaKey(_) | ErrorKind::InvalidEddsaKey => Reason::Signature,
+                ErrorKind::ExpiredSignature => Reason::Expired,
+                ErrorKind::ImmatureSignature => Reason::NotYetValid,
+                ErrorKind::InvalidAudience => Reason::Audience,
+                ErrorKind::InvalidIssuer => Reason::Issuer,
+                ErrorKind::InvalidAlgorithm => Reason::Algorithm,
+                ErrorKind::MissingRequiredClaim(_) | ErrorKind::InvalidClaimFormat(_) => Reason::Claims,
+                _ => Reason::Malformed,
+            })
+        })?;
+        Ok(user(data.claims))
+    }
+
+    /// The scopes of `--oauth-scope` that `user`'s token does not grant.
+    pub fn missing_scopes(&self, user: &User) -> Vec<String> {
+        self.settings.required_scopes.iter().filter(|s| !user.scopes.contains(s)).cloned().collect()
+    }
+
+    /// Prometheus text: tokens by outcome, key fetches and keys per issuer.
+    pub fn metrics_text(&self) -> String {
+        self.metrics.render(self.issuers.iter().map(|(name, issuer)| (name.as_str(), &issuer.keys.counts)))
+    }
+}
+
+/// RFC 9068 §4: `at+jwt` (or `application/at+jwt`, any case). A relaxed issuer's `JWT` or
+/// untyped tokens pass too; an ID token is still refused by its audience.
+fn type_accepted(typ: Option<&str>, relaxed: bool) -> bool {
+    match typ {
+        Some(t) if t.eq_ignore_ascii_case("at+jwt") || t.eq_ignore_ascii_case("application/at+jwt") => true,
+        Some(t) if t.eq_ignore_ascii_case("jwt") => relaxed,
+        None => relaxed,
+        Some(_) => false,
+    }
+}
+
+fn user(claims: Claims) -> User {
+    let scopes = claims.scope.or(claims.scp).map(StringOrList::into_vec).unwrap_or_default();
+    let mut groups: Vec<String> = claims.groups.map(StringOrList::into_vec).unwrap_or_default();
+    groups.extend(claims.roles.map(StringOrList::into_vec).unwrap_or_default());
+    groups.extend(claims.realm_access.map(|r| r.roles).unwrap_or_default());
+    User { issuer: claims.iss, subject: claims.sub, scopes, groups, client_id: claims.client_id.or(claims.azp) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rfc_9068_type_unless_relaxed() {
+        assert!(type_accepted(Some("at+jwt"), false));
+        assert!(type_accepted(Some("application/AT+JWT"), false));
+        assert!(!type_accepted(Some("JWT"), false));
+        assert!(!type_accepted(None, false));
+        assert!(type_accepted(Some("JWT"), true));
+        assert!(type_accepted(None, true));
+        assert!(!type_accepted(Some("id_token+jwt"), true));
+    }
+
+    #[test]
+    fn claims_become_a_user_with_scopes_groups_and_client() {
+        let claims: Claims = serde_json::from_value(serde_json::json!({
+            "iss": "https://id.example", "sub": "ada", "scp": ["mcp", "tools:read"],
+            "groups": "ops dev", "realm_access": {"roles": ["admin"]}, "azp": "vscode"
+        }))
+        .unwrap();
+        let user = user(claims);
+        assert_eq!((user.issuer.as_str(), user.subject.as_str()), ("https://id.example", "ada"));
+        assert_eq!(user.scopes, ["mcp", "tools:read"]);
+        assert_eq!(user.groups, ["ops", "dev", "admin"]);
+        assert_eq!(user.client_id.as_deref(), Some("vscode"));
+    }
+}

