@@ -111,6 +111,7 @@ fn http_server() -> std::net::SocketAddr {
             max_sessions: 64,
             connections,
             streams: StreamSettings::default(),
+            oauth: None,
         };
         rt.spawn(serve_on(host.clone(), listener, settings, std::future::pending()));
         addr

@@ -78,7 +78,7 @@ pub async fn serve_on(
 ) -> anyhow::Result<()> {
     anyhow::ensure!(!settings.tokens.is_empty(), "the admin listener needs at least one token (--admin-tokens-file)");
     let addr = listener.local_addr()?;
-    let guard = Guard::new(&settings.allowed_hosts, &settings.allowed_origins, settings.tokens.clone());
+    let guard = Guard::new(&settings.allowed_hosts, &settings.allowed_origins, settings.tokens.clone(), None);
     let stopping = CancellationToken::new();
     let hub = Arc::new(events::Hub::default());
     let admin = Arc::new(Admin { host: host.clone(), auth: auth::Auth::new(guard), hub: hub.clone(), reload: settings.reload, stopping: stopping.clone() });

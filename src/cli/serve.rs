@@ -21,8 +21,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     });
     let audit = args.audit.open()?;
     let policy = Arc::new(Policies::new(args.policy.as_ref().map(|file| file.policy.clone())));
-    let options =
-        ServerOptions { page_size: args.page_size, list_changed: args.watch, task_after: args.task_after, state_secret, audit: audit.clone(), policy: policy.clone() };
+    let options = ServerOptions {
+        page_size: args.page_size,
+        list_changed: args.watch,
+        task_after: args.task_after,
+        state_secret,
+        audit: audit.clone(),
+        policy: policy.clone(),
+    };
     let tasks = crate::tasks::TaskSettings { audit: audit.clone(), ..args.tasks.settings() };
     let (host, load) = build_host(&args.host, options, &db, durability, tasks).await?;
     if let Some(destination) = &args.audit.audit_log {

@@ -9,8 +9,8 @@
 use serde_json::json;
 
 use super::Host;
-use crate::mcp::jsonrpc::{FORBIDDEN, INVALID_PARAMS};
 use crate::audit::Subject;
+use crate::mcp::jsonrpc::{FORBIDDEN, INVALID_PARAMS};
 use crate::mcp::RpcError;
 use crate::policy::{Decision, Kind, Policy, Target};
 use crate::principal::{Owner, Principal, Wire};

@@ -99,6 +99,28 @@ impl Guard {
         LOOPBACK.contains(&strip_port(rest))
     }
 
+    /// The holder of the static token a request presents, by its name: all the admin listener,
+    /// which trusts its own tokens file only, asks. Only [`Authorization`](SINGLE) once:
+    /// [`check_single`] runs first.
+    pub fn token_holder(&self, headers: &HeaderMap) -> Result<String, HeaderRefusal> {
+        let Some(presented) = bearer(headers) else {
+            return Err((StatusCode::UNAUTHORIZED, "missing bearer token: send `Authorization: Bearer TOKEN`".into()));
+        };
+        self.static_holder(presented).ok_or((StatusCode::UNAUTHORIZED, "invalid bearer token".into()))
+    }
+
+    /// The name of the static token `presented` is, compared against every token in constant
+    /// time, so timing reveals neither which token nor how much of one matched.
+    fn static_holder(&self, presented: &str) -> Option<String> {
+        let mut found = None;
+        for (who, token) in &self.tokens {
+            if bool::from(token.as_slice().ct_eq(presented.as_bytes())) {
+                found = Some(who.clone());
+            }
+        }
+        found
+    }
+
     /// Who the caller is: a static token's holder or an access token's subject when
     /// authentication is on, `None` when off. Only [`Authorization`](SINGLE) once: [`check_single`]
     /// runs first.
@@ -106,26 +128,10 @@ impl Guard {
         if !self.auth_enabled() {
             return Ok(None);
         }
-        // The scheme is case-insensitive (RFC 9110 §11.1): `bearer` is `Bearer`.
-        let presented = headers
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim_start().split_once(' '))
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, token)| token.trim())
-            .filter(|token| !token.is_empty());
-        let Some(presented) = presented else {
+        let Some(presented) = bearer(headers) else {
             return Err(Denied::Missing);
         };
-        // Compare against every token in constant time, so timing reveals neither which token
-        // nor how much of one matched.
-        let mut found = None;
-        for (who, token) in &self.tokens {
-            if bool::from(token.as_slice().ct_eq(presented.as_bytes())) {
-                found = Some(who.clone());
-            }
-        }
-        if let Some(who) = found {
+        if let Some(who) = self.static_holder(presented) {
             return Ok(Some(Principal::Token(who)));
         }
         let Some(oauth) = &self.oauth else { return Err(Denied::Invalid) };
@@ -138,6 +144,17 @@ impl Guard {
             Err(Rejection::Unavailable) => Err(Denied::Unavailable),
         }
     }
+}
+
+/// The bearer token a request presents (the scheme is case-insensitive, RFC 9110 §11.1).
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim_start().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim())
+        .filter(|token| !token.is_empty())
 }
 
 fn strip_port(host: &str) -> &str {

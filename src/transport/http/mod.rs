@@ -35,8 +35,8 @@ use tokio::sync::mpsc;
 
 pub use self::conn::ConnectionSettings;
 use self::events::EventLog;
-pub use self::guard::{check_single, parse_tokens, Guard, HeaderRefusal};
 use self::guard::Denied;
+pub use self::guard::{check_single, parse_tokens, Guard, HeaderRefusal};
 use self::resource::ResourceMetadata;
 pub use self::streams::{PeerAddr, StreamSettings};
 use self::streams::{StreamClient, StreamSlot, Streams};
@@ -671,9 +671,9 @@ mod tests {
     async fn readyz_names_each_check_and_is_503_once_shutdown_begins() {
         let host = testing::host(&[], ServerOptions::default()).await;
         let settings = settings("127.0.0.1:0".parse().unwrap());
-        let guard = Guard::new(&settings.allowed_hosts, &settings.allowed_origins, Vec::new());
+        let guard = Guard::new(&settings.allowed_hosts, &settings.allowed_origins, Vec::new(), None);
         let streams = Streams::new(settings.streams.clone(), settings.connections.max_connections);
-        let app = Arc::new(App { host, guard, settings, sessions: Mutex::default(), stopping: Default::default(), streams });
+        let app = Arc::new(App { host, guard, resource: None, settings, sessions: Mutex::default(), stopping: Default::default(), streams });
         let body = |response: Response| async move {
             let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
             serde_json::from_slice::<Value>(&bytes).unwrap()
