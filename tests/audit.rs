@@ -174,6 +174,36 @@ fn a_sandbox_denial_is_named_in_the_call_record() {
 }
 
 #[test]
+fn a_call_the_policy_refuses_is_audited_as_denied_and_runs_nothing() {
+    let plugins = example_plugins(&["text"]);
+    let dir = tempfile::tempdir().unwrap();
+    let (log, policy) = (dir.path().join("audit.log"), dir.path().join("policy.toml"));
+    std::fs::write(&policy, "[[allow]]\nwho = { local = true }\ntools = \"echo\"\n").unwrap();
+    let mut mcp = McpProcess::spawn(&[
+        "serve",
+        "--plugins",
+        plugins.path().to_str().unwrap(),
+        "--policy",
+        policy.to_str().unwrap(),
+        "--audit-log",
+        log.to_str().unwrap(),
+    ]);
+    mcp.initialize();
+    let refused = mcp.request("tools/call", json!({ "name": "word_count", "arguments": { "text": "a b" } }));
+    assert_eq!(refused["error"]["data"]["kind"], "denied", "{refused}");
+    let allowed = mcp.call_tool("echo", json!({ "text": "hi" }));
+    assert_ne!(allowed["isError"], json!(true), "{allowed}");
+    mcp.close_stdin();
+    mcp.wait_exit(TIMEOUT);
+    let records = records(&log);
+    let denied = calls_of(&records, "word_count");
+    assert_eq!(denied.len(), 1, "{records:#?}");
+    assert_eq!((denied[0]["outcome"].as_str(), denied[0]["principal"].as_str()), (Some("denied"), Some("local")), "{}", denied[0]);
+    assert!(denied[0].get("fuel_consumed").is_none_or(|f| f == 0), "nothing ran: {}", denied[0]);
+    assert_eq!(calls_of(&records, "echo")[0]["outcome"], "result", "{records:#?}");
+}
+
+#[test]
 fn sighup_reopens_the_log_after_a_rename() {
     let plugins = example_plugins(&["hash"]);
     let log_dir = tempfile::tempdir().unwrap();

@@ -55,9 +55,7 @@ impl<'a> Action<'a> {
             Action::CompleteTemplate { uri, .. } => RpcError::invalid_params(format!("unknown resource template `{uri}`")),
         }
     }
-}
 
-impl Action<'_> {
     /// What the action names, as the audit trail records it.
     pub(super) fn subject(self) -> Subject {
         match self {
