@@ -3,6 +3,7 @@
 
 pub mod client;
 pub mod fixture;
+pub mod generated;
 pub mod modern_http;
 pub mod serve;
 pub mod task_wait;
