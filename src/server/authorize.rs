@@ -56,6 +56,17 @@ impl<'a> Action<'a> {
         }
     }
 
+    /// What kind of action it is (`call-tool`, `read-resource`, `use-prompt`,
+    /// `complete-template`), as its trace span names it.
+    pub(super) fn verb(self) -> &'static str {
+        match self {
+            Action::CallTool { .. } => "call-tool",
+            Action::ReadResource { .. } => "read-resource",
+            Action::UsePrompt { .. } => "use-prompt",
+            Action::CompleteTemplate { .. } => "complete-template",
+        }
+    }
+
     /// What the action names, as the audit trail records it.
     pub(super) fn subject(self) -> Subject {
         match self {
