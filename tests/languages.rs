@@ -14,7 +14,9 @@ const LOAD_TIMEOUT: Duration = Duration::from_secs(300);
 /// `corral serve` on a temp dir holding the example plugin `name`, initialized.
 fn serve(name: &str) -> (tempfile::TempDir, McpProcess) {
     let dir = example_plugins(&[name]);
-    let mut mcp = McpProcess::spawn(&["serve", "--plugins", dir.path().to_str().unwrap(), "--log-level", "warn"]);
+    // A list waits for the load (`--load-wait`), which compiling this component may outlast on a
+    // loaded machine: both are given the generous bound.
+    let mut mcp = McpProcess::spawn(&["serve", "--plugins", dir.path().to_str().unwrap(), "--log-level", "warn", "--load-wait", "300s"]);
     let id =
         mcp.send_request("initialize", json!({"protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": {"name": "languages", "version": "0"}}));
     let response = mcp.wait_response(id, LOAD_TIMEOUT);
@@ -25,7 +27,8 @@ fn serve(name: &str) -> (tempfile::TempDir, McpProcess) {
 
 /// The one tool the plugin lists, checked for its name and task policy.
 fn only_tool(mcp: &mut McpProcess, name: &str) -> Value {
-    let tools = mcp.result("tools/list", json!({}))["tools"].clone();
+    let id = mcp.send_request("tools/list", json!({}));
+    let tools = mcp.wait_response(id, LOAD_TIMEOUT)["result"]["tools"].clone();
     assert_eq!(tools.as_array().map(Vec::len), Some(1), "{tools:#}");
     let tool = tools[0].clone();
     assert_eq!(tool["name"], name, "{tool:#}");

@@ -39,18 +39,28 @@ fn new_project(name: &str, lang: &str) -> (tempfile::TempDir, PathBuf) {
     (dir, project)
 }
 
+/// The result of the first `tools/call` of a host just started, which waits for its plugin to
+/// load (`--load-wait`): compiling a component may take long on a loaded machine.
+fn after_load(mcp: &mut McpProcess, params: Value) -> Value {
+    let id = mcp.send_request("tools/call", params);
+    let response = mcp.wait_response(id, Duration::from_secs(300));
+    response.get("result").cloned().unwrap_or_else(|| panic!("tools/call: {response}"))
+}
+
 /// Serves the project's `dist/` and calls its starter tool: a greeting, and an `isError` result
 /// for an empty name.
 fn assert_serves_greeting(project: &Path, name: &str) {
     let dist = project.join("dist");
     assert!(dist.join(format!("{name}.wasm")).is_file() && dist.join(format!("{name}.toml")).is_file(), "build.sh fills dist/");
     let tool = name.replace('-', "_");
-    let mut mcp = McpProcess::spawn(&["serve", "--plugins", dist.to_str().unwrap(), "--log-level", "warn"]);
+    let mut mcp = McpProcess::spawn(&["serve", "--plugins", dist.to_str().unwrap(), "--log-level", "warn", "--load-wait", "300s"]);
     let id = mcp.send_request("initialize", json!({"protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": {"name": "new", "version": "0"}}));
     let response = mcp.wait_response(id, Duration::from_secs(300));
     assert!(response.get("result").is_some(), "initialize: {response}");
     mcp.notify("notifications/initialized", json!({}));
-    let result = mcp.call_tool(&tool, json!({"name": "Ada"}));
+    // The first call waits for its plugin to load (`--load-wait`), which compiling a JS or
+    // Python component may take long for on a loaded machine.
+    let result = after_load(&mut mcp, json!({"name": tool, "arguments": {"name": "Ada"}}));
     assert_eq!(result["content"][0]["text"], "Hello, Ada!", "{result:#}");
     assert!(result.get("isError").is_none_or(|e| e == false), "{result:#}");
     let result = mcp.call_tool(&tool, json!({"name": " "}));
@@ -63,9 +73,9 @@ fn assert_serves_greeting(project: &Path, name: &str) {
 fn assert_tally_runs_as_a_task(project: &Path, name: &str) {
     let dist = project.join("dist");
     let tally = format!("{}_tally", name.replace('-', "_"));
-    let mut mcp = McpProcess::spawn(&["serve", "--plugins", dist.to_str().unwrap(), "--log-level", "warn"]);
+    let mut mcp = McpProcess::spawn(&["serve", "--plugins", dist.to_str().unwrap(), "--log-level", "warn", "--load-wait", "300s"]);
     mcp.initialize();
-    let created = mcp.result("tools/call", json!({ "name": tally, "arguments": { "to": 1000, "every": 100 }, "task": {} }));
+    let created = after_load(&mut mcp, json!({ "name": tally, "arguments": { "to": 1000, "every": 100 }, "task": {} }));
     let id = created["task"]["taskId"].as_str().expect("a task").to_owned();
     let result = mcp.result("tasks/result", json!({ "taskId": id }));
     assert_eq!(result["structuredContent"], json!({ "sum": 500500, "resumedAt": 1 }), "{result:#}");
@@ -91,7 +101,8 @@ fn assert_tally_resumes_after_a_kill(project: &Path, name: &str) {
     let db = tempfile::tempdir().unwrap();
     let db_file = db.path().join("tasks.db");
     let start = || {
-        let mut mcp = McpProcess::spawn(&["serve", "--plugins", dist.to_str().unwrap(), "--db", db_file.to_str().unwrap(), "--log-level", "warn"]);
+        let mut mcp =
+            McpProcess::spawn(&["serve", "--plugins", dist.to_str().unwrap(), "--db", db_file.to_str().unwrap(), "--log-level", "warn", "--load-wait", "300s"]);
         mcp.initialize();
         mcp
     };
@@ -145,9 +156,9 @@ fn a_new_rust_project_tests_builds_and_serves() {
 /// chunk (contract 0.3.0), and its result comes from `tasks/result`.
 fn assert_serves_checkpointing_task(project: &Path) {
     let dist = project.join("dist");
-    let mut mcp = McpProcess::spawn(&["serve", "--plugins", dist.to_str().unwrap(), "--log-level", "warn"]);
+    let mut mcp = McpProcess::spawn(&["serve", "--plugins", dist.to_str().unwrap(), "--log-level", "warn", "--load-wait", "300s"]);
     mcp.initialize();
-    let created = mcp.result("tools/call", json!({"name": "hello_rust_primes", "arguments": {"below": 250000}, "task": {}}));
+    let created = after_load(&mut mcp, json!({"name": "hello_rust_primes", "arguments": {"below": 250000}, "task": {}}));
     let id = created["task"]["taskId"].as_str().unwrap_or_else(|| panic!("no task: {created:#}")).to_owned();
     let result = mcp.result("tasks/result", json!({"taskId": id}));
     assert_eq!(result["content"][0]["text"], "22044 primes below 250000", "{result:#}");
