@@ -158,7 +158,7 @@ fn sigterm_with_calls_in_flight_and_stdout_unread_exits_after_the_grace() {
     // fills and the writes of the calls' notifications block.
     let mut input = initialize();
     for id in 2..6 {
-        input.push_str(&line(id, "tools/call", json!({ "name": "tick", "arguments": { "count": 100000, "interval_ms": 1 }, "_meta": { "progressToken": id } })));
+        input.push_str(&line(id, "tools/call", json!({ "name": "tick", "arguments": { "count": 10000, "interval_ms": 1 }, "_meta": { "progressToken": id } })));
     }
     stdin.write_all(input.as_bytes()).unwrap();
     let unread = child.stdout.take();
