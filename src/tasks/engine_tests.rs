@@ -339,7 +339,8 @@ async fn a_read_of_a_task_still_being_recovered_waits_for_its_verdict() {
     let loaded = Arc::new(Semaphore::new(0));
     let store = Arc::new(SqliteStore::open(&db, Durability::Process).unwrap());
     let runners = Runners::register(&db).unwrap();
-    let engine = Engine::start(store, runners, settings(1, 10, 10), Arc::new(Loading(loaded.clone())), Arc::new(|| {}), CancellationToken::new()).await.unwrap();
+    let engine =
+        Engine::start(store, runners, settings(1, 10, 10), Arc::new(Loading(loaded.clone())), Arc::new(|| {}), CancellationToken::new()).await.unwrap();
     let engine = Arc::new(engine);
     let reading = tokio::spawn({
         let (engine, id) = (engine.clone(), lost.id.clone());

@@ -505,8 +505,7 @@ async fn on_postgres_three_replicas_back_from_an_outage_longer_than_the_host_exp
     runner.release.add_permits(tasks.len() - tasks.len() / 2);
 
     for (n, id) in &tasks {
-        let (ended, outcome) =
-            tokio::time::timeout(Duration::from_secs(60), replicas[*n].result("alice", id)).await.expect("tasks/result answers").unwrap();
+        let (ended, outcome) = tokio::time::timeout(Duration::from_secs(60), replicas[*n].result("alice", id)).await.expect("tasks/result answers").unwrap();
         assert_eq!((ended.status, ended.status_message.as_deref(), outcome), (TaskStatus::Completed, None, Outcome::Result(json!({ "ran": id }))), "task {id}");
     }
     let runs = runner.runs.lock().unwrap().clone();

@@ -183,7 +183,9 @@ impl Inner {
         let _ = tokio::time::timeout_at(deadline, flushed).await;
         let lost = self.pending.len();
         if lost > 0 {
-            tracing::error!("{lost} task ends were never stored (the store did not answer within the shutdown grace, {grace:?}); their tasks stay working for recovery");
+            tracing::error!(
+                "{lost} task ends were never stored (the store did not answer within the shutdown grace, {grace:?}); their tasks stay working for recovery"
+            );
         }
     }
 }
