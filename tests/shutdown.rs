@@ -94,3 +94,81 @@ fn sigterm_answers_calls_in_flight_and_ends_the_rest_with_a_shutdown_error() {
     assert_eq!(long[0]["error"]["message"], "corral is shutting down: the call was still running after the shutdown grace (2s) and was cancelled");
     drop(stdin);
 }
+
+/// Starts corral, as `spawn` does, with its stderr read on a thread: the log, once it exits.
+fn spawn_logged(dir: &std::path::Path, extra: &[&str]) -> (Child, std::thread::JoinHandle<String>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_corral"))
+        .args(["serve", "--plugins", dir.to_str().unwrap(), "--db", ":memory:"])
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting corral");
+    let mut stderr = child.stderr.take().unwrap();
+    let log = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    (child, log)
+}
+
+/// Waits up to a minute for the child to exit; kills it and fails otherwise.
+fn exits_within_a_minute(child: &mut Child, why: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("corral was still running a minute after {why}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_client_that_closes_stdin_and_never_reads_stdout_cannot_hold_the_exit_past_the_grace() {
+    let dir = example_plugins(&["ticker"]);
+    let (mut child, log) = spawn_logged(dir.path(), &["--shutdown-grace", "2s"]);
+    // Fewer bytes than a pipe holds, whose answers are many times more: corral's writes block
+    // with requests still unread, and the client never reads a byte.
+    let mut input = initialize();
+    for id in 2..600 {
+        input.push_str(&line(id, "tools/list", json!({})));
+    }
+    assert!(input.len() < 60_000);
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let closed = Instant::now();
+    let unread = child.stdout.take();
+    exits_within_a_minute(&mut child, "stdin closed with its stdout unread");
+    let took = closed.elapsed();
+    assert!(took < Duration::from_secs(20), "the grace is 2s: exited {took:?} after stdin closed");
+    let log = log.join().unwrap();
+    assert!(log.contains("the client did not read its output"), "the log says what was given up: {log}");
+    drop(unread);
+}
+
+#[test]
+fn sigterm_with_calls_in_flight_and_stdout_unread_exits_after_the_grace() {
+    let dir = example_plugins(&["ticker"]);
+    let (mut child, log) = spawn_logged(dir.path(), &["--shutdown-grace", "2s"]);
+    let mut stdin = child.stdin.take().unwrap();
+    // Calls that report progress every millisecond, to a client that reads nothing: the pipe
+    // fills and the writes of the calls' notifications block.
+    let mut input = initialize();
+    for id in 2..6 {
+        input.push_str(&line(id, "tools/call", json!({ "name": "tick", "arguments": { "count": 10000, "interval_ms": 1 }, "_meta": { "progressToken": id } })));
+    }
+    stdin.write_all(input.as_bytes()).unwrap();
+    let unread = child.stdout.take();
+    std::thread::sleep(Duration::from_secs(2));
+    let signalled = Instant::now();
+    Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    exits_within_a_minute(&mut child, "SIGTERM with its stdout unread");
+    let took = signalled.elapsed();
+    assert!(took < Duration::from_secs(20), "the grace is 2s: exited {took:?} after SIGTERM");
+    let log = log.join().unwrap();
+    assert!(log.contains("the client did not read its output"), "the log says what was given up: {log}");
+    drop((stdin, unread));
+}

@@ -349,8 +349,9 @@ pub struct ServeArgs {
     pub state_secret: Option<StateSecret>,
     /// On SIGTERM or the end of stdin: how long calls in flight get to finish and answer before
     /// the rest are answered with a shutdown error and cancelled. Running tasks are left for
-    /// recovery at the next start.
-    #[arg(long, env = "CORRAL_SHUTDOWN_GRACE", default_value = "10s", value_parser = config::parse_duration)]
+    /// recovery at the next start; task ends still waiting for an unreachable store get as long
+    /// again to be stored.
+    #[arg(long, env = "CORRAL_SHUTDOWN_GRACE", default_value = defaults::SHUTDOWN_GRACE, value_parser = config::parse_duration)]
     pub shutdown_grace: Duration,
     /// Requests one stdio session runs at once; at the bound stdin is not read until one answers.
     #[arg(long, env = "CORRAL_MAX_IN_FLIGHT", default_value_t = crate::transport::stdio::StdioSettings::default().max_in_flight, value_parser = config::parse_positive::<usize>)]

@@ -69,6 +69,7 @@ impl TaskArgs {
             host_expiry: self.host_expiry,
             result_quota: ResultQuota { per_owner: self.max_result_bytes_per_client, total: self.max_result_bytes },
             audit: Audit::off(),
+            ..TaskSettings::default()
         }
     }
 

@@ -29,7 +29,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         audit: audit.clone(),
         policy: policy.clone(),
     };
-    let tasks = crate::tasks::TaskSettings { audit: audit.clone(), ..args.tasks.settings() };
+    let tasks = crate::tasks::TaskSettings { audit: audit.clone(), shutdown_grace: args.shutdown_grace, ..args.tasks.settings() };
     let (host, load) = build_host(&args.host, options, &db, durability, tasks).await?;
     if let Some(destination) = &args.audit.audit_log {
         tracing::info!("audit trail: {destination}");
@@ -71,7 +71,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             }
             let max_line = usize::try_from(args.http.max_body).unwrap_or(usize::MAX);
             let settings = transport::stdio::StdioSettings { max_line, max_in_flight: args.max_in_flight, shutdown_grace: args.shutdown_grace };
-            transport::stdio::serve_with(serving, std::io::stdin(), std::io::stdout(), settings, transport::shutdown_signal()).await?
+            transport::stdio::serve_process(serving, settings, transport::shutdown_signal()).await?
         }
     }
     admin_stop.cancel();

@@ -41,6 +41,8 @@ pub const TASK_TTL: &str = "1h";
 pub const TASK_MAX_TTL: &str = "24h";
 /// `--task-poll-interval`, `tasks::TaskSettings::poll_interval`.
 pub const TASK_POLL_INTERVAL: &str = "1s";
+/// `--shutdown-grace`, `tasks::TaskSettings::shutdown_grace`.
+pub const SHUTDOWN_GRACE: &str = "10s";
 /// `--task-reap-every`, `tasks::TaskSettings::reap_every`.
 pub const TASK_REAP_EVERY: &str = "30s";
 /// `corral pull --max-plugin-size`: the largest component a pull downloads.
@@ -93,6 +95,7 @@ mod tests {
         assert_eq!(duration(TASK_MAX_TTL), Duration::from_secs(24 * 3600));
         assert_eq!(duration(TASK_POLL_INTERVAL), Duration::from_millis(1000));
         assert_eq!(duration(TASK_REAP_EVERY), Duration::from_secs(30));
+        assert_eq!(duration(SHUTDOWN_GRACE), Duration::from_secs(10));
         assert_eq!(size(MAX_PLUGIN_SIZE), 64 << 20);
         assert_eq!(size(MAX_MANIFEST_SIZE), 4 << 20);
         assert_eq!(duration(PULL_TIMEOUT), Duration::from_secs(300));

@@ -22,6 +22,7 @@ use super::finish::FinishOnDrop;
 use super::health::StoreHealth;
 use super::model::{now_ms, Outcome, Task, TaskStatus};
 use super::pending::{self, PendingEnds};
+use super::recovering::Recovering;
 use super::relay::Relays;
 use super::runner::{Launch, Live, LocalRun, TaskControl, TaskEvents, TaskRunner};
 use super::runners::Runners;
@@ -155,8 +156,10 @@ pub(super) struct Inner {
     pub(super) answered: watch::Sender<u64>,
     /// Ends of runs the store could not take yet, written by `pending::flush` once it answers.
     pub(super) pending: PendingEnds,
-    /// The last readiness ping of the store.
+    /// What this host has seen of the store: pings, failures, since when it answers.
     pub(super) health: StoreHealth,
+    /// Recovered tasks whose verdict waits for their plugin; reads of them wait for it.
+    pub(super) recovering: Recovering,
 }
 
 /// A queued task: its id and owner (every store read is scoped by owner).
@@ -193,6 +196,7 @@ impl Engine {
             answered: watch::channel(0).0,
             pending: PendingEnds::default(),
             health: StoreHealth::default(),
+            recovering: Recovering::default(),
         });
         let engine = Engine { inner: inner.clone(), stop: shutdown.child_token(), tracker: TaskTracker::new() };
         let receiver = Arc::new(tokio::sync::Mutex::new(receiver));
@@ -222,13 +226,15 @@ impl Engine {
         Ok(engine)
     }
 
-    /// Stops the workers and the reaper, waits for them, then closes the store. A task still
-    /// running is dropped where it is: it stays `working` in the store, and the next host to
-    /// start on the database recovers it.
+    /// Stops the workers and the reaper, waits for them, gives the task ends still waiting for
+    /// the store up to [`TaskSettings::shutdown_grace`] to be stored, then closes the store. A
+    /// task still running is dropped where it is: it stays `working` in the store, and the
+    /// next host to start on the database recovers it.
     pub async fn shutdown(&self) {
         self.stop.cancel();
         self.tracker.close();
         self.tracker.wait().await;
+        self.inner.flush_before(self.inner.settings.shutdown_grace).await;
         self.inner.store.close().await;
     }
 
@@ -376,8 +382,10 @@ impl Engine {
         .await
     }
 
-    /// The task, if `owner` owns it and it has not expired.
+    /// The task, if `owner` owns it and it has not expired. A task this host is recovering is
+    /// read once its verdict is in (see `recovering`).
     pub async fn get(&self, owner: &str, id: &str) -> Result<Task, EngineError> {
+        self.inner.recovering.wait_for(id).await;
         let task = self.inner.store.get(owner, id).await?.ok_or(EngineError::NotFound)?;
         if task.is_expired(now_ms()) {
             return Err(EngineError::Expired);
@@ -388,6 +396,7 @@ impl Engine {
     /// The task, if `owner` owns it and it has not expired, with its outcome once it has ended:
     /// one store read.
     pub async fn get_with_outcome(&self, owner: &str, id: &str) -> Result<(Task, Option<Outcome>), EngineError> {
+        self.inner.recovering.wait_for(id).await;
         let (task, outcome) = self.inner.store.get_with_outcome(owner, id).await?.ok_or(EngineError::NotFound)?;
         if task.is_expired(now_ms()) {
             return Err(EngineError::Expired);

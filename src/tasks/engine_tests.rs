@@ -304,6 +304,55 @@ async fn recovery_reruns_idempotent_tasks_and_fails_the_others() {
     assert_eq!(second.started(), [again.id.as_str()], "only the idempotent task ran again");
 }
 
+/// A runner whose plugins are still loading: whether a tool may run again is known once
+/// `loaded` gives a permit (then: no); its tasks complete at once.
+struct Loading(Arc<Semaphore>);
+
+impl TaskRunner for Loading {
+    fn run(&self, task: &Task, _control: TaskControl) -> BoxFuture<'static, Finished> {
+        let id = task.id.clone();
+        Box::pin(async move { Finished { status: TaskStatus::Completed, message: None, outcome: Outcome::Result(json!({ "ran": id })) } })
+    }
+    fn may_rerun(&self, _tool: &str) -> BoxFuture<'static, bool> {
+        let loaded = self.0.clone();
+        Box::pin(async move {
+            let _loaded = loaded.acquire().await.unwrap();
+            false
+        })
+    }
+    fn outlives_host(&self, _owner: &str) -> bool {
+        true
+    }
+}
+
+#[tokio::test]
+async fn a_read_of_a_task_still_being_recovered_waits_for_its_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("tasks.db");
+    let first = Fake::new(true);
+    let dead = start_on(&db, settings(1, 10, 10), first.clone(), Arc::default()).await;
+    let lost = dead.admit(call("o", "hold")).await.unwrap();
+    eventually("it runs", || first.started().len() == 1).await;
+    dead.shutdown().await;
+    drop(dead);
+
+    let loaded = Arc::new(Semaphore::new(0));
+    let store = Arc::new(SqliteStore::open(&db, Durability::Process).unwrap());
+    let runners = Runners::register(&db).unwrap();
+    let engine =
+        Engine::start(store, runners, settings(1, 10, 10), Arc::new(Loading(loaded.clone())), Arc::new(|| {}), CancellationToken::new()).await.unwrap();
+    let engine = Arc::new(engine);
+    let reading = tokio::spawn({
+        let (engine, id) = (engine.clone(), lost.id.clone());
+        async move { engine.get("o", &id).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!reading.is_finished(), "tasks/get waits for the verdict instead of answering working");
+    loaded.add_permits(1);
+    let read = tokio::time::timeout(Duration::from_secs(10), reading).await.expect("the verdict answers it").unwrap().unwrap();
+    assert_eq!((read.status, read.status_message.as_deref()), (TaskStatus::Failed, Some("interrupted by a host restart before it finished")));
+}
+
 #[tokio::test]
 async fn recovery_runs_a_task_that_was_only_admitted_whatever_its_tool() {
     // Issue 17, finding 3: a task still in the queue when its host died never ran, so running
@@ -715,6 +764,19 @@ async fn an_adopted_call_cancelled_by_its_request_ends_cancelled_not_failed() {
     let task = engine.admit(admission).await.unwrap();
     // The request's stream closed as the call became a task: its handle fires, not the engine.
     cancel.cancel();
+    let (ended, outcome) = engine.result("o", &task.id).await.unwrap();
+    assert_eq!(saw_cancel.load(Ordering::SeqCst), 1);
+    assert_eq!((ended.status, outcome), (TaskStatus::Cancelled, Outcome::Cancelled), "{ended:?}");
+}
+
+#[tokio::test]
+async fn an_adopted_call_whose_request_was_cancelled_just_before_its_admission_ends_cancelled() {
+    let engine = start(settings(1, 10, 10), Fake::new(true)).await;
+    let cancel = crate::cancel::CancelHandle::new(Arc::new(|| {}));
+    let (admission, saw_cancel) = adopted("o", &cancel, Arc::new(Semaphore::new(0)));
+    // The stream closed between `task_after` and the admission: the guest stops as it is adopted.
+    cancel.cancel();
+    let task = engine.admit(admission).await.unwrap();
     let (ended, outcome) = engine.result("o", &task.id).await.unwrap();
     assert_eq!(saw_cancel.load(Ordering::SeqCst), 1);
     assert_eq!((ended.status, outcome), (TaskStatus::Cancelled, Outcome::Cancelled), "{ended:?}");

@@ -12,7 +12,8 @@
 //! cancelled, keeps what the store has and the pending end is dropped.
 //!
 //! Bounded: at most [`MAX_PENDING_ENDS`]; beyond that the oldest is logged, counted and dropped
-//! (its task stays `working` for recovery, as before). Ends still pending at shutdown are lost
+//! (its task stays `working` for recovery, as before). At shutdown the ends still pending are
+//! tried until the shutdown grace is spent ([`Inner::flush_before`]); what is left then is lost
 //! the same way.
 
 use std::collections::VecDeque;
@@ -25,19 +26,13 @@ use tokio_util::sync::CancellationToken;
 
 use super::engine::Inner;
 use super::model::{Outcome, TaskStatus};
+use super::retry::Backoff;
 use super::runner::Live;
 
 /// How many ends may wait for the store at once. An outcome can be large (a tool's whole
 /// result), so this bounds the memory an outage can pin; a host runs far fewer tasks at a time
 /// than this, so only a long outage under load reaches it.
 pub(super) const MAX_PENDING_ENDS: usize = 1024;
-
-/// The first wait after a failed write; doubled after each failure up to [`MAX_RETRY`].
-const FIRST_RETRY: Duration = Duration::from_millis(50);
-
-/// The longest wait between two writes: an end lands within about this of the store coming
-/// back, well inside a host expiry (so before other replicas take this host for dead).
-const MAX_RETRY: Duration = Duration::from_secs(1);
 
 /// How a run ended, not yet stored.
 pub(super) struct PendingEnd {
@@ -87,6 +82,7 @@ impl PendingEnds {
 impl Inner {
     /// Keeps the end of `live`'s run for [`flush`] to write, after the store failed to take it.
     pub(super) fn keep_end(&self, end: PendingEnd) {
+        self.health.failed();
         if let Some(old) = self.pending.push(end) {
             tracing::error!(
                 task = %old.live.id,
@@ -116,6 +112,7 @@ impl Inner {
             Ok(None) => tracing::warn!(task = %live.id, "a task's pending end was refused: it ended or moved to another host meanwhile"),
             Err(e) => {
                 tracing::warn!(task = %live.id, "storing the task's outcome failed again: {e}");
+                self.health.failed();
                 return Err(());
             }
         }
@@ -132,36 +129,64 @@ impl Inner {
 }
 
 /// Writes pending ends, oldest first, retrying with a capped backoff while the store fails,
-/// until `stop` fires.
+/// until `stop` fires (then [`Inner::flush_before`] has the shutdown grace for the rest).
 pub(super) async fn flush(inner: Arc<Inner>, stop: CancellationToken) {
-    let mut wait = FIRST_RETRY;
+    let mut backoff = Backoff::default();
     loop {
         if inner.pending.len() == 0 {
-            wait = FIRST_RETRY;
+            backoff.reset();
             tokio::select! {
-                _ = stop.cancelled() => break,
+                _ = stop.cancelled() => return,
                 _ = inner.pending.added.notified() => {}
             }
             // Just failed in `conclude`: give the store a moment before the first retry.
         }
         tokio::select! {
-            _ = stop.cancelled() => break,
-            _ = tokio::time::sleep(wait) => {}
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(backoff.next()) => {}
         }
-        loop {
-            match inner.write_oldest().await {
-                Ok(()) if inner.pending.len() > 0 => wait = FIRST_RETRY,
-                Ok(()) => break,
-                Err(()) => {
-                    wait = (wait * 2).min(MAX_RETRY);
-                    break;
-                }
+        inner.write_pending(&mut backoff).await;
+    }
+}
+
+impl Inner {
+    /// Writes pending ends, oldest first, until none is left or a write fails (`backoff` then
+    /// says how long to wait; a success resets it).
+    async fn write_pending(&self, backoff: &mut Backoff) {
+        while self.pending.len() > 0 {
+            if self.write_oldest().await.is_err() {
+                return;
             }
+            backoff.reset();
         }
     }
-    let lost = inner.pending.len();
-    if lost > 0 {
-        tracing::error!("{lost} task ends were never stored (the store did not answer before shutdown); their tasks stay working for recovery");
+
+    /// Shutdown: the ends still pending get up to `grace` to be written, retried as
+    /// [`flush`] does; those left after it are logged and lost (their tasks stay `working`
+    /// for recovery).
+    pub(super) async fn flush_before(&self, grace: Duration) {
+        if self.pending.len() == 0 {
+            return;
+        }
+        tracing::info!("{} task ends wait for the store; trying them for up to {grace:?} before exiting", self.pending.len());
+        let deadline = tokio::time::Instant::now() + grace;
+        let mut backoff = Backoff::default();
+        let flushed = async {
+            loop {
+                self.write_pending(&mut backoff).await;
+                if self.pending.len() == 0 {
+                    return;
+                }
+                tokio::time::sleep(backoff.next()).await;
+            }
+        };
+        let _ = tokio::time::timeout_at(deadline, flushed).await;
+        let lost = self.pending.len();
+        if lost > 0 {
+            tracing::error!(
+                "{lost} task ends were never stored (the store did not answer within the shutdown grace, {grace:?}); their tasks stay working for recovery"
+            );
+        }
     }
 }
 

@@ -32,6 +32,9 @@ pub struct TaskSettings {
     pub result_quota: ResultQuota,
     /// Where each transition the engine stores is recorded (`--audit-log`; off by default).
     pub audit: Audit,
+    /// How long [`Engine::shutdown`](super::Engine::shutdown) keeps trying to store the task
+    /// ends that wait for an unreachable store (`--shutdown-grace`).
+    pub shutdown_grace: Duration,
 }
 
 /// `--host-expiry`'s default.
@@ -50,6 +53,7 @@ impl Default for TaskSettings {
             host_expiry: DEFAULT_HOST_EXPIRY,
             result_quota: ResultQuota::default(),
             audit: Audit::off(),
+            shutdown_grace: defaults::duration(defaults::SHUTDOWN_GRACE),
         }
     }
 }

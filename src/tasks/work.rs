@@ -14,6 +14,7 @@ use super::engine::{EngineError, Inner, Queued, Reservation};
 use super::model::{now_ms, Outcome, Task, TaskStatus};
 use super::pending::PendingEnd;
 use super::resume::{verdict, Verdict};
+use super::retry::Backoff;
 use super::runner::{Finished, Live, LocalRun};
 use super::store::StoreEvent;
 use crate::telemetry::trace::{self, Carrier};
@@ -57,7 +58,7 @@ async fn run_one(inner: &Arc<Inner>, queued: &Queued) {
     }
     // Read (and marked started), not taken from the queue: another host sharing the database
     // may have cancelled or claimed it.
-    let task = match inner.store.start(owner, id, inner.runners.id()).await {
+    let task = match inner.start_when_the_store_answers(&live, owner).await {
         Ok(Some(task)) if !task.status.is_terminal() => {
             audit::started(&inner.settings.audit, &task);
             task
@@ -75,8 +76,8 @@ async fn run_one(inner: &Arc<Inner>, queued: &Queued) {
             inner.retire(id);
             return;
         }
-        Err(e) => {
-            tracing::error!(task = %id, "reading a queued task failed: {e}");
+        // Cancelled here while the store did not answer: `Engine::cancel` did the rest.
+        Err(Stopped) => {
             inner.retire(id);
             return;
         }
@@ -108,6 +109,31 @@ fn run_span(inner: &Inner, task: &Task) -> tracing::Span {
     // The first attempt waited in the queue since its admission; a later one since the crash.
     let waited = if task.attempts <= 1 { now_ms() - task.created_at } else { 0 };
     trace::task_run(parent.as_ref(), &task.id, &task.tool, task.attempts, waited, inner.runners.id())
+}
+
+/// A task's start was not written: it was cancelled here while the store did not answer.
+struct Stopped;
+
+impl Inner {
+    /// Marks `live`'s task started (fenced on this host) and reads it. While the store does not
+    /// answer this is retried with a capped backoff (the worker waits: the store could not take
+    /// this task's end either), until the store answers or the task is cancelled here.
+    async fn start_when_the_store_answers(&self, live: &Live, owner: &str) -> Result<Option<Task>, Stopped> {
+        let mut backoff = Backoff::default();
+        loop {
+            match self.store.start(owner, &live.id, self.runners.id()).await {
+                Ok(task) => return Ok(task),
+                Err(e) => {
+                    tracing::warn!(task = %live.id, "marking the task started failed; trying again when the store answers: {e}");
+                    self.health.failed();
+                }
+            }
+            tokio::select! {
+                _ = live.cancel.cancelled() => return Err(Stopped),
+                _ = tokio::time::sleep(backoff.next()) => {}
+            }
+        }
+    }
 }
 
 /// Runs a call adopted as task `task` as it goes on (see `Launch::Running`): no worker, the
@@ -205,6 +231,10 @@ impl Inner {
                 None => later.push(task),
             }
         }
+        // Only those `settle` will decide: an error above returns none of them.
+        for task in &later {
+            self.recovering.begin(&task.id);
+        }
         Ok(later)
     }
 
@@ -216,6 +246,7 @@ impl Inner {
             if let Err(e) = self.recovered(task, verdict).await {
                 tracing::error!(task = %task.id, "recovering the task failed: {e}");
             }
+            self.recovering.decided(&task.id);
         }))
         .await;
     }
@@ -400,6 +431,7 @@ pub(super) async fn spread(inner: Arc<Inner>, stop: CancellationToken) {
         }
         if let Err(e) = inner.take_waiting_elsewhere().await {
             tracing::warn!("taking tasks waiting on other replicas failed: {e}");
+            inner.health.failed();
         }
     }
 }
@@ -444,7 +476,12 @@ pub(super) async fn reaper(inner: Arc<Inner>, stop: CancellationToken) {
             _ = stop.cancelled() => return,
             _ = ticks.tick() => {}
         }
-        // A host that cannot reach the store leaves orphans to a replica that can.
+        // A host that cannot reach the store leaves orphans to a replica that can; one that
+        // shares it with replicas learns from the ping when the store answers again (see
+        // `health`).
+        if inner.runners.is_shared() {
+            let _ = inner.ping_store().await;
+        }
         let recovered = match inner.may_claim() {
             true => inner.recover().await,
             false => Ok(Vec::new()),
@@ -456,7 +493,10 @@ pub(super) async fn reaper(inner: Arc<Inner>, stop: CancellationToken) {
                     _ = inner.settle(later) => {}
                 }
             }
-            Err(e) => tracing::error!("recovering orphaned tasks failed: {e}"),
+            Err(e) => {
+                tracing::error!("recovering orphaned tasks failed: {e}");
+                inner.health.failed();
+            }
         }
         if tokio::time::Instant::now() < purge_at {
             continue;

@@ -4,6 +4,7 @@
 pub mod http;
 mod lines;
 pub mod stdio;
+mod stdout;
 
 /// Resolves when the process is asked to stop (SIGTERM or Ctrl-C): the shutdown `main` gives
 /// the transports.

@@ -23,6 +23,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::lines::LineOutlet;
+use super::stdout::{Drain, Stdout, DRAIN_MARGIN};
 use crate::mcp::jsonrpc::{self, PARSE_ERROR};
 use crate::mcp::{Incoming, Rejected, RpcError};
 use crate::principal::{Owner, Principal, Wire};
@@ -77,24 +78,78 @@ where
     R: Read + Send + 'static,
     W: Write + Send + 'static,
 {
+    serve_draining(host, input, output, settings, shutdown, None).await
+}
+
+/// Serves one session on the process's own stdin and stdout, as [`serve_with`] does; once the
+/// shutdown begins, output the client does not read is given up after the grace (and a
+/// little), and a client that closes stdin while it does not read stdout ends the session too
+/// (see [`super::stdout`]).
+pub async fn serve_process(host: Arc<Host>, settings: StdioSettings, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
+    let drain = Arc::new(Drain::new(settings.shutdown_grace));
+    let output = Stdout::new(drain.clone());
+    serve_draining(host, io::stdin(), output, settings, shutdown, Some(drain)).await
+}
+
+async fn serve_draining<R, W>(
+    host: Arc<Host>,
+    input: R,
+    output: W,
+    settings: StdioSettings,
+    shutdown: impl Future<Output = ()>,
+    drain: Option<Arc<Drain>>,
+) -> anyhow::Result<()>
+where
+    R: Read + Send + 'static,
+    W: Write + Send + 'static,
+{
     let lines = Arc::new(LineOutlet::new(output));
     let outlet: Arc<dyn Outlet> = lines.clone();
+    let last_lines = lines.clone();
     // Over stdio the one client is the local user, so its tasks survive a host restart.
     let session = Arc::new(Session::new(host, outlet.clone(), Owner::new(Principal::Local, Wire::Sessions), Inbound::pipe()));
     let (eof_tx, eof_rx) = tokio::sync::oneshot::channel::<()>();
     let stop = Arc::new(AtomicBool::new(false));
     let reader =
         Reader { session: Arc::downgrade(&session), outlet, lines, slots: Slots::new(settings.max_in_flight), max_line: settings.max_line, stop: stop.clone() };
+    let ended = drain.clone();
     std::thread::Builder::new().name("corral-stdin".into()).spawn(move || {
         reader.run(BufReader::new(input));
+        // Begun here, not only by `serve`: its task may wait for a worker that a write holds.
+        if let Some(drain) = ended {
+            drain.begin();
+        }
         let _ = eof_tx.send(());
     })?;
+    let hung_up = async {
+        match &drain {
+            Some(drain) => drain.hung_up.notified().await,
+            None => std::future::pending().await,
+        }
+    };
     tokio::select! {
         _ = eof_rx => tracing::info!("stdin closed; finishing the calls in flight"),
         _ = shutdown => tracing::info!("signal received; finishing the calls in flight"),
+        _ = hung_up => tracing::info!("finishing the calls in flight"),
     }
     stop.store(true, Ordering::SeqCst);
+    if let Some(drain) = &drain {
+        drain.begin();
+    }
     session.finish(settings.shutdown_grace, WIND_DOWN).await;
+    if drain.is_some() {
+        // What the session wrote last goes out before the process exits, unless the client
+        // leaves it unread past the deadline (the write gives up then; this waits a little
+        // longer, for the lock a stuck write holds).
+        let _ = tokio::time::timeout(settings.shutdown_grace + DRAIN_MARGIN * 2, tokio::task::spawn_blocking(move || last_lines.release())).await;
+    }
+    if let Some(given_up) = drain.as_ref().map(|d| d.given_up()).filter(|n| *n > 0) {
+        tracing::warn!(
+            "the client did not read its output: {given_up} writes to stdout were given up after the shutdown grace ({}) and {}",
+            humantime::format_duration(settings.shutdown_grace),
+            humantime::format_duration(DRAIN_MARGIN)
+        );
+    }
 
     Ok(())
 }
