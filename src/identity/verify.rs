@@ -4,7 +4,9 @@
 //!
 //! The order is the cheap one: length, header (algorithm, type), the issuer named in the
 //! unverified claims, the issuer's key from memory, then the signature and the claims (issuer
-//! exact, audience, `exp`/`nbf` with the leeway) in one `jsonwebtoken::decode`.
+//! exact, audience, `exp`/`nbf` with the leeway) in one `jsonwebtoken::decode`. A token whose
+//! header does not parse is no JWT: with introspection configured it goes to its issuer
+//! ([`super::introspection`]), else it is malformed.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,6 +16,7 @@ use jsonwebtoken::{Algorithm, Validation};
 use serde::Deserialize;
 
 use super::fetch::Fetcher;
+use super::introspection::Introspector;
 use super::keys::{IssuerKeys, Missing};
 use super::metrics::Metrics;
 use super::rejection::{Reason, Rejection};
@@ -50,8 +53,11 @@ struct Issuer {
 pub struct Verifier {
     settings: OAuthSettings,
     issuers: HashMap<String, Issuer>,
+    /// Asks about opaque tokens, when configured.
+    introspector: Option<Arc<Introspector>>,
     metrics: Metrics,
-    /// The background key refreshers; they end with the verifier.
+    /// The background key refreshers (and the introspection endpoint's discovery); they end
+    /// with the verifier.
     refreshers: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -63,9 +69,10 @@ impl Drop for Verifier {
     }
 }
 
-/// The claims read from a token (the registered ones `jsonwebtoken` checks are read again there).
+/// The claims read from a token (the registered ones `jsonwebtoken` checks are read again there),
+/// or from an introspection answer, which uses the same names.
 #[derive(Deserialize)]
-struct Claims {
+pub(super) struct Claims {
     iss: String,
     sub: String,
     #[serde(default)]
@@ -119,10 +126,18 @@ impl Verifier {
         let fetcher = Fetcher::new(settings.fetch_timeout)?;
         let mut issuers = HashMap::new();
         let mut refreshers = Vec::new();
+        let mut introspector = None;
         for configured in &settings.issuers {
             let keys = Arc::new(IssuerKeys::new(configured.issuer.clone(), fetcher.clone(), settings.refetch_cooldown));
             refreshers.push(tokio::spawn(IssuerKeys::refresh_in_background(Arc::downgrade(&keys))));
             let audiences: Vec<&str> = std::iter::once(settings.audience.as_str()).chain(configured.extra_audiences.iter().map(String::as_str)).collect();
+            if let Some(introspection) = settings.introspection.as_ref().filter(|i| i.issuer == configured.issuer) {
+                let owned = audiences.iter().map(|a| a.to_string()).collect();
+                let asking = Arc::new(Introspector::new(introspection, owned, settings.leeway, settings.refetch_cooldown, fetcher.clone()));
+                let discovering = asking.clone();
+                refreshers.push(tokio::spawn(async move { discovering.discover().await }));
+                introspector = Some(asking);
+            }
             let validations = ALGORITHMS
                 .iter()
                 .map(|alg| {
@@ -137,7 +152,12 @@ impl Verifier {
                 .collect();
             issuers.insert(configured.issuer.as_str().to_owned(), Issuer { keys, relax_typ: configured.relax_typ, validations });
         }
-        Ok(Arc::new(Verifier { settings, issuers, metrics: Metrics::default(), refreshers }))
+        if let Some(introspection) = &settings.introspection {
+            if introspector.is_none() {
+                return Err(format!("the introspection issuer {} is not a trusted issuer", introspection.issuer));
+            }
+        }
+        Ok(Arc::new(Verifier { settings, issuers, introspector, metrics: Metrics::default(), refreshers }))
     }
 
     /// The settings it was made with.
@@ -165,10 +185,19 @@ impl Verifier {
         if token.len() > MAX_TOKEN {
             return Err(Invalid(Reason::TooLong));
         }
-        let header = jsonwebtoken::decode_header(token).map_err(|e| match e.kind() {
-            ErrorKind::InvalidAlgorithmName | ErrorKind::UnsupportedAlgorithm => Invalid(Reason::Algorithm),
-            _ => Invalid(Reason::Malformed),
-        })?;
+        let header = match jsonwebtoken::decode_header(token) {
+            Ok(header) => header,
+            Err(e) => match &self.introspector {
+                // Not a JWT: an opaque token only its issuer can vouch for.
+                Some(introspector) => return introspector.check(token).await,
+                None => {
+                    return Err(match e.kind() {
+                        ErrorKind::InvalidAlgorithmName | ErrorKind::UnsupportedAlgorithm => Invalid(Reason::Algorithm),
+                        _ => Invalid(Reason::Malformed),
+                    })
+                }
+            },
+        };
         if !ALGORITHMS.contains(&header.alg) {
             return Err(Invalid(Reason::Algorithm));
         }
@@ -201,7 +230,7 @@ impl Verifier {
                 _ => Reason::Malformed,
             })
         })?;
-        Ok(user(data.claims))
+        Ok(user_from_claims(data.claims))
     }
 
     /// The scopes of `--oauth-scope` that `user`'s token does not grant.
@@ -209,9 +238,13 @@ impl Verifier {
         self.settings.required_scopes.iter().filter(|s| !user.scopes.contains(s)).cloned().collect()
     }
 
-    /// Prometheus text: tokens by outcome, key fetches and keys per issuer.
+    /// Prometheus text: tokens by outcome, key fetches and keys per issuer, introspections.
     pub fn metrics_text(&self) -> String {
-        self.metrics.render(self.issuers.iter().map(|(name, issuer)| (name.as_str(), &issuer.keys.counts)))
+        let mut text = self.metrics.render(self.issuers.iter().map(|(name, issuer)| (name.as_str(), &issuer.keys.counts)));
+        if let Some(introspector) = &self.introspector {
+            text.push_str(&introspector.metrics_text());
+        }
+        text
     }
 }
 
@@ -226,7 +259,8 @@ fn type_accepted(typ: Option<&str>, relaxed: bool) -> bool {
     }
 }
 
-fn user(claims: Claims) -> User {
+/// The user `claims` name, with what a policy matches on.
+pub(super) fn user_from_claims(claims: Claims) -> User {
     let scopes = claims.scope.or(claims.scp).map(StringOrList::into_vec).unwrap_or_default();
     let mut groups: Vec<String> = claims.groups.map(StringOrList::into_vec).unwrap_or_default();
     groups.extend(claims.roles.map(StringOrList::into_vec).unwrap_or_default());
@@ -256,7 +290,7 @@ mod tests {
             "groups": "ops dev", "realm_access": {"roles": ["admin"]}, "azp": "vscode"
         }))
         .unwrap();
-        let user = user(claims);
+        let user = user_from_claims(claims);
         assert_eq!((user.issuer.as_str(), user.subject.as_str()), ("https://id.example", "ada"));
         assert_eq!(user.scopes, ["mcp", "tools:read"]);
         assert_eq!(user.groups, ["ops", "dev", "admin"]);
