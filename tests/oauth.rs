@@ -536,7 +536,8 @@ fn the_console_takes_access_tokens_issued_for_it_with_its_scope_and_no_other() {
     let console = "https://admin.corral.test";
     let Some(server) = AuthServer::start(&[resource, console]) else { return };
     let plugins = common::example_plugins(&["text"]);
-    let host = corral(plugins.path(), ":memory:", "127.0.0.1:0", "https://corral.test", &[&server.issuer], &["--admin", "127.0.0.1:0", "--admin-public-url", console]);
+    let host =
+        corral(plugins.path(), ":memory:", "127.0.0.1:0", "https://corral.test", &[&server.issuer], &["--admin", "127.0.0.1:0", "--admin-public-url", console]);
     let ready = "serving the admin console at ";
     let deadline = std::time::Instant::now() + TIMEOUT;
     let base = loop {
@@ -608,7 +609,17 @@ fn introspection_flags_are_checked_at_start_and_the_secret_is_never_echoed() {
         (&["--oauth-introspection-client", "https://other.example=corral-rs", "--oauth-introspection-secret-file", secret], "which is not an --oauth-issuer"),
         (&["--oauth-introspection-client", client, "--oauth-introspection-secret-file", empty], "is empty"),
         (&["--oauth-introspection-client", "corral-rs", "--oauth-introspection-secret-file", secret], "is not ISSUER=CLIENT_ID"),
-        (&["--oauth-introspection-client", client, "--oauth-introspection-secret-file", secret, "--oauth-introspection-endpoint", "http://id.example/introspect"], "plain http:// only on a loopback address"),
+        (
+            &[
+                "--oauth-introspection-client",
+                client,
+                "--oauth-introspection-secret-file",
+                secret,
+                "--oauth-introspection-endpoint",
+                "http://id.example/introspect",
+            ],
+            "plain http:// only on a loopback address",
+        ),
     ];
     for (extra, why) in cases {
         let stderr = refused(extra);

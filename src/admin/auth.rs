@@ -116,7 +116,9 @@ impl Auth {
             Ok(Some(principal)) => principal,
             Ok(None) | Err(Denied::Missing) => return Err(Refusal::new(StatusCode::UNAUTHORIZED, "missing bearer token: send `Authorization: Bearer TOKEN`")),
             Err(Denied::Invalid) => return Err(Refusal::new(StatusCode::UNAUTHORIZED, "invalid bearer token")),
-            Err(Denied::InsufficientScope(_)) => return Err(insufficient(format!("insufficient_scope: the access token does not grant the scope {}", oauth.scope))),
+            Err(Denied::InsufficientScope(_)) => {
+                return Err(insufficient(format!("insufficient_scope: the access token does not grant the scope {}", oauth.scope)))
+            }
             Err(Denied::Unavailable) => {
                 return Err(Refusal::new(StatusCode::SERVICE_UNAVAILABLE, "the token's authorization server cannot be reached now; try again later"))
             }

@@ -159,7 +159,10 @@ impl HttpArgs {
     /// client names a trusted issuer and comes with its secret file, read now.
     fn introspection_settings(&self) -> anyhow::Result<Option<IntrospectionSettings>> {
         let Some((issuer, client_id)) = &self.oauth_introspection_client else {
-            for (set, flag) in [(self.oauth_introspection_secret_file.is_some(), "--oauth-introspection-secret-file"), (self.oauth_introspection_endpoint.is_some(), "--oauth-introspection-endpoint")] {
+            for (set, flag) in [
+                (self.oauth_introspection_secret_file.is_some(), "--oauth-introspection-secret-file"),
+                (self.oauth_introspection_endpoint.is_some(), "--oauth-introspection-endpoint"),
+            ] {
                 if set {
                     anyhow::bail!("{flag} needs --oauth-introspection-client ISSUER=CLIENT_ID (whose tokens to introspect, as which client)");
                 }

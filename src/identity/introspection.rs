@@ -23,11 +23,11 @@ use base64::Engine;
 use serde_json::Value;
 
 use super::answers::Answers;
+use super::claims::{user_from_claims, Claims};
 use super::discovery;
 use super::fetch::Fetcher;
 use super::metrics::IntrospectionCounts;
 use super::rejection::{Reason, Rejection};
-use super::verify::{user_from_claims, Claims};
 use super::IssuerUrl;
 use crate::principal::User;
 

@@ -20,6 +20,7 @@
 //! trust (issuer, audience, type, algorithm, times) and keeps the keys.
 
 mod answers;
+mod claims;
 pub mod discovery;
 mod fetch;
 pub mod introspection;
