@@ -531,13 +531,13 @@ fn an_introspection_endpoint_that_does_not_answer_costs_a_prompt_503_and_is_coun
 }
 
 #[test]
-fn the_console_takes_access_tokens_issued_for_it_with_its_scope_and_no_other() {
+fn the_console_takes_access_tokens_issued_for_it_with_its_scope_and_group_and_no_other() {
     let resource = "https://corral.test/mcp";
     let console = "https://admin.corral.test";
     let Some(server) = AuthServer::start(&[resource, console]) else { return };
     let plugins = common::example_plugins(&["text"]);
-    let host =
-        corral(plugins.path(), ":memory:", "127.0.0.1:0", "https://corral.test", &[&server.issuer], &["--admin", "127.0.0.1:0", "--admin-public-url", console]);
+    let admin_flags = ["--admin", "127.0.0.1:0", "--admin-public-url", console, "--admin-oauth-group", "operators"];
+    let host = corral(plugins.path(), ":memory:", "127.0.0.1:0", "https://corral.test", &[&server.issuer], &admin_flags);
     let ready = "serving the admin console at ";
     let deadline = std::time::Instant::now() + TIMEOUT;
     let base = loop {
@@ -558,13 +558,13 @@ fn the_console_takes_access_tokens_issued_for_it_with_its_scope_and_no_other() {
         (response.status().as_u16(), challenge, response.into_body().read_to_string().unwrap())
     };
 
-    // A token for the console with its scope reads the API, as its subject.
-    let admin = server.token("svc-admin", console, "corral:admin");
+    // A token for the console with its scope and group reads the API, as its subject.
+    let admin = server.token("svc-ops", console, "corral:admin");
     let (status, _, body) = get("/api/plugins", Some(&admin));
     assert_eq!(status, 200, "{body}");
     assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["plugins"][0]["name"], "text", "{body}");
     let (_, _, session) = get("/api/session", Some(&admin));
-    assert_eq!(serde_json::from_str::<Value>(&session).unwrap()["who"], format!("user:{} svc-admin", server.issuer), "{session}");
+    assert_eq!(serde_json::from_str::<Value>(&session).unwrap()["who"], format!("user:{} svc-ops", server.issuer), "{session}");
 
     // For the console without its scope: 403 insufficient_scope naming it.
     let unprivileged = server.token("svc-a", console, "mcp");
@@ -572,10 +572,15 @@ fn the_console_takes_access_tokens_issued_for_it_with_its_scope_and_no_other() {
     assert_eq!(status, 403, "{body}");
     assert_eq!(challenge, "Bearer error=\"insufficient_scope\", scope=\"corral:admin\"");
     assert!(body.contains("insufficient_scope") && body.contains("corral:admin"), "{body}");
+    // With the scope but not in the group: 403 too, naming the group.
+    let outsider = server.token("svc-admin", console, "corral:admin");
+    let (status, _, body) = get("/api/plugins", Some(&outsider));
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("operators"), "{body}");
 
     // A token for the MCP endpoint is no key to the console, whatever its scopes; nor the
     // console's to the MCP endpoint.
-    let for_mcp = server.token("svc-admin", resource, "mcp corral:admin");
+    let for_mcp = server.token("svc-ops", resource, "mcp corral:admin");
     assert_eq!(get("/api/plugins", Some(&for_mcp)).0, 401);
     assert_eq!(get("/api/plugins", None).0, 401);
     let (status, _, body) = post(&host.url, &[("authorization", &format!("Bearer {admin}"))], &initialize());

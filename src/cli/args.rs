@@ -264,7 +264,7 @@ pub struct HttpArgs {
     pub oauth_introspection_endpoint: Option<String>,
     /// How long an introspection answer is kept at most (less when the token expires sooner):
     /// also how long a revoked token may still be accepted.
-    #[arg(long, env = "CORRAL_OAUTH_INTROSPECTION_MAX_AGE", default_value = identity::defaults::INTROSPECTION_MAX_AGE, value_parser = config::parse_duration)]
+    #[arg(long, env = "CORRAL_OAUTH_INTROSPECTION_MAX_AGE", value_name = "DURATION", default_value = identity::defaults::INTROSPECTION_MAX_AGE, value_parser = config::parse_duration)]
     pub oauth_introspection_max_age: Duration,
     /// Introspection answers kept at once (the oldest goes first when full).
     #[arg(long, env = "CORRAL_OAUTH_INTROSPECTION_CACHE", value_name = "ENTRIES", default_value_t = identity::defaults::INTROSPECTION_CACHE, value_parser = config::parse_positive::<usize>)]

@@ -6,7 +6,8 @@
 //
 // Prints one JSON line once it listens: {"issuer": "http://127.0.0.1:PORT"}. Then serves:
 //   - the provider: discovery, JWKS, /token (client credentials for svc-a, svc-b, svc-narrow,
-//     svc-admin, opaque-a, opaque-b; each client's secret is its id + "-secret"),
+//     svc-admin, svc-ops (whose tokens carry groups: ["operators"]), opaque-a, opaque-b; each
+//     client's secret is its id + "-secret"),
 //     /token/introspection (for the client corral-rs, HTTP Basic), /token/revocation, /auth with
 //     PKCE, /reg (dynamic client registration), the built-in login and consent pages;
 //   - POST /test/rotate: a new signing key first in the set (the old one kept after it), as
@@ -56,12 +57,15 @@ function makeProvider() {
       client('svc-b', 'mcp tools'),
       client('svc-narrow', 'tools'),
       client('svc-admin', 'mcp corral:admin'),
+      client('svc-ops', 'mcp corral:admin'),
       client('opaque-a', 'mcp tools'),
       client('opaque-b', 'mcp tools'),
       // The resource server itself, asking about opaque tokens.
       client('corral-rs', 'mcp', 'client_secret_basic'),
     ],
     jwks: { keys: keys.map((k) => k.jwk) },
+    // svc-ops's tokens say it is in the group `operators`.
+    extraTokenClaims: (ctx, token) => (token.clientId === 'svc-ops' ? { groups: ['operators'] } : undefined),
     cookies: { keys: ['corral-oauth-test'] },
     scopes: ['openid', 'offline_access', 'mcp', 'tools', 'corral:admin'],
     features: {
