@@ -81,6 +81,7 @@ fn tick(owner: &str) -> Admission {
         events: None,
         client_capabilities: None,
         owner_cap: None,
+        trace_context: None,
     }
 }
 

@@ -164,7 +164,7 @@ pub fn session(data: &[u8]) {
     let mut cancelled: Vec<String> = Vec::new();
     rt.block_on(async {
         let outlet: Arc<dyn Outlet> = out.clone();
-        let session = Session::new(host.clone(), outlet.clone(), Owner::new(Principal::Local, Wire::Sessions));
+        let session = Session::new(host.clone(), outlet.clone(), Owner::new(Principal::Local, Wire::Sessions), corral::telemetry::trace::Inbound::pipe());
         for line in data.split(|b| *b == b'\n') {
             let Ok(text) = std::str::from_utf8(line) else { continue };
             if text.trim_matches([' ', '\t', '\r']).is_empty() {

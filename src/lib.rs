@@ -21,4 +21,5 @@ pub mod registry;
 pub mod runtime;
 pub mod server;
 pub mod tasks;
+pub mod telemetry;
 pub mod transport;

@@ -6,30 +6,30 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use corral::cli::args::{Cli, Command, LogFormat};
+use corral::cli::args::{Cli, Command};
 use corral::cli::{call, compile, inspect, new, publish, pull, serve, tasks, tools};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(&cli.log_level, cli.log_format);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("corral-worker").build().expect("starting the tokio runtime");
-    match runtime.block_on(run(cli.command)) {
+    // Inside the runtime: the gRPC trace exporter binds to it. Dropped before the runtime, so
+    // the spans still queued are exported while it runs.
+    let telemetry = match runtime.block_on(async { corral::telemetry::init(&cli.log_level, cli.log_format) }) {
+        Ok(telemetry) => telemetry,
+        Err(e) => {
+            eprintln!("corral: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    let code = match runtime.block_on(run(cli.command)) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("corral: {e:#}");
             ExitCode::from(2)
         }
-    }
-}
-
-fn init_logging(level: &str, format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
-    let log = tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter(filter).with_target(false);
-    match format {
-        LogFormat::Text => log.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).init(),
-        // One object a line, nothing but JSON: a collector parses every line.
-        LogFormat::Json => log.json().with_ansi(false).with_current_span(false).init(),
-    }
+    };
+    drop(telemetry);
+    code
 }
 
 async fn run(command: Command) -> anyhow::Result<ExitCode> {

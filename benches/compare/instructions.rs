@@ -142,6 +142,10 @@ pub fn run(text_wasm: &Path, target: &Path) {
     // local user's bucket), beside the call without one.
     std::fs::write(dir.join("policy.toml"), BENCH_POLICY).expect("writing the bench's policy");
     let policed = setup.per_call("policy-100", |name, n| setup.stdio(&setup.corral_stdio_policed(), name, n, &small));
+    // The same call with every span sampled and exported over OTLP/HTTP to a sink here: what
+    // tracing on costs, the exporter's thread included.
+    let sink = otlp_sink();
+    let traced = setup.per_call("traces-100", |name, n| setup.stdio(&setup.corral_stdio_traced(&sink), name, n, &small));
     let plain = rows[0].corral;
     let null = setup.per_call("null-http", |name, n| setup.null_http(name, n));
     let corral = setup.per_call("corral-http", |name, n| setup.corral_http(name, n));
@@ -170,7 +174,12 @@ pub fn run(text_wasm: &Path, target: &Path) {
     println!("|---|---|---|---|---|");
     println!("| instructions per call | {} | {} | {} | {:.3}× |", group(plain as u64), group(policed as u64), (policed - plain) as i64, policed / plain);
 
-    for who in ["corral-100", "floor-100", "corral-10k", "policy-100"] {
+    println!();
+    println!("| echo 100 B, stdio | corral (no OTEL_* variables) | corral, every span sampled and exported | difference | ratio |");
+    println!("|---|---|---|---|---|");
+    println!("| instructions per call | {} | {} | {} | {:.3}× |", group(plain as u64), group(traced as u64), (traced - plain) as i64, traced / plain);
+
+    for who in ["corral-100", "floor-100", "corral-10k", "policy-100", "traces-100"] {
         for inclusive in [false, true] {
             setup.profile(who, inclusive);
         }
@@ -237,6 +246,13 @@ impl Setup {
     fn corral_stdio_policed(&self) -> Command {
         let mut cmd = self.corral_stdio();
         cmd.arg("--policy").arg(self.dir.join("policy.toml"));
+        cmd
+    }
+
+    /// [`Setup::corral_stdio`] exporting every span to `sink` (an OTLP/HTTP base URL).
+    fn corral_stdio_traced(&self, sink: &str) -> Command {
+        let mut cmd = self.corral_stdio();
+        cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", sink).env("OTEL_TRACES_SAMPLER", "always_on");
         cmd
     }
 
@@ -427,4 +443,47 @@ fn group(n: u64) -> String {
         out.push(c);
     }
     out
+}
+
+/// An OTLP/HTTP sink on 127.0.0.1 that takes every export and answers 200 with an empty
+/// response (what a collector does), on threads of its own; its base URL.
+fn otlp_sink() -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binding the OTLP sink");
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().expect("cloning the sink's socket"));
+                let mut writer = stream;
+                loop {
+                    let mut length = 0usize;
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let line = line.trim_end();
+                        if line.is_empty() {
+                            break;
+                        }
+                        if let Some((name, value)) = line.split_once(':') {
+                            if name.eq_ignore_ascii_case("content-length") {
+                                length = value.trim().parse().unwrap_or(0);
+                            }
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    let answer = b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
+                    if writer.write_all(answer).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    base
 }

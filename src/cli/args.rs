@@ -43,14 +43,7 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// How the host's own log is written (`--log-format`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    /// One readable line per event.
-    Text,
-    /// One JSON object per line: `timestamp`, `level`, `fields.message` and the event's fields.
-    Json,
-}
+pub use crate::telemetry::LogFormat;
 
 /// The subcommands.
 #[derive(Subcommand)]

@@ -17,6 +17,7 @@ use super::network::{HttpGuard, NetGuard};
 use super::time_limit::TimeLimit;
 use crate::cancel::CancelHandle;
 use crate::config::Limits;
+use crate::telemetry::trace;
 
 /// What a guest's request to the client (`elicit`, `sample`) comes back with, once the client
 /// answered. The guest waits in the host meanwhile.
@@ -311,11 +312,13 @@ impl bindings::v2::corral::plugin::host::Host for CallState {
         requested_schema: String,
     ) -> impl std::future::Future<Output = wasmtime::Result<Result<ElicitResponse, RequestError>>> + Send {
         tracing::debug!(plugin = %self.plugin, "asks the client to elicit: {message}");
+        trace::host_call("elicit", "the guest asks the client to elicit");
         self.until_input(self.observer.elicit(None, message, requested_schema))
     }
 
     fn sample(&mut self, request: SamplingRequest) -> impl std::future::Future<Output = wasmtime::Result<Result<SamplingResponse, RequestError>>> + Send {
         tracing::debug!(plugin = %self.plugin, "asks the client to sample");
+        trace::host_call("sample", "the guest asks the client to sample");
         self.until_input(self.observer.sample(None, request))
     }
 
@@ -348,6 +351,7 @@ impl v3::host::Host for CallState {
         requested_schema: String,
     ) -> impl std::future::Future<Output = wasmtime::Result<Result<v3::host::ElicitResponse, v3::host::RequestError>>> + Send {
         tracing::debug!(plugin = %self.plugin, "asks the client to elicit: {message}");
+        trace::host_call("elicit", "the guest asks the client to elicit");
         let answer = self.until_input(self.observer.elicit(None, message, requested_schema));
         async move { answer.await.map(|r| r.map(Into::into).map_err(Into::into)) }
     }
@@ -357,6 +361,7 @@ impl v3::host::Host for CallState {
         request: v3::host::SamplingRequest,
     ) -> impl std::future::Future<Output = wasmtime::Result<Result<v3::host::SamplingResponse, v3::host::RequestError>>> + Send {
         tracing::debug!(plugin = %self.plugin, "asks the client to sample");
+        trace::host_call("sample", "the guest asks the client to sample");
         let answer = self.until_input(self.observer.sample(None, request.into()));
         async move { answer.await.map(|r| r.map(Into::into).map_err(Into::into)) }
     }
@@ -373,6 +378,7 @@ impl v3::input::Host for CallState {
     ) -> impl std::future::Future<Output = wasmtime::Result<Result<Vec<(String, v3::input::InputResponse)>, v3::host::RequestError>>> + Send {
         let requests: Keyed<InputRequest> = requests.into_iter().map(|(k, r)| (k, super::v3_values::input_request(r))).collect();
         tracing::debug!(plugin = %self.plugin, "asks the client for {} input(s)", requests.len());
+        trace::host_call("ask", "the guest asks the client for input");
         let answer = match input::check_keys(&requests) {
             Ok(()) => Ok(self.until_input(self.observer.ask(None, requests))),
             Err(refused) => Err(refused),
@@ -388,6 +394,7 @@ impl v3::input::Host for CallState {
 
     fn roots(&mut self) -> impl std::future::Future<Output = wasmtime::Result<Result<Vec<Root>, v3::host::RequestError>>> + Send {
         tracing::debug!(plugin = %self.plugin, "asks the client for its roots");
+        trace::host_call("ask", "the guest asks the client for its roots");
         let answer = self.until_input(self.observer.ask(None, vec![("roots".to_owned(), InputRequest::ListRoots)]));
         async move {
             Ok(answer.await?.map_err(Into::into).and_then(|answers| match answers.into_iter().next() {
@@ -400,6 +407,7 @@ impl v3::input::Host for CallState {
 
 impl v3::checkpoints::Host for CallState {
     fn checkpoint(&mut self, state: Vec<u8>) -> impl std::future::Future<Output = Result<(), String>> + Send {
+        trace::host_call("checkpoint", "the guest checkpoints");
         let stored = if state.len() as u64 > self.checkpoint_cap {
             // Refused whole: the previous checkpoint stays.
             Err(format!("a checkpoint holds at most {} bytes; this one has {}", self.checkpoint_cap, state.len()))

@@ -17,6 +17,7 @@ use crate::mcp::jsonrpc::{FORBIDDEN, INVALID_PARAMS};
 use crate::mcp::RpcError;
 use crate::policy::{Decision, Kind, Policy, Target};
 use crate::principal::{Owner, Principal, Wire};
+use crate::telemetry::trace;
 
 /// What a request is about to do, named as a policy would name it.
 #[derive(Clone, Copy, Debug)]
@@ -60,6 +61,17 @@ impl<'a> Action<'a> {
         }
     }
 
+    /// What kind of action it is (`call-tool`, `read-resource`, `use-prompt`,
+    /// `complete-template`), as its trace span names it.
+    pub(super) fn verb(self) -> &'static str {
+        match self {
+            Action::CallTool { .. } => "call-tool",
+            Action::ReadResource { .. } => "read-resource",
+            Action::UsePrompt { .. } => "use-prompt",
+            Action::CompleteTemplate { .. } => "complete-template",
+        }
+    }
+
     /// What the action names, as the audit trail records it.
     fn subject(self) -> Subject {
         match self {
@@ -79,7 +91,12 @@ pub(super) fn authorize(host: &Host, owner: &Owner, action: Action<'_>) -> Resul
     let Decision::Deny(denial) = policy.decide(owner.principal(), &target) else { return Ok(()) };
     let what = target.kind.as_str();
     tracing::info!(principal = %owner, what, name = target.name, plugin = target.plugin, rule = denial.rule_kind(), hidden = denial.hide, "denied by the policy");
-    host.options.audit.call(|| CallRecord::new(owner.key().to_owned(), action.subject(), CallOutcome::Denied));
+    host.options.audit.call(|| {
+        let mut record = CallRecord::new(owner.key().to_owned(), action.subject(), CallOutcome::Denied);
+        // The request's trace, when the caller runs this inside its span.
+        record.trace_id = trace::trace_id(&tracing::Span::current());
+        record
+    });
     if denial.hide {
         return Err(action.unknown(owner.wire()));
     }

@@ -95,6 +95,9 @@ impl Default for Metrics {
         let memory = Family::<ToolLabel, Histogram>::new_with_constructor(|| Histogram::new(exponential_buckets(65_536.0, 2.0, 17)));
         registry.register("tool_fuel_consumed", "Fuel a call's guest consumed (about one unit per WebAssembly instruction)", fuel.clone());
         registry.register("tool_peak_memory_bytes", "The largest linear memory a call's guest held", memory.clone());
+        let spans = crate::telemetry::export::span_counts();
+        registry.register("trace_spans_exported", "Trace spans the OTLP collector took", spans.exported.clone());
+        registry.register("trace_spans_dropped", "Trace spans dropped: the export queue was full or the collector failed", spans.dropped.clone());
         let audit_dropped = Counter::default();
         registry.register("audit_records_dropped", "Audit records dropped: the writer could not keep up, or a write failed", audit_dropped.clone());
         Metrics {

@@ -213,10 +213,15 @@ pub(crate) async fn with_permit<T, F>(
 where
     F: std::future::Future<Output = Result<T, crate::runtime::Failure>>,
 {
-    let _permit = tokio::select! {
-        biased;
-        _ = cancel.cancelled() => return Err(crate::runtime::Failure::Cancelled),
-        permit = plugin.permits.acquire() => permit.expect("plugin semaphores are never closed"),
+    use tracing::Instrument;
+    let _permit = match plugin.permits.try_acquire() {
+        Ok(permit) => permit,
+        // Every instance slot is taken: the wait is the call's queue, a span of its own.
+        Err(_) => tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err(crate::runtime::Failure::Cancelled),
+            permit = plugin.permits.acquire().instrument(crate::telemetry::trace::queue(&plugin.name)) => permit.expect("plugin semaphores are never closed"),
+        },
     };
     work().await
 }

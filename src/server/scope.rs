@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use tokio_util::task::TaskTracker;
+use tracing::{Instrument, Span};
 
 use super::authorize::{authorize, Action};
 use super::inline::run_inline_then_spawn;
@@ -23,6 +24,7 @@ use crate::cancel::CancelHandle;
 use crate::mcp::jsonrpc::{error_message, result_message};
 use crate::mcp::{RequestId, RpcError};
 use crate::principal::Owner;
+use crate::telemetry::trace;
 
 /// The requests one client has in flight: how to cancel each, and where its answer goes (so
 /// that a shutdown can answer it when it does not finish in time).
@@ -116,18 +118,21 @@ impl Requests {
     }
 }
 
-/// One request on its way: the host, who it acts for, and where its answer goes.
+/// One request on its way: the host, who it acts for, where its answer goes, and its span
+/// (disabled unless traces are exported), which everything the request runs is inside.
 #[derive(Clone)]
 pub struct Scope {
     requests: Arc<Requests>,
     owner: Owner,
     reply: Arc<dyn Outlet>,
+    span: Span,
 }
 
 impl Scope {
-    /// A request of `requests` acting for `owner`, answered on `reply`.
-    pub fn new(requests: Arc<Requests>, owner: Owner, reply: Arc<dyn Outlet>) -> Scope {
-        Scope { requests, owner, reply }
+    /// A request of `requests` acting for `owner`, answered on `reply`, traced as `span`
+    /// (`telemetry::trace::request`).
+    pub fn new(requests: Arc<Requests>, owner: Owner, reply: Arc<dyn Outlet>, span: Span) -> Scope {
+        Scope { requests, owner, reply, span }
     }
 
     /// The host serving the request.
@@ -153,7 +158,16 @@ impl Scope {
     /// did not make it past its own admission is not.
     pub(super) fn admit<T>(&self, id: &RequestId, admitted: Result<T, RpcError>, action: impl for<'a> FnOnce(&'a T) -> Action<'a>) -> Option<T> {
         let admitted = self.or_answer(id, admitted)?;
-        if let Err(refused) = authorize(&self.requests.host, &self.owner, action(&admitted)) {
+        let asked = action(&admitted);
+        let decided = self.span.in_scope(|| {
+            let span = trace::authorize(asked.verb());
+            let decided = authorize(&self.requests.host, &self.owner, asked);
+            if !span.is_disabled() {
+                span.record("corral.decision", if decided.is_ok() { "allowed" } else { "denied" });
+            }
+            decided
+        });
+        if let Err(refused) = decided {
             return self.or_answer(id, Err(refused));
         }
         Some(admitted)
@@ -172,6 +186,7 @@ impl Scope {
 
     /// Answers request `id` now.
     pub(super) fn reply(&self, id: &RequestId, answer: Result<Value, RpcError>) {
+        answered(&self.span, &answer);
         let message = match answer {
             Ok(result) => result_message(id, result),
             Err(error) => error_message(Some(id), &error),
@@ -184,14 +199,19 @@ impl Scope {
     /// entry points are quick, and a write that reached the store must not be dropped half-way.
     /// The first poll runs here, so an answer that does not wait leaves in order.
     pub(super) fn answer_later(&self, id: RequestId, answer: impl Future<Output = Result<Value, RpcError>> + Send + 'static) {
-        let reply = self.reply.clone();
-        let request = self.requests.calls.track_future(async move {
-            let message = match answer.await {
-                Ok(result) => result_message(&id, result),
-                Err(error) => error_message(Some(&id), &error),
-            };
-            reply.send(message);
-        });
+        let (reply, span) = (self.reply.clone(), self.span.clone());
+        let request = self.requests.calls.track_future(
+            async move {
+                let answer = answer.await;
+                answered(&Span::current(), &answer);
+                let message = match answer {
+                    Ok(result) => result_message(&id, result),
+                    Err(error) => error_message(Some(&id), &error),
+                };
+                reply.send(message);
+            }
+            .instrument(span),
+        );
         run_inline_then_spawn(request, &self.requests.runtime);
     }
 
@@ -199,7 +219,7 @@ impl Scope {
     /// message: what a request does before it is dispatched and must wait for (a shared rate
     /// bucket). Its first poll runs here.
     pub(super) fn track(&self, work: impl Future<Output = ()> + Send + 'static) {
-        run_inline_then_spawn(self.requests.calls.track_future(work), &self.requests.runtime);
+        run_inline_then_spawn(self.requests.calls.track_future(work.instrument(self.span.clone())), &self.requests.runtime);
     }
 
     /// Runs `work` as a request that answers when it is done, unless the client cancels it
@@ -229,18 +249,29 @@ impl Scope {
         Fut: Future<Output = Option<Result<Value, RpcError>>> + Send + 'static,
     {
         let Some(cancel) = self.requests.enter(&id, &self.reply) else { return };
-        let (requests, reply) = (self.requests.clone(), self.reply.clone());
-        let request = self.requests.calls.track_future(async move {
-            let answer = work(cancel).await;
-            if !requests.leave(&id) {
-                return;
+        let (requests, reply, span) = (self.requests.clone(), self.reply.clone(), self.span.clone());
+        let request = self.requests.calls.track_future(
+            async move {
+                let answer = work(cancel).await;
+                if !requests.leave(&id) {
+                    return;
+                }
+                match answer {
+                    Some(answer) => {
+                        answered(&Span::current(), &answer);
+                        match answer {
+                            Ok(result) => reply.send(result_message(&id, result)),
+                            Err(error) => reply.send(error_message(Some(&id), &error)),
+                        }
+                    }
+                    None => {
+                        trace::cancelled(&Span::current());
+                        tracing::info!(request = %id, "cancelled request stopped; no response sent")
+                    }
+                }
             }
-            match answer {
-                Some(Ok(result)) => reply.send(result_message(&id, result)),
-                Some(Err(error)) => reply.send(error_message(Some(&id), &error)),
-                None => tracing::info!(request = %id, "cancelled request stopped; no response sent"),
-            }
-        });
+            .instrument(span),
+        );
         run_inline_then_spawn(request, &self.requests.runtime);
     }
 
@@ -260,10 +291,22 @@ impl Scope {
                 return;
             }
             if cancel.is_cancelled() {
+                trace::cancelled(&Span::current());
                 return tracing::info!(request = %id, "cancelled while waiting for the plugins to load; no response sent");
             }
             then();
         };
-        self.requests.calls.spawn_on(waiting, &self.requests.runtime);
+        self.requests.calls.spawn_on(waiting.instrument(self.span.clone()), &self.requests.runtime);
+    }
+}
+
+/// Records how a request was answered on its span.
+fn answered(span: &Span, answer: &Result<Value, RpcError>) {
+    if span.is_disabled() {
+        return;
+    }
+    match answer {
+        Ok(result) => trace::answered(span, None, result.get("isError").and_then(Value::as_bool) == Some(true)),
+        Err(error) => trace::answered(span, Some((error.code.into(), &error.message)), false),
     }
 }

@@ -21,6 +21,7 @@ use crate::mcp::{IdKey, Incoming, Method, Notification, Params, Rejected, Reques
 use crate::principal::Owner;
 use crate::registry::Plugin;
 use crate::runtime::CallContext;
+use crate::telemetry::trace::{self, Carrier, Inbound};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -62,12 +63,14 @@ struct Shared {
     opened_at: i64,
     /// `clientInfo.name` and the protocol version agreed, once initialized.
     client: Mutex<Option<(String, String)>>,
+    /// Where its requests come from, as their trace spans say.
+    inbound: Inbound,
 }
 
 impl Session {
     /// A session answering through `outlet`, whose tasks belong to `owner`. Must be created
     /// inside a tokio runtime, which then runs the session's tool calls.
-    pub fn new(host: Arc<Host>, outlet: Arc<dyn Outlet>, owner: Owner) -> Session {
+    pub fn new(host: Arc<Host>, outlet: Arc<dyn Outlet>, owner: Owner, inbound: Inbound) -> Session {
         let shared = Arc::new(Shared {
             requests: Requests::new(host.clone()),
             host,
@@ -79,6 +82,7 @@ impl Session {
             levels: LevelFilter::new(LogLevel::Info),
             opened_at: crate::tasks::now_ms(),
             client: Mutex::new(None),
+            inbound,
         });
         let listener: Arc<dyn Listener> = shared.clone();
         let id = shared.host.sessions.join(Arc::downgrade(&listener));
@@ -92,6 +96,12 @@ impl Session {
     /// request's call go to `reply` too; what outlives the request (task status, a task's
     /// progress) goes to the session's outlet.
     pub fn handle(&self, message: Result<Incoming, Rejected>, reply: &Arc<dyn Outlet>) {
+        self.handle_traced(message, reply, None);
+    }
+
+    /// [`Session::handle`] for a message whose transport carried a trace context of its own
+    /// (HTTP headers); the request's `_meta` overrides it.
+    pub fn handle_traced(&self, message: Result<Incoming, Rejected>, reply: &Arc<dyn Outlet>, headers: Option<Carrier>) {
         match message {
             Err(rejected) => {
                 tracing::debug!(code = rejected.error.code, "rejected message: {}", rejected.error.message);
@@ -99,7 +109,7 @@ impl Session {
                     reply.send(error_message(rejected.id.as_ref(), &rejected.error));
                 }
             }
-            Ok(Incoming::Request { id, method, params }) => self.request(id, &method, params, reply),
+            Ok(Incoming::Request { id, method, params }) => self.request(id, &method, params, reply, headers),
             Ok(Incoming::Notification { method, params }) => self.notification(&method, Params::new(&params)),
             Ok(Incoming::Response { id, outcome }) => self.shared.peer.answer(id, outcome),
         }
@@ -130,17 +140,32 @@ impl Session {
         self.shared.requests.finish(grace, wind_down).await;
     }
 
-    /// The scope of a request of this session answered on `reply`.
-    fn scope(&self, reply: &Arc<dyn Outlet>) -> Scope {
-        Scope::new(self.shared.requests.clone(), self.shared.owner.clone(), reply.clone())
+    /// The span of request `id` of this session (disabled unless traces are exported).
+    fn span(&self, id: &RequestId, method: &str, params: &Map<String, Value>, modern: bool, headers: Option<Carrier>) -> tracing::Span {
+        if !crate::telemetry::enabled() {
+            return tracing::Span::none();
+        }
+        let agreed = if modern { None } else { self.shared.client.lock().unwrap().as_ref().map(|(_, version)| version.clone()) };
+        let version = if modern { modern::MODERN_PROTOCOL_VERSION } else { agreed.as_deref().unwrap_or(crate::mcp::types::LATEST_PROTOCOL_VERSION) };
+        let inbound = &self.shared.inbound;
+        trace::request(trace::Request {
+            method,
+            id,
+            params,
+            transport: inbound.transport,
+            protocol_version: version,
+            session: if modern { None } else { inbound.session.as_deref() },
+            headers,
+        })
     }
 
-    fn request(&self, id: RequestId, name: &str, params: Map<String, Value>, reply: &Arc<dyn Outlet>) {
+    fn request(&self, id: RequestId, name: &str, params: Map<String, Value>, reply: &Arc<dyn Outlet>, headers: Option<Carrier>) {
         // The era of a request on a connection (stdio) is decided here: it carries both.
         if Era::of(&params, None) == Era::Modern {
-            return self.stateless(id, name, params, reply);
+            return self.stateless(id, name, params, reply, headers);
         }
-        let scope = self.scope(reply);
+        let span = self.span(&id, name, &params, false, headers);
+        let scope = Scope::new(self.shared.requests.clone(), self.shared.owner.clone(), reply.clone(), span);
         let method = match name.parse::<Method>() {
             Ok(method) => method,
             Err(unknown) => return scope.reply(&id, Err(RpcError::method_not_found(unknown.to_string()))),
@@ -207,8 +232,9 @@ impl Session {
     /// once `initialize` has locked the connection to 2025-11-25, an enveloped request is refused.
     /// It is served like a stateless POST, with this connection's requests (so
     /// `notifications/cancelled` reaches it) and its principal on the stateless wire.
-    fn stateless(&self, id: RequestId, name: &str, params: Map<String, Value>, reply: &Arc<dyn Outlet>) {
-        let scope = Scope::new(self.shared.requests.clone(), self.shared.owner.stateless(), reply.clone());
+    fn stateless(&self, id: RequestId, name: &str, params: Map<String, Value>, reply: &Arc<dyn Outlet>, headers: Option<Carrier>) {
+        let span = self.span(&id, name, &params, true, headers);
+        let scope = Scope::new(self.shared.requests.clone(), self.shared.owner.stateless(), reply.clone(), span);
         if *self.shared.phase.lock().unwrap() == Phase::Initialized {
             let refused = RpcError::invalid_request(format!(
                 "this connection was initialized for 2025-11-25: send `{name}` without the 2026-07-28 `_meta` envelope, or open a new connection"

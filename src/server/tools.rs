@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
+use tracing::Instrument;
 
 use super::authorize::Visible;
 use super::paging::page;
@@ -15,6 +16,7 @@ use crate::policy::Kind;
 use crate::principal::{Owner, Principal, Wire};
 use crate::registry::{violations, ToolEntry};
 use crate::runtime::{CallContext, Failure, Runtime, TaskSupport};
+use crate::telemetry::trace;
 
 /// The MCP view of a tool.
 pub fn list_entry(entry: &ToolEntry) -> Tool {
@@ -169,6 +171,7 @@ async fn run_counted(runs: Runs<'_>, caller: Caller<'_>, call: &AdmittedCall, ct
             Err(Cancelled) => denials.take(),
         };
         record.task = caller.task;
+        record.trace_id = trace::current_trace_id();
         if runs.audit.with_arguments() {
             record.arguments = Some(call.arguments.clone());
             record.result = outcome.as_ref().ok().map(|c| serde_json::to_value(&c.result).expect("results serialize"));
@@ -189,20 +192,27 @@ async fn run_checked(runtime: &Runtime, call: &AdmittedCall, ctx: CallContext, v
     }
     let arguments = call.arguments.to_string();
     let denials = ctx.denials.clone();
-    let cancel = ctx.cancel.clone();
-    let outcome = with_permit(&entry.plugin, &cancel, || runtime.call_tool(&entry.plugin.code, &entry.own_name, &arguments, ctx)).await;
+    let (cancel, usage) = (ctx.cancel.clone(), ctx.usage.clone());
+    let span = trace::guest(&entry.plugin.name, &entry.plugin.code.digest(), entry.plugin.code.contract().as_str(), &entry.name);
+    let run = with_permit(&entry.plugin, &cancel, || runtime.call_tool(&entry.plugin.code, &entry.own_name, &arguments, ctx));
+    let outcome = run.instrument(span.clone()).await;
     let (mut result, failure) = match outcome.and_then(|result| tool_result(entry, result)) {
         Ok(result) => (result, None),
-        Err(Failure::Cancelled) => return (Err(Cancelled), Vec::new()),
+        Err(Failure::Cancelled) => {
+            trace::guest_ended(&span, Failure::Cancelled.kind(), usage.fuel_consumed(), usage.peak_memory(), false);
+            return (Err(Cancelled), Vec::new());
+        }
         Err(failure) => {
-            tracing::warn!(tool = %entry.name, plugin = %entry.plugin.name, kind = failure.kind(), "{}", failure.describe(&entry.name));
+            tracing::warn!(parent: &span, tool = %entry.name, plugin = %entry.plugin.name, kind = failure.kind(), "{}", failure.describe(&entry.name));
             (failure_result(&entry.name, &failure), Some(failure.kind()))
         }
     };
     let denied = denials.take();
     for what in &denied {
-        tracing::warn!(tool = %entry.name, plugin = %entry.plugin.name, "{what}");
+        tracing::warn!(parent: &span, tool = %entry.name, plugin = %entry.plugin.name, "{what}");
     }
+    let outcome = failure.unwrap_or(if result.is_error { "tool-error" } else { "ok" });
+    trace::guest_ended(&span, outcome, usage.fuel_consumed(), usage.peak_memory(), failure.is_some());
     note_denials(&mut result, denied.clone());
     (Ok(Called { result, failure }), denied)
 }

@@ -4,6 +4,7 @@
 
 use super::model::{now_ms, Outcome, OutcomeKind, Task, TaskStatus};
 use crate::audit::{Audit, TaskRecord, Transition};
+use crate::telemetry::trace::Carrier;
 
 /// Records that `task` (as stored) went through `transition`.
 pub(super) fn record(audit: &Audit, task: &Task, transition: Transition) {
@@ -41,5 +42,8 @@ pub(super) fn started(audit: &Audit, task: &Task) {
 }
 
 fn base(task: &Task, transition: Transition) -> TaskRecord {
-    TaskRecord::new(task.owner.clone(), task.id.clone(), task.tool.clone(), transition, task.attempts, task.runner.clone())
+    let mut record = TaskRecord::new(task.owner.clone(), task.id.clone(), task.tool.clone(), transition, task.attempts, task.runner.clone());
+    // The trace of the request that created the task: every transition leads to it.
+    record.trace_id = task.trace_context.as_deref().and_then(Carrier::from_stored).map(|c| c.trace_id().to_owned());
+    record
 }

@@ -30,6 +30,8 @@ use super::store::{StoreError, StoreEvent, TaskStore};
 use super::work;
 use crate::audit::Transition;
 use crate::cancel::{CancelHandle, Wake};
+use crate::telemetry::trace;
+use tracing::Instrument;
 
 /// A task call that passed the protocol checks.
 pub struct Admission {
@@ -54,6 +56,8 @@ pub struct Admission {
     pub events: Option<Arc<dyn TaskEvents>>,
     /// Kept with the task as [`Task::client_capabilities`], opaque to the engine.
     pub client_capabilities: Option<Value>,
+    /// The creating request's trace context, kept as [`Task::trace_context`].
+    pub trace_context: Option<String>,
     /// A cap of the owner's own on its unfinished tasks, below `max_per_owner` (a policy's
     /// `max-active-tasks`); `None`: only `max_per_owner`.
     pub owner_cap: Option<usize>,
@@ -335,31 +339,40 @@ impl Engine {
             resumed_from: 0,
             client_capabilities: admission.client_capabilities,
             started: running,
+            trace_context: admission.trace_context,
         };
         let (launch, events) = (admission.launch, admission.events);
         let (inner, stop, tracker) = (inner.clone(), self.stop.clone(), self.tracker.clone());
+        let span = trace::task_admit(&task.tool);
+        if !span.is_disabled() {
+            span.record("corral.task.id", task.id.as_str());
+        }
         // Finished even if the caller stops waiting: a stored task is always queued (or run).
-        FinishOnDrop::new(async move {
-            // Dropping `reserved` on an error gives the slots back: nothing half-created.
-            let task = match owner_cap {
-                Some(cap) => inner.store.insert_capped(task, cap).await?,
-                None => inner.store.insert(task).await?,
-            };
-            reserved.keep();
-            audit::record(&inner.settings.audit, &task, Transition::Created);
-            if task.started {
-                audit::started(&inner.settings.audit, &task);
-            }
-            match launch {
-                Launch::Queue => inner.enqueue(&task, None, events),
-                Launch::QueueFor(run) => inner.enqueue(&task, Some(run), events),
-                Launch::Running { cancel, run } => {
-                    let live = inner.make_live(&task, None, events, cancel);
-                    tracker.spawn(work::run_adopted(inner.clone(), live, task.clone(), run, stop));
+        FinishOnDrop::new(
+            async move {
+                // Dropping `reserved` on an error gives the slots back: nothing half-created.
+                let insert = match owner_cap {
+                    Some(cap) => inner.store.insert_capped(task, cap),
+                    None => inner.store.insert(task),
+                };
+                let task = insert.instrument(trace::store("insert")).await?;
+                reserved.keep();
+                audit::record(&inner.settings.audit, &task, Transition::Created);
+                if task.started {
+                    audit::started(&inner.settings.audit, &task);
                 }
+                match launch {
+                    Launch::Queue => inner.enqueue(&task, None, events),
+                    Launch::QueueFor(run) => inner.enqueue(&task, Some(run), events),
+                    Launch::Running { cancel, run } => {
+                        let live = inner.make_live(&task, None, events, cancel);
+                        tracker.spawn(work::run_adopted(inner.clone(), live, task.clone(), run, stop));
+                    }
+                }
+                Ok::<Task, EngineError>(task)
             }
-            Ok::<Task, EngineError>(task)
-        })
+            .instrument(span),
+        )
         .await
     }
 

@@ -115,6 +115,7 @@ pub(super) fn call(owner: &str, tool: &str) -> Admission {
         events: None,
         client_capabilities: None,
         owner_cap: None,
+        trace_context: None,
     }
 }
 

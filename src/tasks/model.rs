@@ -262,6 +262,10 @@ pub struct Task {
     /// task is stored started: its guest already runs, so no other replica may claim it as
     /// waiting, and a crash before its worker's `start` must not make it look never run.
     pub started: bool,
+    /// The W3C trace context of the request that created the task (`traceparent`, then
+    /// `tracestate` on a line of its own; `telemetry::trace::Carrier`), when traces were
+    /// exported: its runs, on any host and after any crash, continue that trace.
+    pub trace_context: Option<String>,
 }
 
 impl Task {

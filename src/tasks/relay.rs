@@ -61,6 +61,8 @@ impl Inner {
         let Some(relay) = relays.get_mut(id) else { return };
         if task.status != relay.told {
             relay.told = task.status;
+            let parent = task.trace_context.as_deref().and_then(crate::telemetry::trace::Carrier::from_stored);
+            let _relayed = crate::telemetry::trace::task_relay(parent.as_ref(), id, self.runners.id()).entered();
             relay.events.status_changed(&task);
         }
         if task.status.is_terminal() {

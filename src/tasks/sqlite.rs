@@ -38,7 +38,7 @@ pub enum Durability {
     Power,
 }
 
-const SCHEMA_VERSION: i64 = 10;
+const SCHEMA_VERSION: i64 = 11;
 /// Cancel notices older than this are deleted by the purge: every host looks far more often.
 const NOTICE_KEEP_MS: i64 = 10 * 60 * 1000;
 /// Operations per transaction at most, so one commit's answers are not held back for long.
@@ -75,7 +75,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     resumed_from INTEGER NOT NULL DEFAULT 0,
     client_capabilities TEXT,
     plugin TEXT,
-    checkpointed_at INTEGER
+    checkpointed_at INTEGER,
+    trace_context TEXT
 );
 CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks(owner, seq);
 CREATE UNIQUE INDEX IF NOT EXISTS tasks_by_key ON tasks(owner, idempotency_key) WHERE idempotency_key IS NOT NULL;
@@ -99,7 +100,10 @@ CREATE TABLE IF NOT EXISTS task_notices (
 );
 ";
 
-pub(super) const COLUMNS: &str = "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner, attempts, checkpoint_seq, resumed_from, client_capabilities, started_at IS NOT NULL, plugin";
+pub(super) const COLUMNS: &str = "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner, attempts, checkpoint_seq, resumed_from, client_capabilities, started_at IS NOT NULL, plugin, trace_context";
+
+/// How many columns [`COLUMNS`] reads: what a query selects after them starts here.
+pub(super) const AFTER_COLUMNS: usize = 21;
 
 /// What a write batch's commit came to, told to every operation of the batch.
 type Commit = Result<(), Arc<rusqlite::Error>>;
@@ -328,6 +332,11 @@ fn prepare(conn: &Connection, durability: Durability) -> rusqlite::Result<()> {
         // Version 10 records each task's plugin and when it last checkpointed, for operators.
         conn.execute_batch("ALTER TABLE tasks ADD COLUMN plugin TEXT; ALTER TABLE tasks ADD COLUMN checkpointed_at INTEGER;")?;
     }
+    if (1..11).contains(&version) {
+        // Version 11 keeps the trace context of the request that created each task, so that its
+        // runs, on any host, continue that trace.
+        conn.execute_batch("ALTER TABLE tasks ADD COLUMN trace_context TEXT;")?;
+    }
     conn.execute_batch(SCHEMA)?;
     // Version 4 keeps large results by reference, in pages (`sqlite_blobs`).
     conn.execute_batch(super::sqlite_blobs::SCHEMA)?;
@@ -430,6 +439,7 @@ pub(super) fn read_task(row: &Row) -> rusqlite::Result<Task> {
         client_capabilities: json(row.get(17)?),
         started: row.get(18)?,
         plugin: row.get(19)?,
+        trace_context: row.get(20)?,
     })
 }
 
@@ -464,8 +474,8 @@ impl TaskStore for SqliteStore {
     fn insert(&self, task: Task) -> StoreFuture<Task> {
         self.write(move |c| {
             let seq = c.query_row(
-                "INSERT INTO tasks (id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, progress_token, idempotency_key, runner, client_capabilities, started_at, attempts, plugin)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18) RETURNING seq",
+                "INSERT INTO tasks (id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, progress_token, idempotency_key, runner, client_capabilities, started_at, attempts, plugin, trace_context)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19) RETURNING seq",
                 params![
                     task.id,
                     task.owner,
@@ -484,7 +494,8 @@ impl TaskStore for SqliteStore {
                     task.client_capabilities.as_ref().map(Value::to_string),
                     task.started.then_some(task.created_at),
                     task.attempts,
-                    task.plugin
+                    task.plugin,
+                    task.trace_context
                 ],
                 |r| r.get(0),
             )?;
@@ -548,8 +559,10 @@ impl TaskStore for SqliteStore {
             ))?
             .query_row(params![query, owner], |r| {
                 let task = read_task(r)?;
-                let body: Option<String> = r.get(20)?;
-                let outcome = body.map(|body| Ok::<_, rusqlite::Error>(RawOutcome { body, kind: r.get(21)?, failure: r.get(22)? })).transpose()?;
+                let body: Option<String> = r.get(AFTER_COLUMNS)?;
+                let outcome = body
+                    .map(|body| Ok::<_, rusqlite::Error>(RawOutcome { body, kind: r.get(AFTER_COLUMNS + 1)?, failure: r.get(AFTER_COLUMNS + 2)? }))
+                    .transpose()?;
                 Ok((task, outcome))
             })
             .optional()
@@ -790,7 +803,7 @@ mod tests {
         // Back to version 8, with one outcome of each shape it wrote.
         conn.execute_batch(
             "ALTER TABLE outcomes DROP COLUMN kind; ALTER TABLE outcomes DROP COLUMN failure; PRAGMA user_version = 8;
-             ALTER TABLE tasks DROP COLUMN plugin; ALTER TABLE tasks DROP COLUMN checkpointed_at; DROP TABLE task_notices;
+             ALTER TABLE tasks DROP COLUMN plugin; ALTER TABLE tasks DROP COLUMN checkpointed_at; ALTER TABLE tasks DROP COLUMN trace_context; DROP TABLE task_notices;
              INSERT INTO tasks (id, owner, tool, arguments, status, created_at, updated_at, poll_interval_ms, runner) VALUES
                ('ok', 'o', 't', '{}', 'completed', 0, 0, 1000, ''), ('limit', 'o', 't', '{}', 'failed', 0, 0, 1000, ''),
                ('err', 'o', 't', '{}', 'failed', 0, 0, 1000, ''), ('gone', 'o', 't', '{}', 'cancelled', 0, 0, 1000, ''),

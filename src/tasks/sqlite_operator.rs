@@ -5,7 +5,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::model::{OutcomeKind, TaskStatus};
 use super::operator::{Purged, TaskCursor, TaskDetail, TaskFilter, TaskPage, MAX_PAGE};
-use super::sqlite::{read_task, COLUMNS};
+use super::sqlite::{read_task, AFTER_COLUMNS, COLUMNS};
 
 /// A page of the tasks that pass `filter`, newest first, older than `after`.
 pub(super) fn list_all(c: &Connection, filter: &TaskFilter, after: Option<TaskCursor>, limit: usize) -> rusqlite::Result<TaskPage> {
@@ -41,13 +41,13 @@ pub(super) fn inspect(c: &Connection, id: &str) -> rusqlite::Result<Option<TaskD
             "SELECT {COLUMNS}, started_at, checkpointed_at, o.kind, o.failure FROM tasks LEFT JOIN outcomes o ON o.task_id = tasks.id WHERE tasks.id = ?1"
         ))?
         .query_row(params![id], |r| {
-            let kind: Option<String> = r.get(22)?;
+            let kind: Option<String> = r.get(AFTER_COLUMNS + 2)?;
             Ok(TaskDetail {
                 task: read_task(r)?,
-                started_at: r.get(20)?,
-                checkpointed_at: r.get(21)?,
+                started_at: r.get(AFTER_COLUMNS)?,
+                checkpointed_at: r.get(AFTER_COLUMNS + 1)?,
                 outcome: kind.as_deref().and_then(OutcomeKind::parse),
-                failure: r.get(23)?,
+                failure: r.get(AFTER_COLUMNS + 3)?,
                 questions: Vec::new(),
                 replica_heartbeat_at: None,
             })

@@ -32,6 +32,7 @@ pub(crate) fn task(id: &str, owner: &str, runner: &str) -> Task {
         resumed_from: 0,
         client_capabilities: None,
         started: false,
+        trace_context: None,
     }
 }
 
@@ -74,6 +75,20 @@ pub(crate) async fn client_capabilities_go_with_their_task(store: &dyn TaskStore
     assert_eq!(claimed.client_capabilities, Some(declared), "a claimed task keeps what its client declared");
     store.insert(task("plain", "o", "h")).await.unwrap();
     assert_eq!(store.get("o", "plain").await.unwrap().unwrap().client_capabilities, None);
+}
+
+/// The creating request's trace context travels with the task, through a claim and an
+/// operator's read, so the run on whichever host continues that trace.
+pub(crate) async fn the_trace_context_goes_with_its_task(store: &dyn TaskStore) {
+    let context = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\ncongo=t61rcWkgMzE".to_owned();
+    store.insert(Task { trace_context: Some(context.clone()), ..task("traced", "o", "dead") }).await.unwrap();
+    let claimed = store.claim("traced", "dead", "me").await.unwrap().expect("claimed");
+    assert_eq!(claimed.trace_context.as_ref(), Some(&context));
+    let started = store.start("o", "traced", "me").await.unwrap().expect("started");
+    assert_eq!(started.trace_context.as_ref(), Some(&context));
+    assert_eq!(store.inspect("traced").await.unwrap().unwrap().task.trace_context, Some(context));
+    store.insert(task("untraced", "o", "h")).await.unwrap();
+    assert_eq!(store.get("o", "untraced").await.unwrap().unwrap().trace_context, None);
 }
 
 pub(crate) async fn claim_is_fenced(store: &dyn TaskStore) {
@@ -509,6 +524,7 @@ macro_rules! store_suite {
                 questions_are_kept_answered_once_and_go_with_their_task,
                 an_attempt_remembers_the_checkpoint_it_started_from,
                 client_capabilities_go_with_their_task,
+                the_trace_context_goes_with_its_task,
                 a_task_stored_started_is_never_taken_as_waiting,
                 operators_list_every_owner_newest_first_filtered_and_paged,
                 inspect_tells_everything_stored_of_any_owners_task,

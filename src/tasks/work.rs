@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use futures_util::FutureExt;
+use tracing::Instrument;
 
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -15,6 +16,7 @@ use super::pending::PendingEnd;
 use super::resume::{verdict, Verdict};
 use super::runner::{Finished, Live, LocalRun};
 use super::store::StoreEvent;
+use crate::telemetry::trace::{self, Carrier};
 
 /// The workers share one receiver; whoever holds the lock takes the next task.
 pub(super) type SharedQueue = Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<Queued>>>;
@@ -81,13 +83,31 @@ async fn run_one(inner: &Arc<Inner>, queued: &Queued) {
     };
     let control = inner.control(&live);
     let local_run = live.local_run.lock().unwrap().take();
-    let finished = match local_run {
-        Some(run) => run(&task, control).await,
-        None => inner.runner.run(&task, control).await,
+    let span = run_span(inner, &task);
+    let run = async {
+        let finished = match local_run {
+            Some(run) => run(&task, control).await,
+            None => inner.runner.run(&task, control).await,
+        };
+        if !span.is_disabled() {
+            span.record("corral.outcome", finished.outcome.kind().as_str());
+        }
+        inner.conclude(&live, finished).await
     };
-    if inner.conclude(&live, finished).await {
+    if run.instrument(span.clone()).await {
         inner.retire(id);
     }
+}
+
+/// The span of this run of `task`: a child of the request that created it, wherever that was.
+fn run_span(inner: &Inner, task: &Task) -> tracing::Span {
+    if !crate::telemetry::enabled() {
+        return tracing::Span::none();
+    }
+    let parent = task.trace_context.as_deref().and_then(Carrier::from_stored);
+    // The first attempt waited in the queue since its admission; a later one since the crash.
+    let waited = if task.attempts <= 1 { now_ms() - task.created_at } else { 0 };
+    trace::task_run(parent.as_ref(), &task.id, &task.tool, task.attempts, waited, inner.runners.id())
 }
 
 /// Runs a call adopted as task `task` as it goes on (see `Launch::Running`): no worker, the
@@ -126,7 +146,7 @@ impl Inner {
             true => (TaskStatus::Cancelled, Some(REQUEST_CANCELLED.to_owned()), Outcome::Cancelled),
             false => (finished.status, finished.message, finished.outcome),
         };
-        match self.store.finish_as(&live.id, self.runners.id(), status, message.as_deref(), &outcome).await {
+        match self.store.finish_as(&live.id, self.runners.id(), status, message.as_deref(), &outcome).instrument(trace::store("finish")).await {
             Ok(Some(ended)) => {
                 audit::ended(&self.settings.audit, &ended, &outcome);
                 live.announce(&ended);

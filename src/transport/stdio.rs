@@ -27,6 +27,7 @@ use crate::mcp::jsonrpc::{self, PARSE_ERROR};
 use crate::mcp::{Incoming, Rejected, RpcError};
 use crate::principal::{Owner, Principal, Wire};
 use crate::server::{Host, Outlet, Session};
+use crate::telemetry::trace::Inbound;
 
 /// How long calls cancelled at the end of the shutdown grace get to stop before `serve`
 /// returns anyway.
@@ -79,7 +80,7 @@ where
     let lines = Arc::new(LineOutlet::new(output));
     let outlet: Arc<dyn Outlet> = lines.clone();
     // Over stdio the one client is the local user, so its tasks survive a host restart.
-    let session = Arc::new(Session::new(host, outlet.clone(), Owner::new(Principal::Local, Wire::Sessions)));
+    let session = Arc::new(Session::new(host, outlet.clone(), Owner::new(Principal::Local, Wire::Sessions), Inbound::pipe()));
     let (eof_tx, eof_rx) = tokio::sync::oneshot::channel::<()>();
     let stop = Arc::new(AtomicBool::new(false));
     let reader =

@@ -98,6 +98,16 @@ impl McpProcess {
 
     /// Starts `EXE ARGS...` speaking `transport`.
     pub fn spawn_exe_with(transport: Transport, exe: &str, args: &[&str]) -> McpProcess {
+        Self::spawn_exe_env(transport, exe, args, &[])
+    }
+
+    /// Starts `corral ARGS...` speaking `transport`, with the variables `env` set.
+    pub fn spawn_env(transport: Transport, args: &[&str], env: &[(&str, &str)]) -> McpProcess {
+        Self::spawn_exe_env(transport, env!("CARGO_BIN_EXE_corral"), args, env)
+    }
+
+    /// Starts `EXE ARGS...` speaking `transport`, with the variables `env` set.
+    pub fn spawn_exe_env(transport: Transport, exe: &str, args: &[&str], env: &[(&str, &str)]) -> McpProcess {
         let mut args = args.to_vec();
         args.extend_from_slice(transport.serve_args());
         let http = transport == Transport::Http;
@@ -108,6 +118,7 @@ impl McpProcess {
             // level comes from the flags.
             .env("CORRAL_DB", ":memory:")
             .env_remove("RUST_LOG")
+            .envs(env.iter().copied())
             // An HTTP server runs detached from any terminal, as under a service manager.
             .stdin(if http { Stdio::null() } else { Stdio::piped() })
             .stdout(Stdio::piped())

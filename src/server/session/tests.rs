@@ -33,7 +33,7 @@ impl Client {
             .build();
         let host = testing::host(&[("fixture", plugin)], ServerOptions { page_size, list_changed: false, ..ServerOptions::default() }).await;
         let out = Arc::new(Collect::default());
-        let session = Session::new(host, out.clone(), Owner::new(Principal::Token("test".into()), Wire::Sessions));
+        let session = Session::new(host, out.clone(), Owner::new(Principal::Token("test".into()), Wire::Sessions), crate::telemetry::trace::Inbound::pipe());
         Client { session, reply: out.clone(), out }
     }
 

@@ -4,7 +4,7 @@
 use deadpool_postgres::Pool;
 
 use super::pool::get;
-use super::store::{read_task, COLUMNS};
+use super::store::{read_task, AFTER_COLUMNS, COLUMNS};
 use crate::tasks::model::{OutcomeKind, TaskStatus};
 use crate::tasks::operator::{Purged, TaskCursor, TaskDetail, TaskFilter, TaskPage, MAX_PAGE};
 use crate::tasks::store::{StoreResult, TaskQuestion};
@@ -52,17 +52,17 @@ pub(super) async fn inspect(pool: StoreResult<Pool>, id: String) -> StoreResult<
         ))
         .await?;
     let Some(row) = client.query_opt(&statement, &[&id]).await? else { return Ok(None) };
-    let kind: Option<String> = row.try_get(22)?;
+    let kind: Option<String> = row.try_get(AFTER_COLUMNS + 2)?;
     let questions = client.prepare_cached("SELECT key, request FROM corral_task_inputs WHERE task_id = $1 AND answer IS NULL ORDER BY seq").await?;
     let questions = client.query(&questions, &[&id]).await?;
     Ok(Some(TaskDetail {
         task: read_task(&row)?,
-        started_at: row.try_get(20)?,
-        checkpointed_at: row.try_get(21)?,
+        started_at: row.try_get(AFTER_COLUMNS)?,
+        checkpointed_at: row.try_get(AFTER_COLUMNS + 1)?,
         outcome: kind.as_deref().and_then(OutcomeKind::parse),
-        failure: row.try_get(23)?,
+        failure: row.try_get(AFTER_COLUMNS + 3)?,
         questions: questions.iter().map(|r| Ok(TaskQuestion { key: r.try_get(0)?, request: r.try_get(1)?, answer: None })).collect::<StoreResult<_>>()?,
-        replica_heartbeat_at: row.try_get(24)?,
+        replica_heartbeat_at: row.try_get(AFTER_COLUMNS + 4)?,
     }))
 }
 

@@ -120,6 +120,11 @@ UPDATE corral_outcomes SET
 ALTER TABLE corral_tasks ADD COLUMN IF NOT EXISTS plugin TEXT, ADD COLUMN IF NOT EXISTS checkpointed_at BIGINT;
 ",
     super::buckets::MIGRATION,
+    "
+-- The trace context of the request that created each task, so that its runs, on any replica,
+-- continue that trace.
+ALTER TABLE corral_tasks ADD COLUMN IF NOT EXISTS trace_context TEXT;
+",
 ];
 
 /// The schema version this corral writes.

@@ -26,7 +26,10 @@ use crate::tasks::operator::{Purged, TaskCursor, TaskDetail, TaskFilter, TaskPag
 use crate::tasks::store::{StoreError, StoreEvent, StoreFuture, StoreResult, TaskQuestion, TaskStore};
 
 /// The columns every query returns, in the order [`read_task`] reads them.
-pub(super) const COLUMNS: &str = "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner, attempts, checkpoint_seq, resumed_from, client_capabilities, started_at IS NOT NULL, plugin";
+pub(super) const COLUMNS: &str = "seq, id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, poll_interval_ms, progress_token, idempotency_key, runner, attempts, checkpoint_seq, resumed_from, client_capabilities, started_at IS NOT NULL, plugin, trace_context";
+
+/// How many columns [`COLUMNS`] reads: what a query selects after them starts here.
+pub(super) const AFTER_COLUMNS: usize = 21;
 
 /// Rows deleted per purge statement; a purge repeats until a batch comes back short.
 const PURGE_BATCH: i64 = 1000;
@@ -239,6 +242,7 @@ pub(super) fn read_task(row: &Row) -> StoreResult<Task> {
         client_capabilities: row.try_get(17)?,
         started: row.try_get(18)?,
         plugin: row.try_get(19)?,
+        trace_context: row.try_get(20)?,
     })
 }
 
@@ -269,8 +273,8 @@ impl TaskStore for PgStore {
                     "WITH counts AS (
                          SELECT {QUEUED} AS queued, {MINE} AS mine, set_config('synchronous_commit', $17, true) AS sync),
                      added AS (
-                         INSERT INTO corral_tasks (id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, progress_token, idempotency_key, runner, client_capabilities, started_at, attempts, plugin)
-                         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $18, $19, $20, $21 FROM counts WHERE queued < $15 AND mine < $16
+                         INSERT INTO corral_tasks (id, owner, tool, arguments, status, status_message, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms, progress_token, idempotency_key, runner, client_capabilities, started_at, attempts, plugin, trace_context)
+                         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $18, $19, $20, $21, $22 FROM counts WHERE queued < $15 AND mine < $16
                          RETURNING seq)
                      SELECT (SELECT seq FROM added), queued, mine FROM counts"
                 ))
@@ -300,6 +304,7 @@ impl TaskStore for PgStore {
                         &task.started.then_some(task.created_at),
                         &(task.attempts as i32),
                         &task.plugin,
+                        &task.trace_context,
                     ],
                 )
                 .await?;
@@ -368,8 +373,8 @@ impl TaskStore for PgStore {
             let statement = client.prepare_cached(&sql).await?;
             let Some(row) = client.query_opt(&statement, &[&id, &owner]).await? else { return Ok(None) };
             let task = read_task(&row)?;
-            let has_outcome = row.try_get::<_, Option<Value>>(20)?.is_some();
-            let outcome = if has_outcome { Some(read_outcome(&row, 20, &id)?) } else { None };
+            let has_outcome = row.try_get::<_, Option<Value>>(AFTER_COLUMNS)?.is_some();
+            let outcome = if has_outcome { Some(read_outcome(&row, AFTER_COLUMNS, &id)?) } else { None };
             Ok(Some((task, outcome)))
         })
     }

@@ -46,6 +46,7 @@ use crate::mcp::types::SUPPORTED_PROTOCOL_VERSIONS;
 use crate::mcp::{Method, RpcError};
 use crate::principal::{Owner, Principal, Wire};
 use crate::server::{Host, Outlet, Session};
+use crate::telemetry::trace::{Carrier, Inbound, Transport};
 
 const SESSION_HEADER: &str = "mcp-session-id";
 /// How long calls cancelled at the end of the shutdown grace, and connections after them, get
@@ -375,7 +376,8 @@ fn new_session(app: &App, identity: Option<Principal>) -> Result<(String, Arc<Ht
     // Tasks belong to the authenticated principal when authentication is on, else to the session.
     let principal = identity.clone().unwrap_or_else(|| Principal::Session(id.clone()));
     let owner = Owner::new(principal, Wire::Sessions);
-    let session = Session::new(app.host.clone(), events.clone(), owner);
+    let inbound = Inbound { transport: Transport::Tcp, session: Some(id.clone()) };
+    let session = Session::new(app.host.clone(), events.clone(), owner, inbound);
     let entry = Arc::new(HttpSession { session, events, identity, last_seen: Mutex::new(Instant::now()), open_streams: Default::default() });
     sessions.insert(id.clone(), entry.clone());
     Ok((id, entry))
@@ -440,7 +442,8 @@ async fn post_message(State(app): State<Arc<App>>, peer: Option<Extension<PeerAd
     };
     let (sender, mut answers) = mpsc::unbounded_channel();
     let reply: Arc<dyn Outlet> = Arc::new(ChannelOutlet(sender));
-    session.session.handle(Ok(message), &reply);
+    let traced = if crate::telemetry::enabled() { Carrier::from_headers(&headers) } else { None };
+    session.session.handle_traced(Ok(message), &reply, traced);
     drop(reply);
 
     let mut response = match answers.recv().await {

@@ -24,6 +24,7 @@ use crate::mcp::modern::{self as era, ModernMethod, HEADER_MISMATCH, MISSING_CAP
 use crate::mcp::{RequestId, RpcError};
 use crate::principal::{Owner, Principal, Wire};
 use crate::server::{Requests, Scope};
+use crate::telemetry::trace;
 
 /// Asks proxies not to buffer an SSE response (nginx honours it), so notifications arrive as sent.
 const NO_BUFFERING: (&str, &str) = ("x-accel-buffering", "no");
@@ -84,7 +85,20 @@ pub(super) async fn post(app: &Arc<App>, headers: &HeaderMap, identity: Option<P
     let (sender, mut answers) = mpsc::unbounded_channel();
     let requests = Requests::new(app.host.clone());
     let guard = CancelOnDrop(requests.clone());
-    let scope = Scope::new(requests, Owner::new(principal, Wire::Stateless), Arc::new(ChannelOutlet(sender)));
+    let span = if crate::telemetry::enabled() {
+        trace::request(trace::Request {
+            method: method.as_str(),
+            id: &id,
+            params: &params,
+            transport: trace::Transport::Tcp,
+            protocol_version: era::MODERN_PROTOCOL_VERSION,
+            session: None,
+            headers: trace::Carrier::from_headers(headers),
+        })
+    } else {
+        tracing::Span::none()
+    };
+    let scope = Scope::new(requests, Owner::new(principal, Wire::Stateless), Arc::new(ChannelOutlet(sender)), span);
     crate::server::serve_stateless(&scope, id.clone(), method, envelope, params);
     drop(scope);
     let request_id = json!(id);

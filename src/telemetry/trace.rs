@@ -1,0 +1,435 @@
+//! The host's spans and the trace context they carry in and out.
+//!
+//! Span names and attributes follow the OpenTelemetry semantic conventions for MCP (a server
+//! span `{mcp.method.name} {target}` with `mcp.method.name`, `jsonrpc.request.id`,
+//! `gen_ai.tool.name`, `mcp.session.id`, `mcp.protocol.version`, `network.transport`,
+//! `error.type`, …), and corral's own attributes under `corral.`. Every span here is a `tracing`
+//! span of [`TARGET`], made only when traces are exported ([`super::enabled`]); otherwise each
+//! constructor returns a disabled span and costs a branch.
+//!
+//! Context comes in as W3C `traceparent`/`tracestate`, from `params._meta` (what the SDKs send,
+//! in both eras and over stdio) or else the HTTP headers. One that is malformed, too long or
+//! repeated is ignored: the request starts a trace of its own, never an error. A task keeps its
+//! creating request's context ([`Carrier`], stored with the task), so its runs on any replica
+//! are children of that request.
+
+use std::collections::HashMap;
+
+use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
+use opentelemetry::trace::TraceContextExt;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use serde_json::{Map, Value};
+use tracing::field::Empty;
+use tracing::{Metadata, Span};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+/// The `tracing` target of every span the host makes for its traces.
+pub const TARGET: &str = "corral::trace";
+
+/// The longest `traceparent` taken (a version-00 one is 55 characters; later versions may add
+/// fields, so some room is left).
+const MAX_TRACEPARENT: usize = 256;
+
+/// The longest `tracestate` taken (the W3C recommendation for what to propagate).
+const MAX_TRACESTATE: usize = 512;
+
+/// Whether `metadata` is one of the host's trace spans (or an event inside one of its
+/// constructors), which the log lines leave out.
+pub fn is_host_span(metadata: &Metadata<'_>) -> bool {
+    metadata.target() == TARGET
+}
+
+/// The filter of the exporting layer: the host's spans, and the host's own events at `info`
+/// and above (a warning inside a call becomes an event of its span).
+pub fn only_host_spans() -> tracing_subscriber::filter::Targets {
+    tracing_subscriber::filter::Targets::new().with_target(TARGET, tracing::Level::TRACE).with_target("corral", tracing::Level::INFO)
+}
+
+/// A W3C trace context as it travels: a valid `traceparent` and its `tracestate`. What a task
+/// keeps in the store to continue its creator's trace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Carrier {
+    traceparent: String,
+    tracestate: Option<String>,
+}
+
+impl Carrier {
+    /// The context in a request's `params._meta` (`traceparent`, `tracestate`), when it holds a
+    /// valid one.
+    pub fn from_meta(params: &Map<String, Value>) -> Option<Carrier> {
+        let meta = params.get("_meta")?.as_object()?;
+        let traceparent = meta.get("traceparent")?.as_str()?;
+        let tracestate = meta.get("tracestate").and_then(Value::as_str);
+        Carrier::checked(traceparent, tracestate)
+    }
+
+    /// The context in HTTP headers: exactly one `traceparent` (two are ignored: which one
+    /// would be the caller's?), and `tracestate`, whose repeated headers join with commas.
+    pub fn from_headers(headers: &http::HeaderMap) -> Option<Carrier> {
+        let mut parents = headers.get_all("traceparent").iter();
+        let (Some(traceparent), None) = (parents.next(), parents.next()) else { return None };
+        let states: Vec<&str> = headers.get_all("tracestate").iter().filter_map(|v| v.to_str().ok()).collect();
+        let tracestate = (!states.is_empty()).then(|| states.join(","));
+        Carrier::checked(traceparent.to_str().ok()?, tracestate.as_deref())
+    }
+
+    /// A stored context, as [`Carrier::to_stored`] wrote it; `None` when it is not one.
+    pub fn from_stored(text: &str) -> Option<Carrier> {
+        let (traceparent, tracestate) = match text.split_once('\n') {
+            Some((parent, state)) => (parent, Some(state)),
+            None => (text, None),
+        };
+        Carrier::checked(traceparent, tracestate)
+    }
+
+    /// The form the task stores keep: `traceparent`, then `tracestate` on a line of its own.
+    pub fn to_stored(&self) -> String {
+        match &self.tracestate {
+            Some(state) => format!("{}\n{state}", self.traceparent),
+            None => self.traceparent.clone(),
+        }
+    }
+
+    /// The `traceparent` (for the audit trail's readers, and tests).
+    pub fn traceparent(&self) -> &str {
+        &self.traceparent
+    }
+
+    /// The context of `span`, when it is part of an exported trace.
+    pub fn of(span: &Span) -> Option<Carrier> {
+        if !super::enabled() || span.is_disabled() {
+            return None;
+        }
+        let mut fields = Fields::default();
+        TraceContextPropagator::new().inject_context(&span.context(), &mut fields);
+        let traceparent = fields.0.remove("traceparent")?;
+        Some(Carrier { traceparent, tracestate: fields.0.remove("tracestate").filter(|s| !s.is_empty()) })
+    }
+
+    /// The id of the trace (32 hex digits).
+    pub fn trace_id(&self) -> &str {
+        self.traceparent.split('-').nth(1).unwrap_or_default()
+    }
+
+    /// `traceparent` and `tracestate` if the propagator takes them as a valid remote context.
+    fn checked(traceparent: &str, tracestate: Option<&str>) -> Option<Carrier> {
+        if traceparent.len() > MAX_TRACEPARENT || tracestate.is_some_and(|s| s.len() > MAX_TRACESTATE) {
+            return None;
+        }
+        let carrier = Carrier { traceparent: traceparent.to_owned(), tracestate: tracestate.map(str::to_owned) };
+        carrier.context().span().span_context().is_valid().then_some(carrier)
+    }
+
+    /// The remote context this carries.
+    fn context(&self) -> opentelemetry::Context {
+        TraceContextPropagator::new().extract(self)
+    }
+}
+
+impl Extractor for Carrier {
+    fn get(&self, key: &str) -> Option<&str> {
+        match key {
+            "traceparent" => Some(&self.traceparent),
+            "tracestate" => self.tracestate.as_deref(),
+            _ => None,
+        }
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        vec!["traceparent", "tracestate"]
+    }
+}
+
+#[derive(Default)]
+struct Fields(HashMap<String, String>);
+
+impl Injector for Fields {
+    fn set(&mut self, key: &str, value: String) {
+        self.0.insert(key.to_owned(), value);
+    }
+}
+
+/// The id of the trace the current span belongs to, when traces are exported and there is one.
+pub fn current_trace_id() -> Option<String> {
+    if !super::enabled() {
+        return None;
+    }
+    trace_id(&Span::current())
+}
+
+/// The id of the trace `span` belongs to, when it is part of an exported trace.
+pub fn trace_id(span: &Span) -> Option<String> {
+    if !super::enabled() || span.is_disabled() {
+        return None;
+    }
+    let context = span.context();
+    let span_context = context.span().span_context().clone();
+    span_context.is_valid().then(|| span_context.trace_id().to_string())
+}
+
+/// How a request reached the host (`network.transport`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// stdio.
+    Pipe,
+    /// HTTP.
+    Tcp,
+}
+
+impl Transport {
+    fn as_str(self) -> &'static str {
+        match self {
+            Transport::Pipe => "pipe",
+            Transport::Tcp => "tcp",
+        }
+    }
+}
+
+/// Where a session's requests come from, as their spans say: the transport, and over HTTP the
+/// session's id (`mcp.session.id`).
+#[derive(Clone, Debug)]
+pub struct Inbound {
+    /// `network.transport`.
+    pub transport: Transport,
+    /// The `Mcp-Session-Id` of a 2025-11-25 session over HTTP.
+    pub session: Option<String>,
+}
+
+impl Inbound {
+    /// A session on stdio.
+    pub fn pipe() -> Inbound {
+        Inbound { transport: Transport::Pipe, session: None }
+    }
+}
+
+/// What a request's server span says of it when it starts.
+pub struct Request<'a> {
+    /// `mcp.method.name`.
+    pub method: &'a str,
+    /// The request's JSON-RPC id, as text.
+    pub id: &'a dyn std::fmt::Display,
+    /// The request's params (the span's target, the context in `_meta`).
+    pub params: &'a Map<String, Value>,
+    /// `network.transport`.
+    pub transport: Transport,
+    /// `mcp.protocol.version`.
+    pub protocol_version: &'a str,
+    /// `mcp.session.id`, for a 2025-11-25 session over HTTP (never for 2026-07-28 traffic).
+    pub session: Option<&'a str>,
+    /// The context of the HTTP headers, which `_meta`'s overrides.
+    pub headers: Option<Carrier>,
+}
+
+/// The server span of a request: a child of the caller's context when it sent a valid one.
+pub fn request(request: Request<'_>) -> Span {
+    if !super::enabled() {
+        return Span::none();
+    }
+    let params = request.params;
+    let name = |key: &str| params.get(key).and_then(Value::as_str);
+    let (tool, prompt, uri) = match request.method {
+        "tools/call" => (name("name"), None, None),
+        "prompts/get" => (None, name("name"), None),
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => (None, None, name("uri")),
+        _ => (None, None, None),
+    };
+    let span_name = match tool.or(prompt) {
+        Some(target) => format!("{} {target}", request.method),
+        None => request.method.to_owned(),
+    };
+    let span = tracing::info_span!(
+        target: TARGET,
+        "request",
+        otel.name = %span_name,
+        otel.kind = "server",
+        otel.status_code = Empty,
+        otel.status_description = Empty,
+        mcp.method.name = request.method,
+        jsonrpc.request.id = %request.id,
+        gen_ai.tool.name = tool,
+        gen_ai.prompt.name = prompt,
+        gen_ai.operation.name = tool.map(|_| "execute_tool"),
+        mcp.resource.uri = uri,
+        mcp.protocol.version = request.protocol_version,
+        mcp.session.id = request.session,
+        network.transport = request.transport.as_str(),
+        error.type = Empty,
+        rpc.response.status_code = Empty,
+        corral.task.id = Empty,
+    );
+    if let Some(parent) = Carrier::from_meta(params).or(request.headers) {
+        let _ = span.set_parent(parent.context());
+    }
+    span
+}
+
+/// Records on a request's span how it was answered: a JSON-RPC error (`code`, `message`), or
+/// a tool's own error result (`error.type` `tool_error`). Only an internal or server error
+/// marks the span as failed, as the conventions say: a client's mistake is not the server's.
+pub fn answered(span: &Span, error: Option<(i64, &str)>, tool_error: bool) {
+    if span.is_disabled() {
+        return;
+    }
+    match error {
+        Some((code, message)) => {
+            span.record("error.type", code.to_string());
+            span.record("rpc.response.status_code", code.to_string());
+            if code == -32603 || (-32099..=-32000).contains(&code) {
+                span.record("otel.status_code", "ERROR");
+                span.record("otel.status_description", message);
+            }
+        }
+        None if tool_error => {
+            span.record("error.type", "tool_error");
+        }
+        None => {}
+    }
+}
+
+/// Marks `span` as ended by its client's cancel (no answer was sent).
+pub fn cancelled(span: &Span) {
+    if !span.is_disabled() {
+        span.record("error.type", "cancelled");
+    }
+}
+
+/// Records on a request's span the task it created.
+pub fn created_task(span: &Span, task: &str) {
+    if !span.is_disabled() {
+        span.record("corral.task.id", task);
+    }
+}
+
+/// The span of a policy decision on a request.
+pub fn authorize(action: &str) -> Span {
+    tracing::info_span!(target: TARGET, "authorize", otel.name = "corral.authorize", corral.action = action, corral.decision = Empty)
+}
+
+/// The span of a guest's run: one fresh instance of `plugin` calling `tool`.
+pub fn guest(plugin: &str, digest: &str, contract: &str, tool: &str) -> Span {
+    tracing::info_span!(
+        target: TARGET,
+        "guest",
+        otel.name = %format!("corral.guest {tool}"),
+        corral.plugin = plugin,
+        corral.digest = digest,
+        corral.contract = contract,
+        gen_ai.tool.name = tool,
+        corral.fuel_consumed = Empty,
+        corral.peak_memory = Empty,
+        corral.outcome = Empty,
+        otel.status_code = Empty,
+    )
+}
+
+/// Records what a guest's run came to on its span.
+pub fn guest_ended(span: &Span, outcome: &str, fuel_consumed: u64, peak_memory: u64, failed: bool) {
+    if span.is_disabled() {
+        return;
+    }
+    span.record("corral.outcome", outcome);
+    // As signed integers: OTLP has no unsigned one, and a u64 would be exported as text.
+    span.record("corral.fuel_consumed", i64::try_from(fuel_consumed).unwrap_or(i64::MAX));
+    span.record("corral.peak_memory", i64::try_from(peak_memory).unwrap_or(i64::MAX));
+    if failed {
+        span.record("otel.status_code", "ERROR");
+    }
+}
+
+/// The span of waiting for one of a plugin's instance slots (made only when none was free).
+pub fn queue(plugin: &str) -> Span {
+    tracing::info_span!(target: TARGET, "queue", otel.name = "corral.queue", corral.plugin = plugin)
+}
+
+/// The span of a task's admission: its row written, its place in the queue taken.
+pub fn task_admit(tool: &str) -> Span {
+    tracing::info_span!(target: TARGET, "task.admit", otel.name = "corral.task.admit", gen_ai.tool.name = tool, corral.task.id = Empty)
+}
+
+/// The span of one run of a task on `replica`, a child of the request that created it (its
+/// stored context), whichever replica runs it and however many times.
+pub fn task_run(parent: Option<&Carrier>, task: &str, tool: &str, attempt: u32, queue_wait_ms: i64, replica: &str) -> Span {
+    if !super::enabled() {
+        return Span::none();
+    }
+    let span = tracing::info_span!(
+        target: TARGET,
+        "task.run",
+        otel.name = %format!("corral.task.run {tool}"),
+        otel.kind = "consumer",
+        corral.task.id = task,
+        gen_ai.tool.name = tool,
+        corral.task.attempt = i64::from(attempt),
+        corral.queue_wait_ms = queue_wait_ms,
+        corral.replica = replica,
+        corral.outcome = Empty,
+    );
+    if let Some(parent) = parent {
+        let _ = span.set_parent(parent.context());
+    }
+    span
+}
+
+/// The span of a task's progress relayed to a client waiting on another replica.
+pub fn task_relay(parent: Option<&Carrier>, task: &str, replica: &str) -> Span {
+    if !super::enabled() {
+        return Span::none();
+    }
+    let span = tracing::info_span!(target: TARGET, "task.relay", otel.name = "corral.task.relay", corral.task.id = task, corral.replica = replica);
+    if let Some(parent) = parent {
+        let _ = span.set_parent(parent.context());
+    }
+    span
+}
+
+/// The span of one write to the task store (`operation`: `insert`, `start`, `finish`, …).
+pub fn store(operation: &'static str) -> Span {
+    tracing::info_span!(target: TARGET, "store", otel.name = %format!("corral.store {operation}"), db.operation.name = operation)
+}
+
+/// An event on the current span: a host call the guest made (`elicit`, `sample`, `ask`,
+/// `checkpoint`) or a sandbox denial, named by `what`.
+pub fn host_call(name: &'static str, what: &str) {
+    tracing::info!(target: TARGET, { corral.host_call = name }, "{what}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const VALID: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    #[test]
+    fn a_valid_traceparent_is_carried_and_stored_whole() {
+        let mut params = Map::new();
+        params.insert("_meta".into(), serde_json::json!({ "traceparent": VALID, "tracestate": "congo=t61rcWkgMzE" }));
+        let carrier = Carrier::from_meta(&params).expect("valid");
+        assert_eq!(carrier.trace_id(), "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert_eq!(Carrier::from_stored(&carrier.to_stored()), Some(carrier));
+    }
+
+    #[test]
+    fn malformed_too_long_or_repeated_contexts_are_ignored() {
+        for bad in [
+            "",
+            "garbage",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+        ] {
+            assert_eq!(Carrier::from_stored(bad), None, "{bad:?}");
+        }
+        let long = format!("{VALID}-{}", "a".repeat(MAX_TRACEPARENT));
+        assert_eq!(Carrier::from_stored(&long), None);
+        let mut params = Map::new();
+        params.insert("_meta".into(), serde_json::json!({ "traceparent": 5 }));
+        assert_eq!(Carrier::from_meta(&params), None);
+
+        let mut headers = http::HeaderMap::new();
+        headers.append("traceparent", VALID.parse().unwrap());
+        assert!(Carrier::from_headers(&headers).is_some());
+        headers.append("traceparent", VALID.parse().unwrap());
+        assert_eq!(Carrier::from_headers(&headers), None, "two traceparent headers");
+    }
+}
