@@ -198,6 +198,15 @@ fn admin_needs_its_own_tokens_file() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--admin-tokens-file"), "{stderr}");
+    // OAuth for the console needs issuers to trust.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_corral"))
+        .args(["serve", "--plugins", plugins.path().to_str().unwrap(), "--admin", "9", "--admin-public-url", "https://admin.example"])
+        .env("CORRAL_DB", ":memory:")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--admin-public-url needs --oauth-issuer"), "{stderr}");
     // A token MCP clients also hold would let them run the console.
     let shared = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(shared.path(), "ops same-token\n").unwrap();

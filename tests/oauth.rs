@@ -12,7 +12,11 @@
 //! - the TypeScript SDK's OAuth client (tests/oauth/client.mjs) discovers, registers, signs a user
 //!   in through the server's own login and consent pages with PKCE, and calls a tool;
 //! - on PostgreSQL, a subject's task created on one replica is read and cancelled on another, and
-//!   another subject is refused on both.
+//!   another subject is refused on both;
+//! - opaque access tokens are checked by introspection at the provider: accepted and naming
+//!   their subject, refused when revoked or issued for another resource, each answer kept so a
+//!   second request costs no call, and an endpoint that does not answer costs a prompt 503;
+//! - the admin console takes access tokens issued for it, with its scope, and no other.
 //!
 //! The Node packages are installed on first use (`npm ci` in tests/oauth); without npm the tests
 //! say so and skip, unless `CORRAL_REQUIRE_OAUTH` is set (as `.ci/run` does).
@@ -106,6 +110,16 @@ impl AuthServer {
         let request = json!({ "key": key, "claims": claims, "header": header }).to_string();
         let body = json_of(agent().post(format!("{}/test/forge", self.issuer)).header("content-type", "application/json").send(request).unwrap());
         body["token"].as_str().unwrap_or_else(|| panic!("forge: {body}")).to_owned()
+    }
+
+    /// Revokes `client`'s `token` (RFC 7009, at the provider's revocation endpoint).
+    fn revoke(&self, client: &str, token: &str) {
+        let secret = format!("{client}-secret");
+        let form = [("token", token), ("client_id", client), ("client_secret", &secret)];
+        let form: Vec<String> = form.iter().map(|(k, v)| format!("{k}={}", form_encode(v))).collect();
+        let response =
+            agent().post(format!("{}/token/revocation", self.issuer)).header("content-type", "application/x-www-form-urlencoded").send(form.join("&")).unwrap();
+        assert_eq!(response.status(), 200, "revoking: {}", response.into_body().read_to_string().unwrap());
     }
 
     /// Puts a new signing key first; its kid.
@@ -398,4 +412,222 @@ fn a_subjects_task_follows_it_across_replicas_on_postgresql_and_no_one_else_sees
     let again = server.token("svc-a", resource, "mcp tools");
     let got = modern(&one.url, &again, "tasks/get", json!({ "taskId": task }));
     assert_eq!(got["result"]["status"], "cancelled", "{got}");
+}
+
+/// The value of the metric line that starts with `line` (name and labels) in `/metrics` text.
+fn metric(text: &str, line: &str) -> u64 {
+    let prefix = format!("{line} ");
+    text.lines().find_map(|l| l.strip_prefix(&prefix)).unwrap_or_else(|| panic!("no {line} in:\n{text}")).parse().unwrap()
+}
+
+/// `/metrics` of the host at `base`, read with `token`.
+fn metrics_of(base: &str, token: &str) -> String {
+    agent().get(format!("{base}/metrics")).header("authorization", format!("Bearer {token}")).call().unwrap().into_body().read_to_string().unwrap()
+}
+
+/// A file holding the introspection client's secret, as an operator would write it.
+fn secret_file() -> tempfile::NamedTempFile {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), "corral-rs-secret\n").unwrap();
+    file
+}
+
+#[test]
+fn opaque_tokens_are_introspected_once_and_refused_when_revoked_or_for_another_resource() {
+    let resource = "https://corral.test/mcp";
+    let Some(server) = AuthServer::start(&[resource, "https://other.test/mcp"]) else { return };
+    let secret = secret_file();
+    let plugins = common::example_plugins(&["text", "ticker"]);
+    let client = format!("{}=corral-rs", server.issuer);
+    let introspection = ["--oauth-scope", "mcp", "--oauth-introspection-client", &client, "--oauth-introspection-secret-file", secret.path().to_str().unwrap()];
+    let host = corral(plugins.path(), ":memory:", "127.0.0.1:0", "https://corral.test", &[&server.issuer], &introspection);
+    let url = host.url.clone();
+    let base = url.trim_end_matches("/mcp").to_owned();
+    let watcher = server.token("svc-b", resource, "mcp");
+    let active = format!("corral_oauth_introspections_total{{issuer=\"{}\",outcome=\"active\"}}", server.issuer);
+    let hits = format!("corral_oauth_introspection_cache_hits_total{{issuer=\"{}\"}}", server.issuer);
+
+    // An opaque token: accepted in both eras, the second request answered from the kept answer.
+    let opaque = server.token("opaque-a", resource, "mcp tools");
+    assert!(!opaque.contains('.'), "the provider issued an opaque token: {opaque}");
+    let before = metrics_of(&base, &watcher);
+    echo_both_eras(&url, &opaque, "opaque");
+    let after = metrics_of(&base, &watcher);
+    assert_eq!(metric(&after, &active) - metric(&before, &active), 1, "one introspection for two requests:\n{after}");
+    assert_eq!(metric(&after, &hits) - metric(&before, &hits), 1, "{after}");
+    // JWTs are still checked locally beside it.
+    echo_both_eras(&url, &server.token("svc-a", resource, "mcp"), "jwt");
+
+    // It names its subject (a client credentials token: the client): another token of the same
+    // client reaches the task, another client's does not.
+    let created = modern(&url, &opaque, "tools/call", json!({ "name": "countdown", "arguments": { "from": 10000, "interval_ms": 100 } }));
+    let task = created["result"]["taskId"].as_str().unwrap_or_else(|| panic!("no task: {created}")).to_owned();
+    let same_subject = server.token("opaque-a", resource, "mcp");
+    assert_eq!(modern(&url, &same_subject, "tasks/get", json!({ "taskId": task }))["result"]["taskId"], task.as_str());
+    let other_subject = server.token("opaque-b", resource, "mcp");
+    assert!(modern(&url, &other_subject, "tasks/get", json!({ "taskId": task }))["error"].is_object(), "another subject is refused");
+    assert!(modern(&url, &opaque, "tasks/cancel", json!({ "taskId": task })).get("result").is_some());
+
+    // Refused with 401 invalid_token: revoked, issued for another resource, unknown to the provider.
+    let revoked = server.token("opaque-a", resource, "mcp");
+    server.revoke("opaque-a", &revoked);
+    let refused = [("revoked", revoked), ("another resource", server.token("opaque-a", "https://other.test/mcp", "mcp")), ("unknown", "opaque-garbage".into())];
+    let metadata = "resource_metadata=\"https://corral.test/.well-known/oauth-protected-resource/mcp\"";
+    for (case, token) in &refused {
+        let (status, challenge, body) = post(&url, &[("authorization", &format!("Bearer {token}"))], &initialize());
+        assert_eq!(status, 401, "{case}: {body}");
+        assert_eq!(challenge, format!("Bearer error=\"invalid_token\", {metadata}, scope=\"mcp\""), "{case}");
+    }
+    // Active, for this host, without the required scope: 403 naming it.
+    let narrow = server.token("opaque-a", resource, "tools");
+    let (status, challenge, body) = post(&url, &[("authorization", &format!("Bearer {narrow}"))], &initialize());
+    assert_eq!(status, 403, "{body}");
+    assert!(challenge.starts_with("Bearer error=\"insufficient_scope\", scope=\"mcp\""), "{challenge}");
+
+    let metrics = metrics_of(&base, &watcher);
+    assert!(metric(&metrics, "corral_oauth_tokens_total{outcome=\"inactive\"}") >= 2, "revoked and unknown: {metrics}");
+    assert!(metric(&metrics, "corral_oauth_tokens_total{outcome=\"audience\"}") >= 1, "{metrics}");
+    let log = host.stderr.lock().unwrap().clone();
+    for token in refused.iter().map(|(_, t)| t).chain([&opaque, &same_subject, &narrow]) {
+        assert!(!log.contains(token.as_str()), "a token reached the log");
+    }
+    assert!(!log.contains("corral-rs-secret"), "the client secret reached the log");
+}
+
+#[test]
+fn an_introspection_endpoint_that_does_not_answer_costs_a_prompt_503_and_is_counted() {
+    let resource = "https://corral.test/mcp";
+    let Some(server) = AuthServer::start(&[resource]) else { return };
+    // Accepts connections and never answers.
+    let hole = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}/introspect", hole.local_addr().unwrap());
+    let secret = secret_file();
+    let plugins = common::example_plugins(&["text"]);
+    let client = format!("{}=corral-rs", server.issuer);
+    let extra = [
+        "--oauth-introspection-client",
+        &client,
+        "--oauth-introspection-secret-file",
+        secret.path().to_str().unwrap(),
+        "--oauth-introspection-endpoint",
+        &endpoint,
+        "--oauth-fetch-timeout",
+        "2s",
+    ];
+    let host = corral(plugins.path(), ":memory:", "127.0.0.1:0", "https://corral.test", &[&server.issuer], &extra);
+    let opaque = server.token("opaque-a", resource, "mcp");
+    let started = std::time::Instant::now();
+    let (status, _, body) = post(&host.url, &[("authorization", &format!("Bearer {opaque}"))], &initialize());
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("cannot be reached"), "{body}");
+    assert!(started.elapsed() < Duration::from_secs(20), "answered within the fetch timeout: {:?}", started.elapsed());
+    // JWTs do not depend on it.
+    let jwt = server.token("svc-a", resource, "mcp");
+    echo_both_eras(&host.url, &jwt, "still served");
+    let metrics = metrics_of(host.url.trim_end_matches("/mcp"), &jwt);
+    let line = format!("corral_oauth_introspections_total{{issuer=\"{}\",outcome=\"unreachable\"}}", server.issuer);
+    assert_eq!(metric(&metrics, &line), 1, "{metrics}");
+    drop(hole);
+}
+
+#[test]
+fn the_console_takes_access_tokens_issued_for_it_with_its_scope_and_group_and_no_other() {
+    let resource = "https://corral.test/mcp";
+    let console = "https://admin.corral.test";
+    let Some(server) = AuthServer::start(&[resource, console]) else { return };
+    let plugins = common::example_plugins(&["text"]);
+    let admin_flags = ["--admin", "127.0.0.1:0", "--admin-public-url", console, "--admin-oauth-group", "operators"];
+    let host = corral(plugins.path(), ":memory:", "127.0.0.1:0", "https://corral.test", &[&server.issuer], &admin_flags);
+    let ready = "serving the admin console at ";
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    let base = loop {
+        let log = host.stderr.lock().unwrap().clone();
+        if let Some((_, rest)) = log.split_once(ready) {
+            break rest.lines().next().unwrap().trim().trim_end_matches('/').to_owned();
+        }
+        assert!(std::time::Instant::now() < deadline, "the console never listened:\n{log}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let get = |path: &str, token: Option<&str>| {
+        let mut request = agent().get(format!("{base}{path}"));
+        if let Some(token) = token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        let response = request.call().unwrap();
+        let challenge = response.headers().get("www-authenticate").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
+        (response.status().as_u16(), challenge, response.into_body().read_to_string().unwrap())
+    };
+
+    // A token for the console with its scope and group reads the API, as its subject.
+    let admin = server.token("svc-ops", console, "corral:admin");
+    let (status, _, body) = get("/api/plugins", Some(&admin));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["plugins"][0]["name"], "text", "{body}");
+    let (_, _, session) = get("/api/session", Some(&admin));
+    assert_eq!(serde_json::from_str::<Value>(&session).unwrap()["who"], format!("user:{} svc-ops", server.issuer), "{session}");
+
+    // For the console without its scope: 403 insufficient_scope naming it.
+    let unprivileged = server.token("svc-a", console, "mcp");
+    let (status, challenge, body) = get("/api/plugins", Some(&unprivileged));
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(challenge, "Bearer error=\"insufficient_scope\", scope=\"corral:admin\"");
+    assert!(body.contains("insufficient_scope") && body.contains("corral:admin"), "{body}");
+    // With the scope but not in the group: 403 too, naming the group.
+    let outsider = server.token("svc-admin", console, "corral:admin");
+    let (status, _, body) = get("/api/plugins", Some(&outsider));
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("operators"), "{body}");
+
+    // A token for the MCP endpoint is no key to the console, whatever its scopes; nor the
+    // console's to the MCP endpoint.
+    let for_mcp = server.token("svc-ops", resource, "mcp corral:admin");
+    assert_eq!(get("/api/plugins", Some(&for_mcp)).0, 401);
+    assert_eq!(get("/api/plugins", None).0, 401);
+    let (status, _, body) = post(&host.url, &[("authorization", &format!("Bearer {admin}"))], &initialize());
+    assert_eq!(status, 401, "{body}");
+    echo_both_eras(&host.url, &for_mcp, "mcp");
+}
+
+#[test]
+fn introspection_flags_are_checked_at_start_and_the_secret_is_never_echoed() {
+    let plugins = common::example_plugins(&["text"]);
+    let dir = tempfile::tempdir().unwrap();
+    let (secret, empty) = (dir.path().join("secret"), dir.path().join("empty"));
+    std::fs::write(&secret, "hunter2-do-not-print\n").unwrap();
+    std::fs::write(&empty, "\n").unwrap();
+    let (secret, empty) = (secret.to_str().unwrap(), empty.to_str().unwrap());
+    let issuer = "https://id.example";
+    let client = "https://id.example=corral-rs";
+    let refused = |extra: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_corral"));
+        command.args(["serve", "--plugins", plugins.path().to_str().unwrap(), "--http", "127.0.0.1:0", "--db", ":memory:"]);
+        command.args(["--public-url", "https://corral.test", "--oauth-issuer", issuer]).args(extra);
+        let out = command.output().unwrap();
+        assert!(!out.status.success(), "{extra:?} started");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!stderr.contains("hunter2"), "the secret was echoed: {stderr}");
+        stderr
+    };
+    let cases: [(&[&str], &str); 6] = [
+        (&["--oauth-introspection-client", client], "--oauth-introspection-client needs --oauth-introspection-secret-file"),
+        (&["--oauth-introspection-secret-file", secret], "--oauth-introspection-secret-file needs --oauth-introspection-client"),
+        (&["--oauth-introspection-client", "https://other.example=corral-rs", "--oauth-introspection-secret-file", secret], "which is not an --oauth-issuer"),
+        (&["--oauth-introspection-client", client, "--oauth-introspection-secret-file", empty], "is empty"),
+        (&["--oauth-introspection-client", "corral-rs", "--oauth-introspection-secret-file", secret], "is not ISSUER=CLIENT_ID"),
+        (
+            &[
+                "--oauth-introspection-client",
+                client,
+                "--oauth-introspection-secret-file",
+                secret,
+                "--oauth-introspection-endpoint",
+                "http://id.example/introspect",
+            ],
+            "plain http:// only on a loopback address",
+        ),
+    ];
+    for (extra, why) in cases {
+        let stderr = refused(extra);
+        assert!(stderr.contains(why), "{extra:?}: {stderr}");
+    }
 }

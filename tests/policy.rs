@@ -375,3 +375,85 @@ fn resources_templates_and_prompts_are_listed_and_used_as_the_policy_says() {
     let denied = mcp.request("completion/complete", completion);
     assert_eq!(denied["error"]["data"]["rule"], "no-allow", "{denied}");
 }
+
+/// The audit trail's records, one JSON object a line.
+fn audit_records(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path).unwrap_or_default().lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
+}
+
+#[test]
+fn a_subscription_is_authorized_like_a_read_and_updates_reach_only_who_may_read_now() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(common::test_guests().join("conformance.wasm"), dir.path().join("fixture.wasm")).unwrap();
+    let (policy, audit) = (dir.path().join("policy.toml"), dir.path().join("audit.log"));
+    let rules = |watched: &str| {
+        format!(
+            r#"
+            hide = false
+            [[allow]]
+            who = {{ local = true }}
+            tools = "touch"
+            resources = ["test://static-text", "{watched}"]
+            prompts = "test_simple_prompt"
+            [[deny]]
+            who = {{ local = true }}
+            resources = "test://static-binary"
+            prompts = "test_prompt_with_arguments"
+            hide = true
+            "#
+        )
+    };
+    std::fs::write(&policy, rules("test://watched-resource")).unwrap();
+    let plugins = dir.path().to_str().unwrap();
+    let mut mcp = McpProcess::spawn_with(
+        Transport::Stdio,
+        &["serve", "--plugins", plugins, "--policy", policy.to_str().unwrap(), "--audit-log", audit.to_str().unwrap()],
+    );
+    mcp.initialize();
+    assert_eq!(mcp.result("resources/subscribe", json!({ "uri": "test://watched-resource" })), json!({}));
+    assert_eq!(mcp.result("resources/subscribe", json!({ "uri": "test://static-text" })), json!({}));
+    // Not readable, not watchable: named as a read's refusal is, a hidden one as if absent.
+    let denied = mcp.request("resources/subscribe", json!({ "uri": "test://template/7/data" }));
+    let missing = mcp.request("resources/subscribe", json!({ "uri": "test://not-there" }));
+    let hidden = mcp.request("resources/subscribe", json!({ "uri": "test://static-binary" }));
+    assert_eq!(denied["error"]["code"], json!(DENIED), "{denied}");
+    assert_eq!(denied["error"]["data"], json!({ "kind": "denied", "rule": "no-allow", "resource": "test://template/7/data" }), "{denied}");
+    assert_eq!(hidden["error"]["code"], missing["error"]["code"], "{hidden} vs {missing}");
+    assert_eq!(hidden["error"]["message"], "Resource not found: test://static-binary");
+
+    // A hidden prompt answers as an unknown one, whatever else the request lacks.
+    let hidden = mcp.request("prompts/get", json!({ "name": "test_prompt_with_arguments" }));
+    let unknown = mcp.request("prompts/get", json!({ "name": "no_such_prompt" }));
+    assert_eq!(hidden["error"]["code"], unknown["error"]["code"], "{hidden} vs {unknown}");
+    assert_eq!(hidden["error"]["message"], "unknown prompt `test_prompt_with_arguments`", "{hidden}");
+    let completion = json!({ "ref": { "type": "ref/prompt", "name": "test_prompt_with_arguments" }, "argument": { "name": "nope", "value": "" } });
+    assert_eq!(mcp.request("completion/complete", completion)["error"]["message"], "unknown prompt `test_prompt_with_arguments`");
+    // An allowed prompt still says what it lacks.
+    let (code, message) = common::error_of(&mcp.request("prompts/get", json!({ "name": "test_simple_prompt", "arguments": { "x": 1 } })));
+    assert_eq!((code, message.as_str()), (-32602, "argument `x` must be a string"));
+
+    mcp.call_tool("touch", json!({ "uri": "test://watched-resource" }));
+    assert_eq!(mcp.wait_notification("notifications/resources/updated", TIMEOUT)["params"]["uri"], "test://watched-resource");
+
+    // The policy no longer lets the local user read the watched resource: its updates stop,
+    // though the subscription was made when it could. The update of the resource it may still
+    // read, sent after, marks when the other would have arrived.
+    std::fs::write(&policy, rules("test://nothing-watched")).unwrap();
+    mcp.wait_stderr("the reload", TIMEOUT, |log| log.contains("policy reloaded"));
+    mcp.call_tool("touch", json!({ "uri": "test://watched-resource" }));
+    mcp.call_tool("touch", json!({ "uri": "test://static-text" }));
+    assert_eq!(mcp.wait_notification("notifications/resources/updated", TIMEOUT)["params"]["uri"], "test://static-text");
+    let late: Vec<Value> = mcp.notifications().into_iter().filter(|n| n["method"] == "notifications/resources/updated").collect();
+    assert!(late.is_empty(), "no update of a resource the principal may no longer read: {late:?}");
+
+    // Every denied request is in the audit trail once, whichever method asked.
+    mcp.close_stdin();
+    mcp.wait_exit(TIMEOUT);
+    let records = audit_records(&audit);
+    let denied: Vec<&Value> = records.iter().filter(|r| r["outcome"] == "denied").collect();
+    let named = |field: &str, name: &str| denied.iter().filter(|r| r[field] == name).count();
+    assert_eq!(named("resource", "test://template/7/data"), 1, "{denied:#?}");
+    assert_eq!(named("resource", "test://static-binary"), 1, "{denied:#?}");
+    assert_eq!(named("prompt", "test_prompt_with_arguments"), 2, "prompts/get and completion/complete: {denied:#?}");
+    assert_eq!(denied.len(), 4, "{denied:#?}");
+}

@@ -44,14 +44,14 @@ pub(super) fn router(admin: Arc<Admin>) -> Router {
 }
 
 /// Host/Origin, then the caller.
-fn caller(admin: &Admin, headers: &HeaderMap) -> Result<Caller, Refusal> {
+async fn caller(admin: &Admin, headers: &HeaderMap) -> Result<Caller, Refusal> {
     admin.auth.check_origin(headers)?;
-    admin.auth.caller(headers)
+    admin.auth.caller(headers).await
 }
 
 /// [`caller`], then the checks of an action.
-fn actor(admin: &Admin, headers: &HeaderMap) -> Result<Caller, Refusal> {
-    let caller = caller(admin, headers)?;
+async fn actor(admin: &Admin, headers: &HeaderMap) -> Result<Caller, Refusal> {
+    let caller = caller(admin, headers).await?;
     admin.auth.check_action(&caller, headers)?;
     Ok(caller)
 }
@@ -62,7 +62,7 @@ async fn page(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Response {
     if let Err(refusal) = admin.auth.check_origin(&headers) {
         return refusal.into_response();
     }
-    let status = match admin.auth.caller(&headers) {
+    let status = match admin.auth.caller(&headers).await {
         Ok(_) => StatusCode::OK,
         Err(_) => StatusCode::UNAUTHORIZED,
     };
@@ -90,7 +90,7 @@ async fn login(State(admin): State<Arc<Admin>>, headers: HeaderMap, body: Bytes)
 }
 
 async fn logout(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<Response, Refusal> {
-    actor(&admin, &headers)?;
+    actor(&admin, &headers).await?;
     admin.auth.logout(&headers);
     let mut response = Json(json!({ "signedOut": true })).into_response();
     response.headers_mut().insert(header::SET_COOKIE, HeaderValue::from_str(&auth::set_cookie(None)).expect("static cookie"));
@@ -98,19 +98,19 @@ async fn logout(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<R
 }
 
 async fn session(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<Json<Value>, Refusal> {
-    let caller = caller(&admin, &headers)?;
+    let caller = caller(&admin, &headers).await?;
     Ok(Json(json!({ "who": caller.who, "csrf": caller.csrf })))
 }
 
 async fn list_tasks(State(admin): State<Arc<Admin>>, headers: HeaderMap, RawQuery(query): RawQuery) -> Result<Json<Value>, Refusal> {
-    caller(&admin, &headers)?;
+    caller(&admin, &headers).await?;
     let filter = TaskFilter::parse(query.as_deref())?;
     let page = tasks::list(&admin.host, &filter).await.map_err(unavailable)?;
     Ok(Json(serde_json::to_value(page).expect("views serialize")))
 }
 
 async fn show_task(State(admin): State<Arc<Admin>>, headers: HeaderMap, Path(id): Path<String>) -> Result<Json<Value>, Refusal> {
-    caller(&admin, &headers)?;
+    caller(&admin, &headers).await?;
     tasks::check_id(&id)?;
     match tasks::detail(&admin.host, &id).await.map_err(unavailable)? {
         Some(detail) => Ok(Json(detail)),
@@ -119,7 +119,7 @@ async fn show_task(State(admin): State<Arc<Admin>>, headers: HeaderMap, Path(id)
 }
 
 async fn cancel_task(State(admin): State<Arc<Admin>>, headers: HeaderMap, Path(id): Path<String>) -> Result<Json<Value>, Refusal> {
-    let caller = actor(&admin, &headers)?;
+    let caller = actor(&admin, &headers).await?;
     tasks::check_id(&id)?;
     let row = tasks::cancel(&admin.host, &id).await?;
     tracing::info!(admin = %caller.who, task_id = %id, "task cancelled from the admin console");
@@ -127,35 +127,35 @@ async fn cancel_task(State(admin): State<Arc<Admin>>, headers: HeaderMap, Path(i
 }
 
 async fn plugins(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<Json<Value>, Refusal> {
-    caller(&admin, &headers)?;
+    caller(&admin, &headers).await?;
     Ok(Json(json!({ "loaded": admin.host.plugins_loaded(), "plugins": admin.host.plugin_views() })))
 }
 
 async fn reload(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<Json<Value>, Refusal> {
-    let caller = actor(&admin, &headers)?;
+    let caller = actor(&admin, &headers).await?;
     let changed = (admin.reload)().await;
     tracing::info!(admin = %caller.who, changed, "plugins reloaded from the admin console");
     Ok(Json(json!({ "changed": changed, "plugins": admin.host.plugin_views() })))
 }
 
 async fn tools(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<Json<Value>, Refusal> {
-    caller(&admin, &headers)?;
+    caller(&admin, &headers).await?;
     Ok(Json(json!({ "tools": admin.host.tool_views() })))
 }
 
 async fn replicas(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<Json<Value>, Refusal> {
-    caller(&admin, &headers)?;
+    caller(&admin, &headers).await?;
     let view = admin.host.replica_views().await.map_err(unavailable)?;
     Ok(Json(serde_json::to_value(view).expect("views serialize")))
 }
 
 async fn sessions(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<Json<Value>, Refusal> {
-    caller(&admin, &headers)?;
+    caller(&admin, &headers).await?;
     Ok(Json(json!({ "sessions": admin.host.session_views() })))
 }
 
 async fn events(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Response {
-    if let Err(refusal) = caller(&admin, &headers) {
+    if let Err(refusal) = caller(&admin, &headers).await {
         return refusal.into_response();
     }
     match admin.hub.subscribe(admin.stopping.clone()) {

@@ -1,10 +1,11 @@
 //! Who may use the admin listener, and how a browser proves each action is its own.
 //!
-//! Two ways in, both from `--admin-tokens-file`:
-//! - **A bearer token** (`Authorization: Bearer TOKEN`), for scripts. A browser never attaches
-//!   one on its own, so a request that carries one cannot have been forged by another site:
-//!   it needs nothing more.
-//! - **A sign-in** (`POST /api/login` with the token in a JSON body) gives the console an
+//! Two ways in:
+//! - **A bearer token** (`Authorization: Bearer TOKEN`), for scripts: one of
+//!   `--admin-tokens-file`, or, with `--admin-public-url`, an OAuth access token a trusted issuer
+//!   issued for the console (see [`AdminOAuth`]). A browser never attaches one on its own, so a
+//!   request that carries one cannot have been forged by another site: it needs nothing more.
+//! - **A sign-in** (`POST /api/login` with an admin token in a JSON body) gives the console an
 //!   `HttpOnly; SameSite=Strict` session cookie, so the token never stays in the page's reach,
 //!   and a CSRF token bound to that sign-in. A cookie *is* attached by the browser, so every
 //!   request that changes something and rides on the cookie must also carry the CSRF token in
@@ -23,7 +24,8 @@ use axum::http::{HeaderMap, StatusCode};
 use subtle::ConstantTimeEq;
 
 use super::refusal::Refusal;
-use crate::transport::http::Guard;
+use crate::principal::{Owner, Principal, Wire};
+use crate::transport::http::{Denied, Guard};
 
 /// The session cookie's name.
 pub const COOKIE: &str = "corral_admin";
@@ -34,10 +36,19 @@ const MAX_LOGINS: usize = 256;
 /// A sign-in unused this long is forgotten.
 const LOGIN_IDLE: Duration = Duration::from_secs(8 * 3600);
 
+/// What an OAuth access token must grant to use the console, besides being valid for it.
+#[derive(Clone, Debug)]
+pub struct AdminOAuth {
+    /// The scope it must grant (`--admin-oauth-scope`); the token check asks for it.
+    pub scope: String,
+    /// A group or role it must carry as well (`--admin-oauth-group`), when one is named.
+    pub group: Option<String>,
+}
+
 /// Who is asking, and how they proved it.
 #[derive(Clone, Debug)]
 pub struct Caller {
-    /// The token's name in the tokens file.
+    /// The token's name in the tokens file, or an OAuth user as `user:{issuer} {subject}`.
     pub who: String,
     /// The sign-in's CSRF token when the request rode on the cookie; `None` for a bearer token.
     pub csrf: Option<String>,
@@ -52,14 +63,15 @@ struct Login {
 /// The tokens and the live sign-ins.
 pub struct Auth {
     guard: Guard,
+    oauth: Option<AdminOAuth>,
     logins: Mutex<HashMap<String, Login>>,
 }
 
 impl Auth {
-    /// `guard` checks `Host`/`Origin` and holds the admin tokens (never empty: see
-    /// `cli::args`).
-    pub fn new(guard: Guard) -> Auth {
-        Auth { guard, logins: Mutex::new(HashMap::new()) }
+    /// `guard` checks `Host`/`Origin`, holds the admin tokens and, with `oauth`, the token check
+    /// of the console's audience and scope (at least one of them: see `cli::host`).
+    pub fn new(guard: Guard, oauth: Option<AdminOAuth>) -> Auth {
+        Auth { guard, oauth, logins: Mutex::new(HashMap::new()) }
     }
 
     /// Host and Origin (DNS rebinding, cross-site requests), each header once.
@@ -69,10 +81,9 @@ impl Auth {
     }
 
     /// The caller of a request: a bearer token, else the session cookie.
-    pub fn caller(&self, headers: &HeaderMap) -> Result<Caller, Refusal> {
+    pub async fn caller(&self, headers: &HeaderMap) -> Result<Caller, Refusal> {
         if headers.contains_key("authorization") {
-            let who = self.guard.token_holder(headers).map_err(|(s, m)| Refusal::new(s, m))?;
-            return Ok(Caller { who, csrf: None });
+            return self.bearer(headers).await;
         }
         let Some(id) = cookie(headers, COOKIE) else {
             return Err(Refusal::new(StatusCode::UNAUTHORIZED, "not signed in: sign in with an admin token, or send `Authorization: Bearer TOKEN`"));
@@ -89,6 +100,39 @@ impl Auth {
             }
             None => Err(Refusal::new(StatusCode::UNAUTHORIZED, "the sign-in is unknown (the host restarted, or it was signed out): sign in again")),
         }
+    }
+
+    /// The holder of the request's bearer token: an admin token's name, or an OAuth user whose
+    /// token is for the console, grants its scope and carries its group.
+    async fn bearer(&self, headers: &HeaderMap) -> Result<Caller, Refusal> {
+        let Some(oauth) = &self.oauth else {
+            let who = self.guard.token_holder(headers).map_err(|(s, m)| Refusal::new(s, m))?;
+            return Ok(Caller { who, csrf: None });
+        };
+        let insufficient = |message: String| {
+            Refusal::new(StatusCode::FORBIDDEN, message).with_challenge(format!("Bearer error=\"insufficient_scope\", scope=\"{}\"", oauth.scope))
+        };
+        let principal = match self.guard.authenticate(headers).await {
+            Ok(Some(principal)) => principal,
+            Ok(None) | Err(Denied::Missing) => return Err(Refusal::new(StatusCode::UNAUTHORIZED, "missing bearer token: send `Authorization: Bearer TOKEN`")),
+            Err(Denied::Invalid) => return Err(Refusal::new(StatusCode::UNAUTHORIZED, "invalid bearer token")),
+            Err(Denied::InsufficientScope(_)) => {
+                return Err(insufficient(format!("insufficient_scope: the access token does not grant the scope {}", oauth.scope)))
+            }
+            Err(Denied::Unavailable) => {
+                return Err(Refusal::new(StatusCode::SERVICE_UNAVAILABLE, "the token's authorization server cannot be reached now; try again later"))
+            }
+        };
+        if let (Principal::User(user), Some(group)) = (&principal, &oauth.group) {
+            if !user.groups.contains(group) {
+                return Err(insufficient(format!("the access token is not in the group or role {group}, which the console needs")));
+            }
+        }
+        let who = match principal {
+            Principal::Token(name) => name,
+            other => Owner::new(other, Wire::Sessions).principal_key().to_owned(),
+        };
+        Ok(Caller { who, csrf: None })
     }
 
     /// The checks of a request that changes something, once its caller is known: a cookie-borne
@@ -181,7 +225,7 @@ mod tests {
     use super::*;
 
     fn auth() -> Auth {
-        Auth::new(Guard::new(&[], &[], vec![("ops".into(), "s3cret".into())], None))
+        Auth::new(Guard::new(&[], &[], vec![("ops".into(), "s3cret".into())], None), None)
     }
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
@@ -192,15 +236,15 @@ mod tests {
         h
     }
 
-    #[test]
-    fn a_sign_in_gives_a_cookie_whose_actions_need_its_csrf_token() {
+    #[tokio::test]
+    async fn a_sign_in_gives_a_cookie_whose_actions_need_its_csrf_token() {
         let auth = auth();
         assert_eq!(auth.login("wrong").unwrap_err().status, StatusCode::UNAUTHORIZED);
         let (id, caller) = auth.login("s3cret").unwrap();
         assert_eq!(caller.who, "ops");
         let csrf = caller.csrf.unwrap();
         let cookie = format!("other=1; {COOKIE}={id}");
-        let by_cookie = auth.caller(&headers(&[("cookie", &cookie)])).unwrap();
+        let by_cookie = auth.caller(&headers(&[("cookie", &cookie)])).await.unwrap();
         assert_eq!(by_cookie.who, "ops");
         let form = headers(&[("cookie", &cookie), ("content-type", "application/x-www-form-urlencoded")]);
         assert!(auth.check_action(&by_cookie, &form).unwrap_err().message.starts_with("missing X-Corral-CSRF header"));
@@ -211,17 +255,17 @@ mod tests {
         let right = headers(&[("cookie", &cookie), (CSRF_HEADER, &csrf), ("content-type", "application/json")]);
         assert!(auth.check_action(&by_cookie, &right).is_ok());
         auth.logout(&right);
-        assert_eq!(auth.caller(&right).unwrap_err().status, StatusCode::UNAUTHORIZED);
+        assert_eq!(auth.caller(&right).await.unwrap_err().status, StatusCode::UNAUTHORIZED);
     }
 
-    #[test]
-    fn a_bearer_token_needs_no_csrf_token() {
+    #[tokio::test]
+    async fn a_bearer_token_needs_no_csrf_token() {
         let auth = auth();
         let bearer = headers(&[("authorization", "Bearer s3cret")]);
-        let caller = auth.caller(&bearer).unwrap();
+        let caller = auth.caller(&bearer).await.unwrap();
         assert!(auth.check_action(&caller, &bearer).is_ok());
-        assert_eq!(auth.caller(&headers(&[("authorization", "Bearer nope")])).unwrap_err().message, "invalid bearer token");
-        assert_eq!(auth.caller(&headers(&[])).unwrap_err().status, StatusCode::UNAUTHORIZED);
-        assert_eq!(auth.caller(&headers(&[("cookie", "corral_admin=forged")])).unwrap_err().status, StatusCode::UNAUTHORIZED);
+        assert_eq!(auth.caller(&headers(&[("authorization", "Bearer nope")])).await.unwrap_err().message, "invalid bearer token");
+        assert_eq!(auth.caller(&headers(&[])).await.unwrap_err().status, StatusCode::UNAUTHORIZED);
+        assert_eq!(auth.caller(&headers(&[("cookie", "corral_admin=forged")])).await.unwrap_err().status, StatusCode::UNAUTHORIZED);
     }
 }

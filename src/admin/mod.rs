@@ -3,8 +3,16 @@
 //! in the binary.
 //!
 //! It is a listener of its own, never the MCP one: its clients are people and their scripts,
-//! its authentication is its own tokens file (`--admin-tokens-file`, required: there is no
-//! unauthenticated console), and a tool call cannot reach it. It reads the host only through
+//! its authentication is its own tokens file (`--admin-tokens-file`) or OAuth access tokens
+//! issued for the console itself (`--admin-public-url`; one of the two is required: there is no
+//! unauthenticated console), and a tool call cannot reach it.
+//!
+//! The console is a protected resource of its own: an access token must name
+//! `--admin-public-url` in `aud`, checked by the same code as the MCP listener's (the transport's
+//! `Guard` around a token verifier `cli` starts for the console, with the same trusted issuers),
+//! and grant `--admin-oauth-scope`. A token
+//! issued for the MCP endpoint is refused here whatever scopes it carries, so an MCP client
+//! application, which holds such tokens, can never drive the console. It reads the host only through
 //! the views `server::operator` builds, and its one action outside tasks (reloading plugins)
 //! is the closure the command that started the host gives it.
 //!
@@ -33,22 +41,22 @@ use tokio_util::sync::CancellationToken;
 use crate::server::Host;
 use crate::transport::http::Guard;
 
+pub use auth::AdminOAuth;
 pub use filter::TaskFilter;
 
 /// Reloads the plugins from where the host loaded them; true when what is served changed.
 pub type Reload = Arc<dyn Fn() -> BoxFuture<'static, bool> + Send + Sync>;
 
 /// The admin listener's settings, from the flags.
-#[derive(Clone)]
 pub struct AdminSettings {
     /// Where it listens.
     pub addr: SocketAddr,
-    /// (name, token) pairs from `--admin-tokens-file`; never empty.
-    pub tokens: Vec<(String, String)>,
-    /// `Host` names allowed besides the loopback names (`--allowed-host`).
-    pub allowed_hosts: Vec<String>,
-    /// `Origin`s allowed besides loopback origins (`--allowed-origin`).
-    pub allowed_origins: Vec<String>,
+    /// Its request checks: `Host`/`Origin` (`--allowed-host`, `--allowed-origin`), the tokens of
+    /// `--admin-tokens-file` and, with `--admin-public-url`, the OAuth token check for the
+    /// console's audience and scope. It must authenticate somehow: see `cli::host`.
+    pub guard: Guard,
+    /// What an OAuth access token must grant besides, when the guard checks them.
+    pub oauth: Option<AdminOAuth>,
     /// What `POST /api/plugins/reload` does.
     pub reload: Reload,
 }
@@ -76,12 +84,12 @@ pub async fn serve_on(
     settings: AdminSettings,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    anyhow::ensure!(!settings.tokens.is_empty(), "the admin listener needs at least one token (--admin-tokens-file)");
+    anyhow::ensure!(settings.guard.auth_enabled(), "the admin listener needs a way in: --admin-tokens-file, or OAuth with --admin-public-url");
     let addr = listener.local_addr()?;
-    let guard = Guard::new(&settings.allowed_hosts, &settings.allowed_origins, settings.tokens.clone(), None);
     let stopping = CancellationToken::new();
     let hub = Arc::new(events::Hub::default());
-    let admin = Arc::new(Admin { host: host.clone(), auth: auth::Auth::new(guard), hub: hub.clone(), reload: settings.reload, stopping: stopping.clone() });
+    let auth = auth::Auth::new(settings.guard, settings.oauth);
+    let admin = Arc::new(Admin { host: host.clone(), auth, hub: hub.clone(), reload: settings.reload, stopping: stopping.clone() });
     let producer = tokio::spawn(events::produce(host, hub, stopping.clone()));
     if !addr.ip().is_loopback() {
         tracing::warn!("the admin console listens on {addr} over plain HTTP: put TLS in front of it (a reverse proxy) before reaching it over a network");

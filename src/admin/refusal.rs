@@ -13,12 +13,21 @@ pub struct Refusal {
     pub status: StatusCode,
     /// What was wrong, in a sentence.
     pub message: String,
+    /// The `WWW-Authenticate` value, when it must say more than the default of a 401 (an OAuth
+    /// token without the console's scope: `error="insufficient_scope"`).
+    pub challenge: Option<String>,
 }
 
 impl Refusal {
     /// A refusal with `status`.
     pub fn new(status: StatusCode, message: impl Into<String>) -> Refusal {
-        Refusal { status, message: message.into() }
+        Refusal { status, message: message.into(), challenge: None }
+    }
+
+    /// The refusal with `challenge` as its `WWW-Authenticate`.
+    pub fn with_challenge(mut self, challenge: String) -> Refusal {
+        self.challenge = Some(challenge);
+        self
     }
 
     /// 400 with `message`.
@@ -30,8 +39,14 @@ impl Refusal {
 impl IntoResponse for Refusal {
     fn into_response(self) -> Response {
         let mut response = (self.status, Json(json!({ "error": { "status": self.status.as_u16(), "message": self.message } }))).into_response();
-        if self.status == StatusCode::UNAUTHORIZED {
-            response.headers_mut().insert("www-authenticate", HeaderValue::from_static("Bearer realm=\"corral-admin\""));
+        match self.challenge.as_deref().and_then(|c| HeaderValue::from_str(c).ok()) {
+            Some(challenge) => {
+                response.headers_mut().insert("www-authenticate", challenge);
+            }
+            None if self.status == StatusCode::UNAUTHORIZED => {
+                response.headers_mut().insert("www-authenticate", HeaderValue::from_static("Bearer realm=\"corral-admin\""));
+            }
+            None => {}
         }
         response
     }

@@ -242,6 +242,26 @@ pub struct HttpArgs {
     /// trigger (a rotated key is found on its first token; made-up ids cannot flood the issuer).
     #[arg(long, env = "CORRAL_OAUTH_REFETCH_COOLDOWN", default_value = identity::defaults::REFETCH_COOLDOWN, value_parser = config::parse_duration)]
     pub oauth_refetch_cooldown: Duration,
+    /// Check opaque (non-JWT) access tokens by asking their issuer (RFC 7662 introspection), as
+    /// this client: ISSUER=CLIENT_ID, the issuer one of --oauth-issuer. Needs
+    /// --oauth-introspection-secret-file.
+    #[arg(long, env = "CORRAL_OAUTH_INTROSPECTION_CLIENT", value_name = "ISSUER=CLIENT_ID", value_parser = parse_introspection_client)]
+    pub oauth_introspection_client: Option<(IssuerUrl, String)>,
+    /// A file holding the introspection client's secret, alone on one line (read at start; never
+    /// shown or logged).
+    #[arg(long, env = "CORRAL_OAUTH_INTROSPECTION_SECRET_FILE", value_name = "PATH")]
+    pub oauth_introspection_secret_file: Option<PathBuf>,
+    /// The introspection endpoint (https://, or http:// on a loopback address). Default: the
+    /// `introspection_endpoint` of the issuer's metadata.
+    #[arg(long, env = "CORRAL_OAUTH_INTROSPECTION_ENDPOINT", value_name = "URL", value_parser = parse_endpoint)]
+    pub oauth_introspection_endpoint: Option<String>,
+    /// How long an introspection answer is kept at most (less when the token expires sooner):
+    /// also how long a revoked token may still be accepted.
+    #[arg(long, env = "CORRAL_OAUTH_INTROSPECTION_MAX_AGE", value_name = "DURATION", default_value = identity::defaults::INTROSPECTION_MAX_AGE, value_parser = config::parse_duration)]
+    pub oauth_introspection_max_age: Duration,
+    /// Introspection answers kept at once (the oldest goes first when full).
+    #[arg(long, env = "CORRAL_OAUTH_INTROSPECTION_CACHE", value_name = "ENTRIES", default_value_t = identity::defaults::INTROSPECTION_CACHE, value_parser = config::parse_positive::<usize>)]
+    pub oauth_introspection_cache: usize,
     /// Largest request body (an HTTP body or a stdio line), e.g. 4MiB; bigger ones get 413 (over
     /// stdio, an error answer).
     #[arg(long, env = "CORRAL_MAX_BODY", default_value = "4MiB", value_parser = config::parse_size)]
@@ -282,15 +302,28 @@ pub struct HttpArgs {
 #[derive(Args)]
 pub struct AdminArgs {
     /// Serve the operator's web console and its JSON API at http://ADDR/, a listener apart from
-    /// MCP's; a bare port means 127.0.0.1:PORT. Needs --admin-tokens-file: there is no console
-    /// without authentication. It speaks plain HTTP: reach it over a network only through TLS.
-    #[arg(long, env = "CORRAL_ADMIN", value_name = "ADDR", value_parser = parse_admin_addr, requires = "admin_tokens_file")]
+    /// MCP's; a bare port means 127.0.0.1:PORT. Needs --admin-tokens-file or --admin-public-url
+    /// (OAuth): there is no console without authentication. It speaks plain HTTP: reach it over
+    /// a network only through TLS.
+    #[arg(long, env = "CORRAL_ADMIN", value_name = "ADDR", value_parser = parse_admin_addr)]
     pub admin: Option<std::net::SocketAddr>,
     /// The console's tokens, one per line as `NAME TOKEN` (the format of --auth-tokens-file; use
     /// other tokens than MCP clients have). A person signs in with one; a script sends it as
     /// `Authorization: Bearer TOKEN`.
     #[arg(long, env = "CORRAL_ADMIN_TOKENS_FILE", value_name = "PATH", requires = "admin")]
     pub admin_tokens_file: Option<PathBuf>,
+    /// The URL people reach the console at (behind a proxy: the proxy's). With --oauth-issuer,
+    /// the console also takes OAuth access tokens from those issuers whose `aud` names this URL
+    /// (its own audience: tokens issued for the MCP endpoint are refused there).
+    #[arg(long, env = "CORRAL_ADMIN_PUBLIC_URL", value_name = "URL", value_parser = parse_public_url, requires = "admin")]
+    pub admin_public_url: Option<String>,
+    /// The scope an OAuth access token must grant to use the console.
+    #[arg(long, env = "CORRAL_ADMIN_OAUTH_SCOPE", value_name = "SCOPE", default_value = "corral:admin", value_parser = parse_scope)]
+    pub admin_oauth_scope: String,
+    /// A group or role an OAuth access token must also carry (`groups`, `roles`, Keycloak's
+    /// realm roles) to use the console. Default: the scope alone decides.
+    #[arg(long, env = "CORRAL_ADMIN_OAUTH_GROUP", value_name = "GROUP", requires = "admin_public_url")]
+    pub admin_oauth_group: Option<String>,
 }
 
 /// `--admin`: `HOST:PORT`, or a bare port on the loopback address.
@@ -712,6 +745,26 @@ fn parse_audience(text: &str) -> Result<String, String> {
 fn parse_extra_audience(text: &str) -> Result<(IssuerUrl, String), String> {
     let (issuer, audience) = text.split_once('=').ok_or_else(|| format!("`{text}` is not ISSUER=AUDIENCE"))?;
     Ok((IssuerUrl::parse(issuer)?, parse_audience(audience)?))
+}
+
+/// `ISSUER=CLIENT_ID`: an issuer identifier has no `=`, so the first one splits.
+fn parse_introspection_client(text: &str) -> Result<(IssuerUrl, String), String> {
+    let (issuer, client) = text.split_once('=').ok_or_else(|| format!("`{text}` is not ISSUER=CLIENT_ID"))?;
+    if client.is_empty() || client.chars().any(|c| c.is_control()) {
+        return Err(format!("`{client}` is not a client id"));
+    }
+    Ok((IssuerUrl::parse(issuer)?, client.to_owned()))
+}
+
+/// An endpoint corral sends secrets to: https, or plain http on a loopback address only.
+fn parse_endpoint(text: &str) -> Result<String, String> {
+    let url = http::Uri::try_from(text).map_err(|e| format!("`{text}` is not a URL: {e}"))?;
+    let host = url.host().ok_or_else(|| format!("`{text}` has no host"))?;
+    match url.scheme_str() {
+        Some("https") => Ok(text.to_owned()),
+        Some("http") if identity::issuer::is_loopback(host) => Ok(text.to_owned()),
+        _ => Err(format!("`{text}` is not https:// (plain http:// only on a loopback address): the client secret goes there")),
+    }
 }
 
 /// A scope token (RFC 6749 §3.3: printable ASCII without space, `"` or `\`).

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use super::args::{AdminArgs, AuditArgs, HostArgs, HttpArgs, TaskArgs};
 use crate::audit::Audit;
 use crate::config::{self, Limits};
-use crate::identity::{IssuerSettings, OAuthSettings};
+use crate::identity::{ClientSecret, IntrospectionSettings, IssuerSettings, OAuthSettings, Verifier};
 use crate::registry::{load_in_background, plugin_files, LoadSettings, Registry};
 use crate::runtime::{EngineSettings, Runtime, RuntimeSettings};
 use crate::server::{self, Host, ServerOptions, ToolRunner};
@@ -107,6 +107,9 @@ impl HttpArgs {
                 (!self.oauth_extra_audiences.is_empty(), "--oauth-extra-audience"),
                 (!self.oauth_relax_typ.is_empty(), "--oauth-relax-typ"),
                 (!self.oauth_scopes.is_empty(), "--oauth-scope"),
+                (self.oauth_introspection_client.is_some(), "--oauth-introspection-client"),
+                (self.oauth_introspection_secret_file.is_some(), "--oauth-introspection-secret-file"),
+                (self.oauth_introspection_endpoint.is_some(), "--oauth-introspection-endpoint"),
             ];
             if let Some((_, flag)) = stray.iter().find(|(set, _)| *set) {
                 anyhow::bail!("{flag} needs --oauth-issuer (the authorization server whose tokens to trust)");
@@ -140,6 +143,7 @@ impl HttpArgs {
         }
         let mut required_scopes = self.oauth_scopes.clone();
         required_scopes.dedup();
+        let introspection = self.introspection_settings()?;
         Ok(Some(OAuthSettings {
             audience: self.oauth_audience.clone().unwrap_or_else(|| resource.clone()),
             resource,
@@ -148,6 +152,38 @@ impl HttpArgs {
             leeway: self.oauth_leeway,
             fetch_timeout: self.oauth_fetch_timeout,
             refetch_cooldown: self.oauth_refetch_cooldown,
+            introspection,
+        }))
+    }
+
+    /// How opaque tokens are introspected (`None` without `--oauth-introspection-client`): the
+    /// client names a trusted issuer and comes with its secret file, read now.
+    fn introspection_settings(&self) -> anyhow::Result<Option<IntrospectionSettings>> {
+        let Some((issuer, client_id)) = &self.oauth_introspection_client else {
+            for (set, flag) in [
+                (self.oauth_introspection_secret_file.is_some(), "--oauth-introspection-secret-file"),
+                (self.oauth_introspection_endpoint.is_some(), "--oauth-introspection-endpoint"),
+            ] {
+                if set {
+                    anyhow::bail!("{flag} needs --oauth-introspection-client ISSUER=CLIENT_ID (whose tokens to introspect, as which client)");
+                }
+            }
+            return Ok(None);
+        };
+        if !self.oauth_issuers.contains(issuer) {
+            anyhow::bail!("--oauth-introspection-client names {issuer}, which is not an --oauth-issuer");
+        }
+        let Some(path) = &self.oauth_introspection_secret_file else {
+            anyhow::bail!("--oauth-introspection-client needs --oauth-introspection-secret-file: the file holding {client_id}'s client secret");
+        };
+        let secret = ClientSecret::read(path).map_err(|e| anyhow::anyhow!("--oauth-introspection-secret-file: {e}"))?;
+        Ok(Some(IntrospectionSettings {
+            issuer: issuer.clone(),
+            client_id: client_id.clone(),
+            secret,
+            endpoint: self.oauth_introspection_endpoint.clone(),
+            max_age: self.oauth_introspection_max_age,
+            capacity: self.oauth_introspection_cache,
         }))
     }
 
@@ -184,11 +220,42 @@ impl HttpArgs {
 }
 
 impl AdminArgs {
-    /// The admin listener's settings (`None` without `--admin`), with its tokens read from
-    /// `--admin-tokens-file`; `allowed_hosts` and `allowed_origins` are the MCP listener's.
+    /// The admin listener's settings (`None` without `--admin`): its tokens read from
+    /// `--admin-tokens-file`, its OAuth checks from `--admin-public-url` and the MCP listener's
+    /// issuers (the token verifier started now: call inside the runtime); `--allowed-host` and
+    /// `--allowed-origin` as on the MCP listener.
     pub fn settings(&self, http: &HttpArgs, reload: crate::admin::Reload) -> anyhow::Result<Option<crate::admin::AdminSettings>> {
         let Some(addr) = self.admin else { return Ok(None) };
-        let Some(path) = &self.admin_tokens_file else { anyhow::bail!("--admin needs --admin-tokens-file: there is no console without authentication") };
+        let oauth = self.oauth_settings(http)?;
+        let tokens = match &self.admin_tokens_file {
+            Some(path) => self.read_tokens(path, http)?,
+            None if oauth.is_some() => Vec::new(),
+            None => anyhow::bail!("--admin needs --admin-tokens-file or --admin-public-url (OAuth): there is no console without authentication"),
+        };
+        let (verifier, needs) = match oauth {
+            Some((checks, needs)) => (Some(Verifier::start(checks).map_err(|e| anyhow::anyhow!("the admin console's OAuth: {e}"))?), Some(needs)),
+            None => (None, None),
+        };
+        let guard = transport::http::Guard::new(&http.allowed_hosts, &http.allowed_origins, tokens, verifier);
+        Ok(Some(crate::admin::AdminSettings { addr, guard, oauth: needs, reload }))
+    }
+
+    /// How the console checks OAuth access tokens (`None` without `--admin-public-url`): the MCP
+    /// listener's issuers and checks, but its own audience, the console's URL, with no extra
+    /// audiences (those exist for servers that put a client id in `aud`, which would let an MCP
+    /// client's token in), and the console's scope required.
+    fn oauth_settings(&self, http: &HttpArgs) -> anyhow::Result<Option<(OAuthSettings, crate::admin::AdminOAuth)>> {
+        let Some(url) = &self.admin_public_url else { return Ok(None) };
+        let Some(mcp) = http.oauth_settings()? else {
+            anyhow::bail!("--admin-public-url needs --oauth-issuer: the authorization servers whose tokens the console trusts");
+        };
+        let issuers = mcp.issuers.iter().map(|issuer| IssuerSettings { extra_audiences: Vec::new(), ..issuer.clone() }).collect();
+        let checks = OAuthSettings { resource: url.clone(), audience: url.clone(), issuers, required_scopes: vec![self.admin_oauth_scope.clone()], ..mcp };
+        Ok(Some((checks, crate::admin::AdminOAuth { scope: self.admin_oauth_scope.clone(), group: self.admin_oauth_group.clone() })))
+    }
+
+    /// The tokens of `--admin-tokens-file`: at least one, none shared with MCP clients.
+    fn read_tokens(&self, path: &Path, http: &HttpArgs) -> anyhow::Result<Vec<(String, String)>> {
         let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("--admin-tokens-file {}: {e}", path.display()))?;
         let tokens = transport::http::parse_tokens(&text, &path.display().to_string());
         if tokens.is_empty() {
@@ -203,7 +270,7 @@ impl AdminArgs {
                 );
             }
         }
-        Ok(Some(crate::admin::AdminSettings { addr, tokens, allowed_hosts: http.allowed_hosts.clone(), allowed_origins: http.allowed_origins.clone(), reload }))
+        Ok(tokens)
     }
 }
 

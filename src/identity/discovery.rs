@@ -1,5 +1,6 @@
-//! Where an issuer keeps its signing keys: its authorization server metadata, found at the
-//! RFC 8414 well-known URL, else at OpenID Connect's (`/.well-known/openid-configuration`).
+//! Where an issuer keeps its signing keys (and its introspection endpoint): its authorization
+//! server metadata, found at the RFC 8414 well-known URL, else at OpenID Connect's
+//! (`/.well-known/openid-configuration`).
 //! The document must name the issuer it was asked for (RFC 8414 §3.3), or a server could pass
 //! off another's keys.
 
@@ -11,6 +12,8 @@ use super::IssuerUrl;
 pub struct Metadata {
     /// Where the signing keys are (`jwks_uri`).
     pub jwks_uri: String,
+    /// Where opaque tokens are introspected (`introspection_endpoint`, RFC 8414 §2), if it says.
+    pub introspection_endpoint: Option<String>,
 }
 
 /// The metadata URLs to try for `issuer`, in order: RFC 8414 (the well-known segment inserted
@@ -45,11 +48,21 @@ fn read(issuer: &IssuerUrl, document: &serde_json::Value) -> Result<Metadata, St
         return Err(format!("the metadata names issuer `{named}`, not `{issuer}`"));
     }
     let jwks_uri = document.get("jwks_uri").and_then(|v| v.as_str()).ok_or("the metadata has no jwks_uri")?;
-    let scheme_ok = jwks_uri.starts_with("https://") || (issuer.is_plain() && jwks_uri.starts_with("http://"));
-    if !scheme_ok {
-        return Err(format!("jwks_uri `{jwks_uri}` is not https"));
+    check_endpoint(issuer, "jwks_uri", jwks_uri)?;
+    let introspection_endpoint = match document.get("introspection_endpoint").and_then(|v| v.as_str()) {
+        Some(url) => Some(check_endpoint(issuer, "introspection_endpoint", url)?),
+        None => None,
+    };
+    Ok(Metadata { jwks_uri: jwks_uri.to_owned(), introspection_endpoint })
+}
+
+/// An endpoint the metadata names must be https, as the issuer is (plain http only for an issuer
+/// on a loopback address).
+fn check_endpoint(issuer: &IssuerUrl, field: &str, url: &str) -> Result<String, String> {
+    if url.starts_with("https://") || (issuer.is_plain() && url.starts_with("http://")) {
+        return Ok(url.to_owned());
     }
-    Ok(Metadata { jwks_uri: jwks_uri.to_owned() })
+    Err(format!("{field} `{url}` is not https"))
 }
 
 #[cfg(test)]
@@ -76,6 +89,13 @@ mod tests {
         let issuer = IssuerUrl::parse("https://id.example.com").unwrap();
         let good = json!({"issuer": "https://id.example.com", "jwks_uri": "https://id.example.com/jwks"});
         assert_eq!(read(&issuer, &good).unwrap().jwks_uri, "https://id.example.com/jwks");
+        assert_eq!(read(&issuer, &good).unwrap().introspection_endpoint, None);
+        let introspecting = json!({"issuer": "https://id.example.com", "jwks_uri": "https://id.example.com/jwks",
+            "introspection_endpoint": "https://id.example.com/token/introspection"});
+        assert_eq!(read(&issuer, &introspecting).unwrap().introspection_endpoint.as_deref(), Some("https://id.example.com/token/introspection"));
+        let plain_introspection = json!({"issuer": "https://id.example.com", "jwks_uri": "https://id.example.com/jwks",
+            "introspection_endpoint": "http://id.example.com/introspect"});
+        assert!(read(&issuer, &plain_introspection).unwrap_err().contains("introspection_endpoint"));
         let other = json!({"issuer": "https://evil.example.com", "jwks_uri": "https://id.example.com/jwks"});
         assert!(read(&issuer, &other).unwrap_err().contains("evil"));
         assert!(read(&issuer, &json!({"issuer": "https://id.example.com"})).unwrap_err().contains("jwks_uri"));

@@ -1,6 +1,6 @@
 //! What the resource server counts for `/metrics`: tokens accepted and refused (by reason, never
-//! by token or subject) and key fetches per issuer. Plain atomics: a token check adds one
-//! increment.
+//! by token or subject), key fetches per issuer, and introspection calls and cache hits. Plain
+//! atomics: a token check adds one increment.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -23,6 +23,37 @@ pub struct FetchCounts {
     pub failed: AtomicU64,
     /// Keys in the set now.
     pub keys: AtomicU64,
+}
+
+/// Counters of the introspection of opaque tokens.
+#[derive(Default)]
+pub struct IntrospectionCounts {
+    /// Calls the issuer answered with an active token for this host.
+    pub active: AtomicU64,
+    /// Calls whose answer refused the token (inactive, another audience, …).
+    pub refused: AtomicU64,
+    /// Calls that got no usable answer (unreachable, timed out, an error status).
+    pub unreachable: AtomicU64,
+    /// Tokens answered from the kept answers, without a call.
+    pub cache_hits: AtomicU64,
+}
+
+impl IntrospectionCounts {
+    /// Prometheus text for these counters, for `issuer`, and the `kept` answers.
+    pub fn render(&self, issuer: &str, kept: usize) -> String {
+        let issuer = issuer.replace('\\', "\\\\").replace('"', "\\\"");
+        let mut text = String::from(
+            "# HELP corral_oauth_introspections_total Calls to the introspection endpoint, by outcome.\n# TYPE corral_oauth_introspections_total counter\n",
+        );
+        for (outcome, count) in [("active", &self.active), ("refused", &self.refused), ("unreachable", &self.unreachable)] {
+            text.push_str(&format!("corral_oauth_introspections_total{{issuer=\"{issuer}\",outcome=\"{outcome}\"}} {}\n", count.load(Ordering::Relaxed)));
+        }
+        text.push_str("# HELP corral_oauth_introspection_cache_hits_total Opaque tokens answered from kept introspection answers.\n# TYPE corral_oauth_introspection_cache_hits_total counter\n");
+        text.push_str(&format!("corral_oauth_introspection_cache_hits_total{{issuer=\"{issuer}\"}} {}\n", self.cache_hits.load(Ordering::Relaxed)));
+        text.push_str("# HELP corral_oauth_introspection_answers Introspection answers kept now.\n# TYPE corral_oauth_introspection_answers gauge\n");
+        text.push_str(&format!("corral_oauth_introspection_answers{{issuer=\"{issuer}\"}} {kept}\n"));
+        text
+    }
 }
 
 impl Metrics {

@@ -10,17 +10,27 @@
 //! a short timeout, so an unreachable issuer costs a bounded wait and leaves the cached keys
 //! working.
 //!
+//! An access token that is not a JWT (an opaque handle) can be checked only by asking its
+//! issuer (RFC 7662 introspection, [`introspection`]), when the operator configured a client to
+//! ask as. That does touch the network, so each answer is kept ([`answers`]) for the token's
+//! remaining life, at most `--oauth-introspection-max-age`: a client sending the same token again
+//! is checked from memory.
+//!
 //! The cryptography and JOSE parsing are `jsonwebtoken`'s; this room decides which tokens to
 //! trust (issuer, audience, type, algorithm, times) and keeps the keys.
 
+mod answers;
+mod claims;
 pub mod discovery;
 mod fetch;
+pub mod introspection;
 pub mod issuer;
 pub mod keys;
 mod metrics;
 mod rejection;
 pub mod verify;
 
+pub use self::introspection::{ClientSecret, IntrospectionSettings};
 pub use self::issuer::IssuerUrl;
 pub use self::rejection::{Reason, Rejection};
 pub use self::verify::Verifier;
@@ -45,6 +55,8 @@ pub struct OAuthSettings {
     pub fetch_timeout: Duration,
     /// The least time between two key fetches an unknown key id triggers.
     pub refetch_cooldown: Duration,
+    /// How opaque (non-JWT) tokens are checked, when they are (`--oauth-introspection-client`).
+    pub introspection: Option<IntrospectionSettings>,
 }
 
 /// One trusted authorization server.
@@ -69,4 +81,8 @@ pub mod defaults {
     pub const FETCH_TIMEOUT: &str = "5s";
     /// The least time between two key fetches triggered by unknown key ids.
     pub const REFETCH_COOLDOWN: &str = "30s";
+    /// How long an introspection answer is kept at most (less when the token expires sooner).
+    pub const INTROSPECTION_MAX_AGE: &str = "5m";
+    /// Introspection answers kept at once.
+    pub const INTROSPECTION_CACHE: usize = 10_000;
 }

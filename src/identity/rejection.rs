@@ -25,11 +25,13 @@ pub enum Reason {
     Audience,
     /// A required claim (`exp`, `iss`, `aud`, `sub`) missing or of the wrong shape.
     Claims,
+    /// An opaque token its issuer says is not active (revoked, expired, unknown).
+    Inactive,
 }
 
 impl Reason {
     /// Every reason, in metric order.
-    pub const ALL: [Reason; 11] = [
+    pub const ALL: [Reason; 12] = [
         Reason::TooLong,
         Reason::Malformed,
         Reason::Algorithm,
@@ -41,6 +43,7 @@ impl Reason {
         Reason::NotYetValid,
         Reason::Audience,
         Reason::Claims,
+        Reason::Inactive,
     ];
 
     /// The metric label and log word.
@@ -57,6 +60,7 @@ impl Reason {
             Reason::NotYetValid => "not-yet-valid",
             Reason::Audience => "audience",
             Reason::Claims => "claims",
+            Reason::Inactive => "inactive",
         }
     }
 }
@@ -66,7 +70,8 @@ impl Reason {
 pub enum Rejection {
     /// Not a valid token for this host (401 `invalid_token`).
     Invalid(Reason),
-    /// It names a trusted issuer whose keys could never be fetched (503: the client's token may
-    /// be fine, and asking it to sign in again would not help).
+    /// It names a trusted issuer whose keys could never be fetched, or it is opaque and the
+    /// introspection endpoint did not answer (503: the client's token may be fine, and asking
+    /// it to sign in again would not help).
     Unavailable,
 }

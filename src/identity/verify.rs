@@ -4,7 +4,9 @@
 //!
 //! The order is the cheap one: length, header (algorithm, type), the issuer named in the
 //! unverified claims, the issuer's key from memory, then the signature and the claims (issuer
-//! exact, audience, `exp`/`nbf` with the leeway) in one `jsonwebtoken::decode`.
+//! exact, audience, `exp`/`nbf` with the leeway) in one `jsonwebtoken::decode`. A token whose
+//! header does not parse is no JWT: with introspection configured it goes to its issuer
+//! ([`super::introspection`]), else it is malformed.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,7 +15,9 @@ use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, Validation};
 use serde::Deserialize;
 
+use super::claims::{user_from_claims, Claims};
 use super::fetch::Fetcher;
+use super::introspection::Introspector;
 use super::keys::{IssuerKeys, Missing};
 use super::metrics::Metrics;
 use super::rejection::{Reason, Rejection};
@@ -50,8 +54,11 @@ struct Issuer {
 pub struct Verifier {
     settings: OAuthSettings,
     issuers: HashMap<String, Issuer>,
+    /// Asks about opaque tokens, when configured.
+    introspector: Option<Arc<Introspector>>,
     metrics: Metrics,
-    /// The background key refreshers; they end with the verifier.
+    /// The background key refreshers (and the introspection endpoint's discovery); they end
+    /// with the verifier.
     refreshers: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -59,50 +66,6 @@ impl Drop for Verifier {
     fn drop(&mut self) {
         for refresher in &self.refreshers {
             refresher.abort();
-        }
-    }
-}
-
-/// The claims read from a token (the registered ones `jsonwebtoken` checks are read again there).
-#[derive(Deserialize)]
-struct Claims {
-    iss: String,
-    sub: String,
-    #[serde(default)]
-    scope: Option<StringOrList>,
-    #[serde(default)]
-    scp: Option<StringOrList>,
-    #[serde(default)]
-    groups: Option<StringOrList>,
-    #[serde(default)]
-    roles: Option<StringOrList>,
-    #[serde(default)]
-    realm_access: Option<RealmAccess>,
-    #[serde(default)]
-    client_id: Option<String>,
-    #[serde(default)]
-    azp: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct RealmAccess {
-    #[serde(default)]
-    roles: Vec<String>,
-}
-
-/// A claim written as one space-separated string or as a list.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum StringOrList {
-    String(String),
-    List(Vec<String>),
-}
-
-impl StringOrList {
-    fn into_vec(self) -> Vec<String> {
-        match self {
-            StringOrList::String(s) => s.split_whitespace().map(str::to_owned).collect(),
-            StringOrList::List(list) => list,
         }
     }
 }
@@ -119,10 +82,18 @@ impl Verifier {
         let fetcher = Fetcher::new(settings.fetch_timeout)?;
         let mut issuers = HashMap::new();
         let mut refreshers = Vec::new();
+        let mut introspector = None;
         for configured in &settings.issuers {
             let keys = Arc::new(IssuerKeys::new(configured.issuer.clone(), fetcher.clone(), settings.refetch_cooldown));
             refreshers.push(tokio::spawn(IssuerKeys::refresh_in_background(Arc::downgrade(&keys))));
             let audiences: Vec<&str> = std::iter::once(settings.audience.as_str()).chain(configured.extra_audiences.iter().map(String::as_str)).collect();
+            if let Some(introspection) = settings.introspection.as_ref().filter(|i| i.issuer == configured.issuer) {
+                let owned = audiences.iter().map(|a| a.to_string()).collect();
+                let asking = Arc::new(Introspector::new(introspection, owned, settings.leeway, settings.refetch_cooldown, fetcher.clone()));
+                let discovering = asking.clone();
+                refreshers.push(tokio::spawn(async move { discovering.discover().await }));
+                introspector = Some(asking);
+            }
             let validations = ALGORITHMS
                 .iter()
                 .map(|alg| {
@@ -137,7 +108,12 @@ impl Verifier {
                 .collect();
             issuers.insert(configured.issuer.as_str().to_owned(), Issuer { keys, relax_typ: configured.relax_typ, validations });
         }
-        Ok(Arc::new(Verifier { settings, issuers, metrics: Metrics::default(), refreshers }))
+        if let Some(introspection) = &settings.introspection {
+            if introspector.is_none() {
+                return Err(format!("the introspection issuer {} is not a trusted issuer", introspection.issuer));
+            }
+        }
+        Ok(Arc::new(Verifier { settings, issuers, introspector, metrics: Metrics::default(), refreshers }))
     }
 
     /// The settings it was made with.
@@ -165,10 +141,19 @@ impl Verifier {
         if token.len() > MAX_TOKEN {
             return Err(Invalid(Reason::TooLong));
         }
-        let header = jsonwebtoken::decode_header(token).map_err(|e| match e.kind() {
-            ErrorKind::InvalidAlgorithmName | ErrorKind::UnsupportedAlgorithm => Invalid(Reason::Algorithm),
-            _ => Invalid(Reason::Malformed),
-        })?;
+        let header = match jsonwebtoken::decode_header(token) {
+            Ok(header) => header,
+            Err(e) => match &self.introspector {
+                // Not a JWT: an opaque token only its issuer can vouch for.
+                Some(introspector) => return introspector.check(token).await,
+                None => {
+                    return Err(match e.kind() {
+                        ErrorKind::InvalidAlgorithmName | ErrorKind::UnsupportedAlgorithm => Invalid(Reason::Algorithm),
+                        _ => Invalid(Reason::Malformed),
+                    })
+                }
+            },
+        };
         if !ALGORITHMS.contains(&header.alg) {
             return Err(Invalid(Reason::Algorithm));
         }
@@ -201,7 +186,7 @@ impl Verifier {
                 _ => Reason::Malformed,
             })
         })?;
-        Ok(user(data.claims))
+        Ok(user_from_claims(data.claims))
     }
 
     /// The scopes of `--oauth-scope` that `user`'s token does not grant.
@@ -209,9 +194,13 @@ impl Verifier {
         self.settings.required_scopes.iter().filter(|s| !user.scopes.contains(s)).cloned().collect()
     }
 
-    /// Prometheus text: tokens by outcome, key fetches and keys per issuer.
+    /// Prometheus text: tokens by outcome, key fetches and keys per issuer, introspections.
     pub fn metrics_text(&self) -> String {
-        self.metrics.render(self.issuers.iter().map(|(name, issuer)| (name.as_str(), &issuer.keys.counts)))
+        let mut text = self.metrics.render(self.issuers.iter().map(|(name, issuer)| (name.as_str(), &issuer.keys.counts)));
+        if let Some(introspector) = &self.introspector {
+            text.push_str(&introspector.metrics_text());
+        }
+        text
     }
 }
 
@@ -224,14 +213,6 @@ fn type_accepted(typ: Option<&str>, relaxed: bool) -> bool {
         None => relaxed,
         Some(_) => false,
     }
-}
-
-fn user(claims: Claims) -> User {
-    let scopes = claims.scope.or(claims.scp).map(StringOrList::into_vec).unwrap_or_default();
-    let mut groups: Vec<String> = claims.groups.map(StringOrList::into_vec).unwrap_or_default();
-    groups.extend(claims.roles.map(StringOrList::into_vec).unwrap_or_default());
-    groups.extend(claims.realm_access.map(|r| r.roles).unwrap_or_default());
-    User { issuer: claims.iss, subject: claims.sub, scopes, groups, client_id: claims.client_id.or(claims.azp) }
 }
 
 #[cfg(test)]
@@ -247,19 +228,5 @@ mod tests {
         assert!(type_accepted(Some("JWT"), true));
         assert!(type_accepted(None, true));
         assert!(!type_accepted(Some("id_token+jwt"), true));
-    }
-
-    #[test]
-    fn claims_become_a_user_with_scopes_groups_and_client() {
-        let claims: Claims = serde_json::from_value(serde_json::json!({
-            "iss": "https://id.example", "sub": "ada", "scp": ["mcp", "tools:read"],
-            "groups": "ops dev", "realm_access": {"roles": ["admin"]}, "azp": "vscode"
-        }))
-        .unwrap();
-        let user = user(claims);
-        assert_eq!((user.issuer.as_str(), user.subject.as_str()), ("https://id.example", "ada"));
-        assert_eq!(user.scopes, ["mcp", "tools:read"]);
-        assert_eq!(user.groups, ["ops", "dev", "admin"]);
-        assert_eq!(user.client_id.as_deref(), Some("vscode"));
     }
 }

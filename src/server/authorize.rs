@@ -5,22 +5,27 @@
 //! (`crate::policy`; without a policy file, everything is allowed). Who owns a task or a kept
 //! result is enforced by the stores, which read and write only by owner; who may steer another
 //! principal's tasks is [`steers_any_task`].
+//!
+//! A refusal is written to the audit trail here, where it is decided: whichever method asked
+//! (a call, a read, a subscription, a prompt, a completion), it is recorded once, as `denied`.
 
 use serde_json::json;
 
 use super::Host;
-use crate::audit::Subject;
+use crate::audit::{CallOutcome, CallRecord, Subject};
 use crate::mcp::jsonrpc::{FORBIDDEN, INVALID_PARAMS};
 use crate::mcp::RpcError;
 use crate::policy::{Decision, Kind, Policy, Target};
 use crate::principal::{Owner, Principal, Wire};
+use crate::telemetry::trace;
 
 /// What a request is about to do, named as a policy would name it.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Action<'a> {
     /// Call the tool of this name (`tools/call`, as a plain call or a task).
     CallTool { plugin: &'a str, name: &'a str },
-    /// Read the resource at this URI (`resources/read`).
+    /// Read the resource at this URI (`resources/read`), or hear when it changes
+    /// (`resources/subscribe`): who may not read it may not watch it either.
     ReadResource { plugin: &'a str, uri: &'a str },
     /// Render the prompt of this name (`prompts/get`), or complete one of its arguments.
     UsePrompt { plugin: &'a str, name: &'a str },
@@ -68,7 +73,7 @@ impl<'a> Action<'a> {
     }
 
     /// What the action names, as the audit trail records it.
-    pub(super) fn subject(self) -> Subject {
+    fn subject(self) -> Subject {
         match self {
             Action::CallTool { name, .. } => Subject::Tool(name.to_owned()),
             Action::ReadResource { uri, .. } => Subject::Resource(uri.to_owned()),
@@ -78,13 +83,20 @@ impl<'a> Action<'a> {
     }
 }
 
-/// Whether `owner` may do `action`: `Ok`, or the refusal to answer with.
+/// Whether `owner` may do `action`: `Ok`, or the refusal to answer with, recorded in the audit
+/// trail (outcome `denied`, naming what was asked for).
 pub(super) fn authorize(host: &Host, owner: &Owner, action: Action<'_>) -> Result<(), RpcError> {
     let Some(policy) = host.options.policy.current() else { return Ok(()) };
     let target = action.target();
     let Decision::Deny(denial) = policy.decide(owner.principal(), &target) else { return Ok(()) };
     let what = target.kind.as_str();
     tracing::info!(principal = %owner, what, name = target.name, plugin = target.plugin, rule = denial.rule_kind(), hidden = denial.hide, "denied by the policy");
+    host.options.audit.call(|| {
+        let mut record = CallRecord::new(owner.key().to_owned(), action.subject(), CallOutcome::Denied);
+        // The request's trace, when the caller runs this inside its span.
+        record.trace_id = trace::trace_id(&tracing::Span::current());
+        record
+    });
     if denial.hide {
         return Err(action.unknown(owner.wire()));
     }
@@ -118,6 +130,13 @@ impl Visible {
     pub(super) fn shows(&self, kind: Kind, plugin: &str, name: &str) -> bool {
         self.policy.as_ref().is_none_or(|policy| policy.decide(&self.principal, &Target { kind, plugin, name }) == Decision::Allow)
     }
+}
+
+/// Whether `principal` may hear that resource `uri` of `plugin` changed: whether it may read it
+/// under the policy in force now (a subscription made before the policy changed is held to
+/// the new one). Not a request, so nothing is audited.
+pub(super) fn may_read(host: &Host, principal: &Principal, plugin: &str, uri: &str) -> bool {
+    host.options.policy.current().is_none_or(|policy| policy.decide(principal, &Target { kind: Kind::Resource, plugin, name: uri }) == Decision::Allow)
 }
 
 /// Whether `owner` may read and steer tasks other principals own (a policy's operators).

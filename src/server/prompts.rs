@@ -77,24 +77,36 @@ pub struct AdmittedPrompt {
     pub arguments: Vec<(String, String)>,
 }
 
-/// Checks a `prompts/get`: the prompt exists and every required argument is there.
+/// Checks a `prompts/get`'s params and finds its prompt. What depends on the prompt itself (its
+/// required arguments) is checked in [`get`], once the request is authorized: a prompt the
+/// policy hides then answers as one that does not exist, whatever the request lacks, as a tool
+/// does.
 pub fn admit(host: &Host, params: Params<'_>) -> Result<AdmittedPrompt, RpcError> {
     let name = params.required_str("name", "prompts/get needs the name of a prompt")?;
-    let entry = host.registry.snapshot().prompt(name).cloned().ok_or_else(|| RpcError::invalid_params(format!("unknown prompt `{name}`")))?;
     let arguments = string_arguments(params.get("arguments"), "argument")?;
-    let missing: Vec<&str> =
-        entry.prompt.arguments.iter().filter(|a| a.required && !arguments.iter().any(|(k, _)| *k == a.name)).map(|a| a.name.as_str()).collect();
-    if !missing.is_empty() {
-        let list = missing.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ");
-        return Err(RpcError::invalid_params(format!("prompt `{name}` needs the argument{} {list}", if missing.len() > 1 { "s" } else { "" }))
-            .with_data(json!({ "missing": missing })));
-    }
+    let entry = host.registry.snapshot().prompt(name).cloned().ok_or_else(|| RpcError::invalid_params(format!("unknown prompt `{name}`")))?;
     Ok(AdmittedPrompt { entry, arguments })
 }
 
-/// `prompts/get`: runs the owner's `get-prompt` in a fresh instance under its limits.
-/// `Err(Failure::Cancelled)` means the client cancelled and wants no answer.
+/// Every argument the prompt requires is given.
+fn check_required(admitted: &AdmittedPrompt) -> Result<(), RpcError> {
+    let name = &admitted.entry.prompt.name;
+    let given = |wanted: &str| admitted.arguments.iter().any(|(k, _)| k == wanted);
+    let missing: Vec<&str> = admitted.entry.prompt.arguments.iter().filter(|a| a.required && !given(&a.name)).map(|a| a.name.as_str()).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let list = missing.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ");
+    Err(RpcError::invalid_params(format!("prompt `{name}` needs the argument{} {list}", if missing.len() > 1 { "s" } else { "" }))
+        .with_data(json!({ "missing": missing })))
+}
+
+/// `prompts/get`: checks the arguments, then runs the owner's `get-prompt` in a fresh instance
+/// under its limits. `Err(Failure::Cancelled)` means the client cancelled and wants no answer.
 pub async fn get(host: &Host, admitted: &AdmittedPrompt, ctx: CallContext) -> Result<Result<Value, RpcError>, Failure> {
+    if let Err(missing) = check_required(admitted) {
+        return Ok(Err(missing));
+    }
     let (plugin, name) = (&admitted.entry.plugin, &admitted.entry.prompt.name);
     let cancel = ctx.cancel.clone();
     let own_name = &admitted.entry.own_name;
@@ -133,6 +145,9 @@ pub struct AdmittedCompletion {
     pub argument: String,
     pub value: String,
     pub context: Vec<(String, String)>,
+    /// A prompt's argument the prompt does not have: refused by [`complete`], after
+    /// authorization, so a hidden prompt answers as an unknown one.
+    pub unknown_argument: bool,
 }
 
 impl AdmittedCompletion {
@@ -155,28 +170,31 @@ pub fn admit_completion(host: &Host, params: Params<'_>) -> Result<AdmittedCompl
     };
     let context = string_arguments(params.get("context").and_then(|c| c.get("arguments")), "context argument")?;
     let catalog = host.registry.snapshot();
-    let (plugin, served, reference) = match reference.get_str("type") {
+    let found = match reference.get_str("type") {
         Some("ref/prompt") => {
             let name = reference.str_or("name", "`ref.name` must be a string")?;
             let entry = catalog.prompt(name).ok_or_else(|| RpcError::invalid_params(format!("unknown prompt `{name}`")))?;
-            if !entry.prompt.arguments.iter().any(|a| a.name == *arg_name) {
-                return Err(RpcError::invalid_params(format!("prompt `{name}` has no argument `{arg_name}`")));
-            }
+            let unknown_argument = !entry.prompt.arguments.iter().any(|a| a.name == *arg_name);
             // The plugin knows its prompt by its own name, not the namespaced one.
-            (entry.plugin.clone(), name.to_owned(), Reference::Prompt(entry.own_name.clone()))
+            (entry.plugin.clone(), name.to_owned(), Reference::Prompt(entry.own_name.clone()), unknown_argument)
         }
         Some("ref/resource") => {
             let uri = reference.str_or("uri", "`ref.uri` must be a string")?;
             let entry = catalog.templates.get(uri).ok_or_else(|| RpcError::invalid_params(format!("unknown resource template `{uri}`")))?;
-            (entry.plugin.clone(), uri.to_owned(), Reference::ResourceTemplate(uri.to_owned()))
+            (entry.plugin.clone(), uri.to_owned(), Reference::ResourceTemplate(uri.to_owned()), false)
         }
         other => return Err(RpcError::invalid_params(format!("`ref.type` must be \"ref/prompt\" or \"ref/resource\", not {other:?}"))),
     };
-    Ok(AdmittedCompletion { plugin, served, reference, argument: arg_name.to_owned(), value: value.to_owned(), context })
+    let (plugin, served, reference, unknown_argument) = found;
+    Ok(AdmittedCompletion { plugin, served, reference, argument: arg_name.to_owned(), value: value.to_owned(), context, unknown_argument })
 }
 
-/// `completion/complete`: runs the owner's `complete` (no values when it has none).
+/// `completion/complete`: checks the argument, then runs the owner's `complete` (no values
+/// when it has none).
 pub async fn complete(host: &Host, admitted: &AdmittedCompletion, ctx: CallContext) -> Result<Result<Value, RpcError>, Failure> {
+    if admitted.unknown_argument {
+        return Ok(Err(RpcError::invalid_params(format!("prompt `{}` has no argument `{}`", admitted.served, admitted.argument))));
+    }
     let plugin = &admitted.plugin;
     let cancel = ctx.cancel.clone();
     let work = || host.runtime.complete(&plugin.code, &admitted.reference, &admitted.argument, &admitted.value, &admitted.context, ctx);

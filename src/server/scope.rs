@@ -20,7 +20,6 @@ use super::authorize::{authorize, Action};
 use super::inline::run_inline_then_spawn;
 use super::load_wait::Needs;
 use super::{Host, Outlet};
-use crate::audit::{CallOutcome, CallRecord};
 use crate::cancel::CancelHandle;
 use crate::mcp::jsonrpc::{error_message, result_message};
 use crate::mcp::{RequestId, RpcError};
@@ -155,8 +154,8 @@ impl Scope {
     /// made of the params (`admitted`), if the principal may do what it names (`action`); else
     /// `None`, with the refusal answered.
     ///
-    /// A refusal of the policy is recorded in the audit trail (outcome `denied`), naming what
-    /// was asked for; a request that did not make it past its own admission is not.
+    /// A refusal of the policy is recorded in the audit trail by [`authorize`]; a request that
+    /// did not make it past its own admission is not.
     pub(super) fn admit<T>(&self, id: &RequestId, admitted: Result<T, RpcError>, action: impl for<'a> FnOnce(&'a T) -> Action<'a>) -> Option<T> {
         let admitted = self.or_answer(id, admitted)?;
         let asked = action(&admitted);
@@ -169,11 +168,6 @@ impl Scope {
             decided
         });
         if let Err(refused) = decided {
-            self.host().options.audit.call(|| {
-                let mut record = CallRecord::new(self.owner.key().to_owned(), asked.subject(), CallOutcome::Denied);
-                record.trace_id = trace::trace_id(&self.span);
-                record
-            });
             return self.or_answer(id, Err(refused));
         }
         Some(admitted)

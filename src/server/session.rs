@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use super::authorize::Action;
+use super::authorize::{authorize, Action};
 use super::load_wait::Needs;
 use super::notify::{CallNotifier, LevelFilter};
 use super::peer::{ClientCaps, Peer};
@@ -386,12 +386,12 @@ impl Session {
     /// `resources/subscribe` (`on`) and `resources/unsubscribe`.
     fn subscribe(&self, params: Params<'_>, on: bool) -> Result<Value, RpcError> {
         let uri = resources::uri_param(params)?;
-        let mut subscriptions = self.shared.subscriptions.lock().unwrap();
         if on {
-            resources::owner(&self.shared.host, uri)?;
-            subscriptions.insert(uri.to_owned());
+            let plugin = resources::owner(&self.shared.host, uri)?;
+            authorize(&self.shared.host, &self.shared.owner, Action::ReadResource { plugin: &plugin.name, uri })?;
+            self.shared.subscriptions.lock().unwrap().insert(uri.to_owned());
         } else {
-            subscriptions.remove(uri);
+            self.shared.subscriptions.lock().unwrap().remove(uri);
         }
         Ok(json!({}))
     }
@@ -436,8 +436,8 @@ impl Listener for Shared {
         Some(super::operator::SessionView::new(&self.owner, client, self.opened_at, self.requests.in_flight()))
     }
 
-    fn resource_updated(&self, uri: &str) -> bool {
-        let subscribed = self.subscriptions.lock().unwrap().contains(uri);
+    fn resource_updated(&self, uri: &str, may_hear: &dyn Fn(&Owner) -> bool) -> bool {
+        let subscribed = self.subscriptions.lock().unwrap().contains(uri) && may_hear(&self.owner);
         if subscribed {
             self.outlet.send(crate::mcp::jsonrpc::notification("notifications/resources/updated", json!({ "uri": uri })));
         }

@@ -2,7 +2,7 @@
 //!
 //! That is `notifications/{tools,resources,prompts}/list_changed` after a hot reload, and
 //! `notifications/resources/updated` to the sessions subscribed to a resource a plugin says
-//! changed. Sessions join when created and leave when dropped; the set holds them weakly, so it
+//! changed, when the policy lets their principals read it. Sessions join when created and leave when dropped; the set holds them weakly, so it
 //! never keeps one alive.
 
 use std::collections::HashMap;
@@ -13,14 +13,15 @@ use serde_json::{json, Value};
 
 use super::Host;
 use crate::mcp::jsonrpc::notification;
+use crate::principal::Owner;
 
 /// A session as the set sees it.
 pub(crate) trait Listener: Send + Sync {
     /// Sends `message` if the session is initialized; returns whether it did.
     fn announce(&self, message: &Value) -> bool;
-    /// Sends `notifications/resources/updated` if the session subscribed to `uri`; returns
-    /// whether it did.
-    fn resource_updated(&self, uri: &str) -> bool;
+    /// Sends `notifications/resources/updated` if the session subscribed to `uri` and its owner
+    /// `may_hear` of it; returns whether it did.
+    fn resource_updated(&self, uri: &str, may_hear: &dyn Fn(&Owner) -> bool) -> bool;
     /// What the operator's console shows of it; `None` for listeners that are not sessions
     /// (a 2026-07-28 listen stream).
     fn describe(&self) -> Option<super::operator::SessionView> {
@@ -60,9 +61,10 @@ impl Sessions {
         self.listeners().iter().filter(|l| l.announce(message)).count()
     }
 
-    /// Tells the sessions subscribed to `uri` that it changed; returns how many were told.
-    pub fn resource_updated(&self, uri: &str) -> usize {
-        self.listeners().iter().filter(|l| l.resource_updated(uri)).count()
+    /// Tells the sessions subscribed to `uri` whose owners `may_hear` of it that it changed;
+    /// returns how many were told.
+    pub fn resource_updated(&self, uri: &str, may_hear: &dyn Fn(&Owner) -> bool) -> usize {
+        self.listeners().iter().filter(|l| l.resource_updated(uri, may_hear)).count()
     }
 }
 
@@ -108,8 +110,10 @@ pub fn announce_changes(host: &Arc<Host>) {
             // A plugin speaks for its own resources only.
             let catalog = host.registry.snapshot();
             match catalog.resource_owner(&update.uri) {
-                Some(owner) if *owner.name == *update.plugin => {
-                    let sent = host.sessions.resource_updated(&update.uri);
+                Some(plugin) if *plugin.name == *update.plugin => {
+                    // Only to those who may read it now, whatever the policy was when they subscribed.
+                    let may_hear = |owner: &Owner| super::authorize::may_read(&host, owner.principal(), &plugin.name, &update.uri);
+                    let sent = host.sessions.resource_updated(&update.uri, &may_hear);
                     tracing::debug!(plugin = %update.plugin, uri = %update.uri, sessions = sent, "resource updated");
                 }
                 _ => tracing::warn!(plugin = %update.plugin, uri = %update.uri, "ignored resource-updated: the URI is not one of the plugin's resources"),

@@ -1,11 +1,15 @@
 // A real authorization server for tests/oauth.rs: oidc-provider (a certified OpenID provider) on
-// 127.0.0.1, issuing RFC 9068 JWT access tokens for the resource indicators it is given.
+// 127.0.0.1, issuing RFC 9068 JWT access tokens for the resource indicators it is given, and
+// opaque ones (checked by RFC 7662 introspection) to the clients whose id starts with `opaque-`.
 //
 //   node as.mjs RESOURCE [OTHER_RESOURCE...]
 //
 // Prints one JSON line once it listens: {"issuer": "http://127.0.0.1:PORT"}. Then serves:
-//   - the provider: discovery, JWKS, /token (client credentials for svc-a, svc-b, svc-narrow),
-//     /auth with PKCE, /reg (dynamic client registration), the built-in login and consent pages;
+//   - the provider: discovery, JWKS, /token (client credentials for svc-a, svc-b, svc-narrow,
+//     svc-admin, svc-ops (whose tokens carry groups: ["operators"]), opaque-a, opaque-b; each
+//     client's secret is its id + "-secret"),
+//     /token/introspection (for the client corral-rs, HTTP Basic), /token/revocation, /auth with
+//     PKCE, /reg (dynamic client registration), the built-in login and consent pages;
 //   - POST /test/rotate: a new signing key first in the set (the old one kept after it), as
 //     oidc-provider's rotation recipe does; answers {"kid": NEW};
 //   - POST /test/forge {claims, header?, key}: a token signed as the test asks, for the bad-token
@@ -36,33 +40,48 @@ let provider;
 let handler;
 let issuer;
 
-const client = (id, scope) => ({
+const client = (id, scope, method = 'client_secret_post') => ({
   client_id: id,
   client_secret: `${id}-secret`,
   grant_types: ['client_credentials'],
   redirect_uris: [],
   response_types: [],
-  token_endpoint_auth_method: 'client_secret_post',
+  token_endpoint_auth_method: method,
   scope,
 });
 
 function makeProvider() {
   const p = new Provider(issuer, {
-    clients: [client('svc-a', 'mcp tools'), client('svc-b', 'mcp tools'), client('svc-narrow', 'tools')],
+    clients: [
+      client('svc-a', 'mcp tools'),
+      client('svc-b', 'mcp tools'),
+      client('svc-narrow', 'tools'),
+      client('svc-admin', 'mcp corral:admin'),
+      client('svc-ops', 'mcp corral:admin'),
+      client('opaque-a', 'mcp tools'),
+      client('opaque-b', 'mcp tools'),
+      // The resource server itself, asking about opaque tokens.
+      client('corral-rs', 'mcp', 'client_secret_basic'),
+    ],
     jwks: { keys: keys.map((k) => k.jwk) },
+    // svc-ops's tokens say it is in the group `operators`.
+    extraTokenClaims: (ctx, token) => (token.clientId === 'svc-ops' ? { groups: ['operators'] } : undefined),
     cookies: { keys: ['corral-oauth-test'] },
-    scopes: ['openid', 'offline_access', 'mcp', 'tools'],
+    scopes: ['openid', 'offline_access', 'mcp', 'tools', 'corral:admin'],
     features: {
       clientCredentials: { enabled: true },
       registration: { enabled: true },
       devInteractions: { enabled: true },
+      introspection: { enabled: true },
+      revocation: { enabled: true },
       resourceIndicators: {
         enabled: true,
         defaultResource: () => resources[0],
         useGrantedResource: () => true,
-        getResourceServerInfo: (ctx, indicator) => {
+        getResourceServerInfo: (ctx, indicator, client) => {
           if (!resources.includes(indicator)) throw new errors.InvalidTarget();
-          return { scope: 'mcp tools', audience: indicator, accessTokenTTL: 3600, accessTokenFormat: 'jwt', jwt: { sign: { alg: 'RS256' } } };
+          const accessTokenFormat = client?.clientId.startsWith('opaque-') ? 'opaque' : 'jwt';
+          return { scope: 'mcp tools corral:admin', audience: indicator, accessTokenTTL: 3600, accessTokenFormat, jwt: { sign: { alg: 'RS256' } } };
         },
       },
     },

@@ -125,6 +125,8 @@ struct Listen {
     subscription: Value,
     filter: Filter,
     outlet: Arc<dyn Outlet>,
+    /// Who listens: resource updates go only to an owner the policy lets read the resource.
+    owner: Owner,
 }
 
 impl Listen {
@@ -144,8 +146,8 @@ impl Listener for Listen {
         wanted
     }
 
-    fn resource_updated(&self, uri: &str) -> bool {
-        let wanted = self.filter.resource_uris.iter().any(|u| u == uri);
+    fn resource_updated(&self, uri: &str, may_hear: &dyn Fn(&Owner) -> bool) -> bool {
+        let wanted = self.filter.resource_uris.iter().any(|u| u == uri) && may_hear(&self.owner);
         if wanted {
             let mut params = Map::new();
             params.insert("uri".into(), json!(uri));
@@ -171,7 +173,7 @@ pub(in crate::server) fn listen(scope: &Scope, id: RequestId, envelope: &Envelop
             }
         },
     };
-    let listen = Arc::new(Listen { subscription: json!(id), filter, outlet: scope.outlet().clone() });
+    let listen = Arc::new(Listen { subscription: json!(id), filter, outlet: scope.outlet().clone(), owner: owner.clone() });
     scope.spawn_request(id, move |cancel| async move {
         let _slot = slot;
         // Every task named must be this owner's before anything is acknowledged.
@@ -259,10 +261,12 @@ mod tests {
         let filter = Filter::read(Params::new(params.as_object().unwrap()), &envelope(false)).unwrap();
         assert_eq!(filter.acknowledged(), json!({"promptsListChanged": true, "resourceSubscriptions": ["test://a"]}));
         let out = Arc::new(Collect::default());
-        let listen = Listen { subscription: json!("listen-1"), filter, outlet: out.clone() };
+        let owner = Owner::new(crate::principal::Principal::Anonymous, crate::principal::Wire::Stateless);
+        let listen = Listen { subscription: json!("listen-1"), filter, outlet: out.clone(), owner };
         assert!(!listen.announce(&notification("notifications/tools/list_changed", json!({}))));
         assert!(listen.announce(&notification("notifications/prompts/list_changed", json!({}))));
-        assert!(!listen.resource_updated("test://b") && listen.resource_updated("test://a"));
+        assert!(!listen.resource_updated("test://a", &|_| false), "not to an owner that may not hear of it");
+        assert!(!listen.resource_updated("test://b", &|_| true) && listen.resource_updated("test://a", &|_| true));
         let sent = out.messages();
         assert_eq!(sent.len(), 2, "{sent:?}");
         assert!(sent.iter().all(|m| m["params"]["_meta"][SUBSCRIPTION_ID_KEY] == "listen-1"), "{sent:?}");

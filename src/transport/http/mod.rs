@@ -35,8 +35,7 @@ use tokio::sync::mpsc;
 
 pub use self::conn::ConnectionSettings;
 use self::events::EventLog;
-use self::guard::Denied;
-pub use self::guard::{check_single, parse_tokens, Guard, HeaderRefusal};
+pub use self::guard::{check_single, parse_tokens, Denied, Guard, HeaderRefusal};
 use self::resource::ResourceMetadata;
 pub use self::streams::{PeerAddr, StreamSettings};
 use self::streams::{StreamClient, StreamSlot, Streams};

@@ -117,6 +117,7 @@ mod tests {
             leeway: Duration::from_secs(30),
             fetch_timeout: Duration::from_secs(5),
             refetch_cooldown: Duration::from_secs(30),
+            introspection: None,
         }
     }
 
