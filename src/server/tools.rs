@@ -140,7 +140,7 @@ pub async fn run_validated(runs: Runs<'_>, caller: Caller<'_>, call: &AdmittedCa
 async fn run_counted(runs: Runs<'_>, caller: Caller<'_>, call: &AdmittedCall, ctx: CallContext, validate: bool) -> Result<Called, Cancelled> {
     let started = std::time::Instant::now();
     let (usage, denials) = (ctx.usage.clone(), ctx.denials.clone());
-    let (outcome, denied) = run_checked(runs.runtime, call, ctx, validate).await;
+    let (outcome, denied) = run_checked(runs.runtime, call, ctx, validate, caller.task.is_some()).await;
     let took = started.elapsed();
     let label = match &outcome {
         Ok(Called { failure: Some(kind), .. }) => kind,
@@ -182,7 +182,7 @@ async fn run_counted(runs: Runs<'_>, caller: Caller<'_>, call: &AdmittedCall, ct
 }
 
 /// Runs the call; what it came to, and what the sandbox refused it (also named in the result).
-async fn run_checked(runtime: &Runtime, call: &AdmittedCall, ctx: CallContext, validate: bool) -> (Result<Called, Cancelled>, Vec<String>) {
+async fn run_checked(runtime: &Runtime, call: &AdmittedCall, ctx: CallContext, validate: bool, in_task: bool) -> (Result<Called, Cancelled>, Vec<String>) {
     let entry = &call.entry;
     if validate {
         let problems = violations(&entry.input_validator, &call.arguments);
@@ -193,7 +193,8 @@ async fn run_checked(runtime: &Runtime, call: &AdmittedCall, ctx: CallContext, v
     let arguments = call.arguments.to_string();
     let denials = ctx.denials.clone();
     let (cancel, usage) = (ctx.cancel.clone(), ctx.usage.clone());
-    let span = trace::guest(&entry.plugin.name, &entry.plugin.code.digest(), entry.plugin.code.contract().as_str(), &entry.name);
+    let span =
+        trace::guest(tracing::Span::current(), in_task, &entry.plugin.name, &entry.plugin.code.digest(), entry.plugin.code.contract().as_str(), &entry.name);
     let run = with_permit(&entry.plugin, &cancel, || runtime.call_tool(&entry.plugin.code, &entry.own_name, &arguments, ctx));
     let outcome = run.instrument(span.clone()).await;
     let (mut result, failure) = match outcome.and_then(|result| tool_result(entry, result)) {

@@ -98,6 +98,10 @@ impl Exporter {
             .with_threads(false)
             .with_location(false)
             .with_target(false)
+            // The host reads a span's context from the span (`OpenTelemetrySpanExt::context`),
+            // never from OpenTelemetry's current context: activating it on every poll of a
+            // traced future would cost for nothing.
+            .with_context_activation(false)
     }
 
     /// Where spans go (scheme, host and port: never credentials in the URL).

@@ -4,7 +4,7 @@
 use std::fmt;
 
 use tracing::Subscriber;
-use tracing_subscriber::filter::FilterExt;
+use tracing_subscriber::filter::{FilterExt, LevelFilter};
 use tracing_subscriber::fmt::format::{Format, Json, Writer};
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::layer::Layer;
@@ -29,7 +29,10 @@ where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
-    let events = tracing_subscriber::filter::filter_fn(|metadata| !super::trace::is_host_span(metadata));
+    // Its hint leaves the level to `filter`'s: without one, the layers' joint hint would be
+    // "everything", and each `log` record of a dependency below the level (wasmtime, hyper)
+    // would be turned into an event only to be refused.
+    let events = tracing_subscriber::filter::filter_fn(|metadata| !super::trace::is_host_span(metadata)).with_max_level_hint(LevelFilter::TRACE);
     let log = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_target(false);
     match format {
         LogFormat::Text => log.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).with_filter(filter.and(events)).boxed(),

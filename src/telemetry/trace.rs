@@ -41,8 +41,11 @@ pub fn is_host_span(metadata: &Metadata<'_>) -> bool {
 
 /// The filter of the exporting layer: the host's spans, and the host's own events at `info`
 /// and above (a warning inside a call becomes an event of its span).
+///
+/// Everything here is at `info` or above, which also caps what the `log` records of the
+/// dependencies cost: one below it stops at `log`'s own level check.
 pub fn only_host_spans() -> tracing_subscriber::filter::Targets {
-    tracing_subscriber::filter::Targets::new().with_target(TARGET, tracing::Level::TRACE).with_target("corral", tracing::Level::INFO)
+    tracing_subscriber::filter::Targets::new().with_target(TARGET, tracing::Level::INFO).with_target("corral", tracing::Level::INFO)
 }
 
 /// A W3C trace context as it travels: a valid `traceparent` and its `tracestate`. What a task
@@ -256,6 +259,12 @@ pub fn request(request: Request<'_>) -> Span {
         error.type = Empty,
         rpc.response.status_code = Empty,
         corral.task.id = Empty,
+        corral.plugin = Empty,
+        corral.digest = Empty,
+        corral.contract = Empty,
+        corral.fuel_consumed = Empty,
+        corral.peak_memory = Empty,
+        corral.outcome = Empty,
     );
     if let Some(parent) = Carrier::from_meta(params).or(request.headers) {
         let _ = span.set_parent(parent.context());
@@ -300,13 +309,26 @@ pub fn created_task(span: &Span, task: &str) {
     }
 }
 
-/// The span of a policy decision on a request.
+/// The span of a policy decision on a request (made only when a policy is in force: without
+/// one there is nothing to decide).
 pub fn authorize(action: &str) -> Span {
     tracing::info_span!(target: TARGET, "authorize", otel.name = "corral.authorize", corral.action = action, corral.decision = Empty)
 }
 
-/// The span of a guest's run: one fresh instance of `plugin` calling `tool`.
-pub fn guest(plugin: &str, digest: &str, contract: &str, tool: &str) -> Span {
+/// Where a guest's run is traced: on a span of its own under a task's run, or, for a plain
+/// call, on the request's own span (`current`), which then carries the guest's attributes and
+/// events. A plain call's run is its request, less the parse and the answer: one span for both
+/// keeps a traced call's cost to one span.
+pub fn guest(current: Span, in_task: bool, plugin: &str, digest: &str, contract: &str, tool: &str) -> Span {
+    if current.is_disabled() && !super::enabled() {
+        return current;
+    }
+    if !in_task && !current.is_disabled() {
+        current.record("corral.plugin", plugin);
+        current.record("corral.digest", digest);
+        current.record("corral.contract", contract);
+        return current;
+    }
     tracing::info_span!(
         target: TARGET,
         "guest",
