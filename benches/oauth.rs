@@ -101,7 +101,7 @@ fn main() {
     std::fs::write(&tokens, "bench static-bench-token\n").unwrap();
     let serve = |extra: &[&str]| {
         let mut command = Command::new(http::corral_bin());
-        command.args(["serve", "--plugins", plugins.path().to_str().unwrap(), "--http", "127.0.0.1:0", "--db", ":memory:", "--log-level", "error"]).args(extra);
+        command.args(["serve", "--plugins", plugins.path().to_str().unwrap(), "--http", "127.0.0.1:0", "--db", ":memory:"]).args(extra);
         http::HttpHost::spawn(command, None)
     };
     let plain = serve(&[]);

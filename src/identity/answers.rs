@@ -1,5 +1,6 @@
-//! Introspection answers kept in memory, so a client that sends the same opaque token on every
-//! request costs the authorization server one call per token, not one per request.
+//! Answers about tokens kept in memory: an introspection's, so a client that sends the same
+//! opaque token on every request costs the authorization server one call per token, not one per
+//! request; and a JWT's verification, so its signature is checked once per token, not per call.
 //!
 //! An entry is keyed by the SHA-256 of the token: the token itself is never kept, so a heap
 //! dump or a debugger shows no credential. An entry lives until the token expires, and at most

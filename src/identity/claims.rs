@@ -25,6 +25,16 @@ pub(super) struct Claims {
     client_id: Option<String>,
     #[serde(default)]
     azp: Option<String>,
+    /// Checked by the validation; read again for how long a verified token may be remembered.
+    #[serde(default)]
+    exp: Option<u64>,
+}
+
+impl Claims {
+    /// When the token expires, in seconds since the Unix epoch.
+    pub(super) fn expires(&self) -> Option<u64> {
+        self.exp
+    }
 }
 
 #[derive(Deserialize)]

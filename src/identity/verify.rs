@@ -10,11 +10,13 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, Validation};
 use serde::Deserialize;
 
+use super::answers::Answers;
 use super::claims::{user_from_claims, Claims};
 use super::fetch::Fetcher;
 use super::introspection::Introspector;
@@ -27,6 +29,15 @@ use crate::principal::User;
 /// The longest token looked at. Access tokens of the servers in use are 1–4 KiB; a longer one
 /// is refused before any decoding.
 pub const MAX_TOKEN: usize = 16 * 1024;
+
+/// Verified tokens remembered at once, keyed by their SHA-256 (never the token): a client sends
+/// the same access token on every request, and checking its signature again each time (an RSA
+/// verification, ~100 µs) would cost more than the call it carries.
+const VERIFIED_CAPACITY: usize = 10_000;
+
+/// The longest a verified token is remembered, within its own `exp`: how long a token signed by
+/// a key the issuer has since withdrawn from its key set may still be taken.
+const VERIFIED_MAX_AGE: Duration = Duration::from_secs(60);
 
 /// The signature algorithms accepted: asymmetric only. `none` cannot be named (jsonwebtoken has
 /// no such algorithm), and an HMAC token would be checked with a key the issuer published.
@@ -57,6 +68,9 @@ pub struct Verifier {
     /// Asks about opaque tokens, when configured.
     introspector: Option<Arc<Introspector>>,
     metrics: Metrics,
+    /// Tokens whose signature and claims were checked, until they expire ([`VERIFIED_MAX_AGE`]
+    /// at most).
+    verified: Answers,
     /// The background key refreshers (and the introspection endpoint's discovery); they end
     /// with the verifier.
     refreshers: Vec<tokio::task::JoinHandle<()>>,
@@ -113,7 +127,8 @@ impl Verifier {
                 return Err(format!("the introspection issuer {} is not a trusted issuer", introspection.issuer));
             }
         }
-        Ok(Arc::new(Verifier { settings, issuers, introspector, metrics: Metrics::default(), refreshers }))
+        let verified = Answers::new(VERIFIED_CAPACITY, VERIFIED_MAX_AGE);
+        Ok(Arc::new(Verifier { settings, issuers, introspector, metrics: Metrics::default(), verified, refreshers }))
     }
 
     /// The settings it was made with.
@@ -140,6 +155,9 @@ impl Verifier {
         use Rejection::Invalid;
         if token.len() > MAX_TOKEN {
             return Err(Invalid(Reason::TooLong));
+        }
+        if let Some(user) = self.verified.get(token) {
+            return Ok(User::clone(&user));
         }
         let header = match jsonwebtoken::decode_header(token) {
             Ok(header) => header,
@@ -186,7 +204,13 @@ impl Verifier {
                 _ => Reason::Malformed,
             })
         })?;
-        Ok(user_from_claims(data.claims))
+        let expires = data.claims.expires().map(|exp| {
+            let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+            Instant::now() + Duration::from_secs(exp.saturating_sub(now))
+        });
+        let user = user_from_claims(data.claims);
+        self.verified.put(token, Arc::new(user.clone()), expires);
+        Ok(user)
     }
 
     /// The scopes of `--oauth-scope` that `user`'s token does not grant.
