@@ -323,7 +323,17 @@ fn the_local_user_over_stdio_is_held_to_the_same_policy_and_a_policy_edit_applie
     // Fixed: it applies, to the session already open.
     std::fs::write(&policy, format!("{allow_echo}\n[[allow]]\nwho = {{ local = true }}\ntools = \"word_count\"\n")).unwrap();
     mcp.wait_stderr("the reload", TIMEOUT, |log| log.contains("policy reloaded"));
-    assert_eq!(names(&mcp.result("tools/list", json!({})), "tools", "name"), ["echo", "word_count"]);
+    // The watcher may have seen the write half done (a reload of the first part) before the
+    // whole file: the listing follows once the last reload is in.
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    loop {
+        let listed = names(&mcp.result("tools/list", json!({})), "tools", "name");
+        if listed == ["echo", "word_count"] {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the fixed policy never applied: {listed:?}\n{}", mcp.stderr_text());
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
     // The bucket outlived the reload, and the rate counts every call, refused ones too: the
     // denied call and `one` took two of the three tokens, this takes the last.
     mcp.call_tool("word_count", json!({ "text": "a b" }));

@@ -159,14 +159,18 @@ impl Scope {
     pub(super) fn admit<T>(&self, id: &RequestId, admitted: Result<T, RpcError>, action: impl for<'a> FnOnce(&'a T) -> Action<'a>) -> Option<T> {
         let admitted = self.or_answer(id, admitted)?;
         let asked = action(&admitted);
-        let decided = self.span.in_scope(|| {
-            let span = if self.requests.host.options.policy.current().is_some() { trace::authorize(asked.verb()) } else { Span::none() };
-            let decided = authorize(&self.requests.host, &self.owner, asked);
-            if !span.is_disabled() {
+        let host = &self.requests.host;
+        // A decision is a span of its own only in a traced request under a policy.
+        let decided = if self.span.is_disabled() || host.options.policy.current().is_none() {
+            authorize(host, &self.owner, asked)
+        } else {
+            self.span.in_scope(|| {
+                let span = trace::authorize(asked.verb());
+                let decided = authorize(host, &self.owner, asked);
                 span.record("corral.decision", if decided.is_ok() { "allowed" } else { "denied" });
-            }
-            decided
-        });
+                decided
+            })
+        };
         if let Err(refused) = decided {
             return self.or_answer(id, Err(refused));
         }
