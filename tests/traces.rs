@@ -465,3 +465,28 @@ fn a_malformed_overlong_or_repeated_context_starts_a_trace_of_its_own() {
         assert!(call.trace != TRACE && call.trace != "0af7651916cd43dd8448eb211c80319c" && call.trace.len() == 32, "a trace of its own: {call:#?}");
     }
 }
+
+#[test]
+fn under_a_policy_the_decision_is_a_span_of_the_request_naming_its_outcome() {
+    let collector = Collector::start(Answer::Ok);
+    let plugins = example_plugins(&["hash"]);
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, "[[allow]]\nwho = { local = true }\ntools = \"nothing\"\n").unwrap();
+    let mut mcp = serve(&collector, Transport::Stdio, plugins.path(), &["--policy", policy.to_str().unwrap()]);
+    mcp.initialize();
+    let params = with_meta(json!({ "name": "hash_chain", "arguments": { "input": "a", "rounds": 1 } }), json!({ "traceparent": TRACEPARENT }));
+    let denied = mcp.request("tools/call", params);
+    let code = denied["error"]["code"].as_i64().unwrap_or_else(|| panic!("refused: {denied}"));
+
+    let spans =
+        collector.wait("the refused call and its decision", |s| !named(s, "tools/call hash_chain").is_empty() && !named(s, "corral.authorize").is_empty());
+    let call = named(&spans, "tools/call hash_chain")[0];
+    assert_eq!((call.trace.as_str(), call.str("rpc.response.status_code")), (TRACE, Some(code.to_string().as_str())), "{call:#?}");
+    let decision = named(&spans, "corral.authorize")[0];
+    assert_eq!(
+        (decision.parent.as_str(), decision.str("corral.action"), decision.str("corral.decision")),
+        (call.id.as_str(), Some("call-tool"), Some("denied")),
+        "{decision:#?}"
+    );
+}
