@@ -276,9 +276,10 @@ fn a_cancelled_call_ends_its_span_as_cancelled() {
     let plugins = example_plugins(&["ticker"]);
     let mut mcp = serve(&collector, Transport::Stdio, plugins.path(), &[]);
     mcp.initialize();
-    let params = with_meta(json!({ "name": "tick", "arguments": { "count": 10_000, "interval_ms": 10 } }), json!({ "traceparent": TRACEPARENT }));
-    let id = mcp.send_request("tools/call", params);
-    std::thread::sleep(Duration::from_millis(300));
+    let meta = json!({ "traceparent": TRACEPARENT, "progressToken": "p" });
+    let id = mcp.send_request("tools/call", with_meta(json!({ "name": "tick", "arguments": { "count": 10_000, "interval_ms": 10 } }), meta));
+    // Cancelled once its guest runs (it has reported progress), however loaded the machine.
+    mcp.wait_notification("notifications/progress", TIMEOUT);
     mcp.notify("notifications/cancelled", json!({ "requestId": id, "reason": "enough" }));
     mcp.assert_no_response(id, Duration::from_millis(500));
     let spans = collector.wait("the cancelled call", |s| !named(s, "tools/call tick").is_empty());
@@ -336,7 +337,7 @@ fn on_postgres_a_task_admitted_on_one_replica_and_run_on_another_after_a_kill_st
     let shared = ["--db", db.as_str(), "--host-expiry", "1s"];
     let mut first = serve(&collector, Transport::Stdio, plugins.path(), &shared);
     first.initialize();
-    let params = with_meta(json!({ "name": "tick", "arguments": { "count": 30, "interval_ms": 50 }, "task": {} }), json!({ "traceparent": TRACEPARENT }));
+    let params = with_meta(json!({ "name": "tick", "arguments": { "count": 100, "interval_ms": 50 }, "task": {} }), json!({ "traceparent": TRACEPARENT }));
     let task = first.result("tools/call", params)["task"]["taskId"].as_str().unwrap().to_owned();
     // The creating request's span is exported, and the task has started here, before the kill.
     let spans = collector.wait("the creating request", |s| !named(s, "tools/call tick").is_empty() && !named(s, "corral.store insert").is_empty());
@@ -344,15 +345,26 @@ fn on_postgres_a_task_admitted_on_one_replica_and_run_on_another_after_a_kill_st
     assert_eq!((created.trace.as_str(), created.str("corral.task.id")), (TRACE, Some(task.as_str())), "{created:#?}");
     let admitted = named(&spans, "corral.task.admit").into_iter().find(|s| s.parent == created.id).expect("the admission under the request");
     assert!(spans.iter().any(|s| s.name == "corral.store insert" && s.parent == admitted.id), "the insert under the admission: {spans:#?}");
-    std::thread::sleep(Duration::from_millis(300));
+    // Killed once a worker here has started it (its status shows the first tick), so the other
+    // replica runs it again as its second attempt.
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let got = first.request("tasks/get", json!({ "taskId": task }));
+        if got["result"]["statusMessage"].as_str().is_some_and(|m| m.starts_with("tick")) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the task never started here: {got}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     drop(first); // SIGKILL
 
     let mut second = serve(&collector, Transport::Stdio, plugins.path(), &shared);
     second.initialize();
     let deadline = Instant::now() + TIMEOUT;
     loop {
-        let got = second.result("tasks/get", json!({ "taskId": task }));
-        if got["status"] == "completed" {
+        // Any answer but `completed` (an error included, while the replica recovers) is "not yet".
+        let got = second.request("tasks/get", json!({ "taskId": task }));
+        if got["result"]["status"] == "completed" {
             break;
         }
         assert!(Instant::now() < deadline, "the task never completed on the second replica: {got}");
@@ -489,4 +501,20 @@ fn under_a_policy_the_decision_is_a_span_of_the_request_naming_its_outcome() {
         (call.id.as_str(), Some("call-tool"), Some("denied")),
         "{decision:#?}"
     );
+}
+
+#[test]
+fn a_protocol_corral_cannot_export_stops_the_start_naming_the_variable() {
+    let plugins = example_plugins(&["hash"]);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_corral"))
+        .args(["serve", "--plugins", plugins.path().to_str().unwrap()])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("OTEL_EXPORTER_OTLP_PROTOCOL=http/json: corral exports traces over `http/protobuf` or `grpc`"), "{stderr}");
 }
