@@ -193,8 +193,13 @@ async fn run_checked(runtime: &Runtime, call: &AdmittedCall, ctx: CallContext, v
     let arguments = call.arguments.to_string();
     let denials = ctx.denials.clone();
     let (cancel, usage) = (ctx.cancel.clone(), ctx.usage.clone());
-    let span =
-        trace::guest(tracing::Span::current(), in_task, &entry.plugin.name, &entry.plugin.code.digest(), entry.plugin.code.contract().as_str(), &entry.name);
+    // Untraced, nothing is looked up for a span (the digest is a shared string to clone).
+    let span = match crate::telemetry::enabled() {
+        true => {
+            trace::guest(tracing::Span::current(), in_task, &entry.plugin.name, &entry.plugin.code.digest(), entry.plugin.code.contract().as_str(), &entry.name)
+        }
+        false => tracing::Span::none(),
+    };
     let run = with_permit(&entry.plugin, &cancel, || runtime.call_tool(&entry.plugin.code, &entry.own_name, &arguments, ctx));
     let outcome = run.instrument(span.clone()).await;
     let (mut result, failure) = match outcome.and_then(|result| tool_result(entry, result)) {

@@ -38,8 +38,9 @@ where
         LogFormat::Text => log.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).with_filter(filter.and(events)).boxed(),
         // One object a line, nothing but JSON: a collector parses every line.
         LogFormat::Json => {
-            let json = log.json().with_ansi(false).with_current_span(false).with_span_list(false);
-            json.event_format(WithTraceId(Format::default().json().with_current_span(false).with_span_list(false))).with_filter(filter.and(events)).boxed()
+            // `json()` for its field formatter; the line itself is `WithTraceId`'s.
+            let line = Format::default().json().with_ansi(false).with_current_span(false).with_span_list(false);
+            log.json().event_format(WithTraceId(line)).with_filter(filter.and(events)).boxed()
         }
     }
 }
