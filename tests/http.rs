@@ -5,7 +5,7 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
@@ -652,7 +652,7 @@ fn assert_task_not_found(answer: &Value, method: &str) {
 
 /// `corral serve --http 127.0.0.1:0`, killed on drop.
 struct Server {
-    child: Child,
+    host: HttpServe,
     /// `http://127.0.0.1:PORT`
     base: String,
     stderr: Arc<Mutex<String>>,
@@ -663,11 +663,12 @@ struct Server {
 
 impl Server {
     fn start(plugins: &Path, extra: &[&str]) -> Server {
-        let HttpServe { child, url, stderr } = HttpServe::spawn(serve_command(plugins, ":memory:", extra), STARTUP);
+        let host = HttpServe::spawn(serve_command(plugins, ":memory:", extra), STARTUP);
+        let (url, stderr) = (host.url.clone(), host.stderr.clone());
         let base = url.strip_suffix("/mcp").unwrap_or_else(|| panic!("unexpected endpoint {url}")).to_owned();
         let agent = ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(TIMEOUT)).build().new_agent();
         let stream_agent = ureq::Agent::config_builder().http_status_as_error(false).timeout_connect(Some(TIMEOUT)).build().new_agent();
-        Server { child, base, stderr, agent, stream_agent }
+        Server { host, base, stderr, agent, stream_agent }
     }
 
     fn stderr(&self) -> String {
@@ -759,8 +760,8 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = self.host.child.kill();
+        let _ = self.host.child.wait();
         if thread::panicking() {
             eprintln!("--- corral stderr ---\n{}", self.stderr());
         }

@@ -8,7 +8,7 @@ mod common;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -96,7 +96,7 @@ fn stdio_stateless_requests_get_the_eras_errors() {
 // HTTP
 
 struct Server {
-    child: Child,
+    host: HttpServe,
     base: String,
     stderr: Arc<Mutex<String>>,
     agent: ureq::Agent,
@@ -104,8 +104,8 @@ struct Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = self.host.child.kill();
+        let _ = self.host.child.wait();
     }
 }
 
@@ -144,10 +144,11 @@ impl Server {
     }
 
     fn start_with(plugins: &Path, extra: &[&str]) -> Server {
-        let HttpServe { child, url, stderr } = HttpServe::spawn(serve_command(plugins, ":memory:", extra), TIMEOUT);
+        let host = HttpServe::spawn(serve_command(plugins, ":memory:", extra), TIMEOUT);
+        let (url, stderr) = (host.url.clone(), host.stderr.clone());
         let base = url.strip_suffix("/mcp").unwrap().to_owned();
         let agent = ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(TIMEOUT)).build().new_agent();
-        Server { child, base, stderr, agent }
+        Server { host, base, stderr, agent }
     }
 
     fn post(&self, headers: &[(&str, &str)], body: &Value) -> Reply {
@@ -379,10 +380,10 @@ fn http_shutdown_ends_open_listen_streams_at_once() {
     let mut lines = BufReader::new(stream.try_clone().unwrap()).lines().map_while(Result::ok);
     assert!(lines.any(|l| l.contains("notifications/subscriptions/acknowledged")), "no acknowledgement");
     let stopped = Instant::now();
-    let pid = server.child.id().to_string();
+    let pid = server.host.child.id().to_string();
     assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
     let deadline = Instant::now() + Duration::from_secs(10);
-    while server.child.try_wait().unwrap().is_none() {
+    while server.host.child.try_wait().unwrap().is_none() {
         assert!(Instant::now() < deadline, "corral did not exit after SIGTERM with a listen stream open");
         thread::sleep(Duration::from_millis(20));
     }

@@ -41,37 +41,36 @@ const DURATIONS: [u64; 4] = [0, 50, 200, 800];
 
 /// One `corral serve --http` replica.
 struct Replica {
-    child: Child,
+    host: HttpServe,
     /// `http://127.0.0.1:PORT/mcp`.
     url: String,
     port: u16,
-    stderr: Arc<Mutex<String>>,
 }
 
 impl Replica {
     fn start(plugins: &Path, db: &str, tokens: &Path) -> Replica {
         let expiry = format!("{}s", EXPIRY.as_secs());
         let extra = ["--auth-tokens-file", tokens.to_str().unwrap(), "--host-expiry", &expiry, "--max-running", "8", "--max-tasks-per-client", "1000"];
-        let HttpServe { child, url, stderr } = HttpServe::spawn(serve_command(plugins, db, &extra), TIMEOUT);
+        let host = HttpServe::spawn(serve_command(plugins, db, &extra), TIMEOUT);
+        let url = host.url.clone();
         let port = url.trim_end_matches("/mcp").rsplit(':').next().unwrap().parse().unwrap();
-        Replica { child, url, port, stderr }
+        Replica { host, url, port }
     }
 
     fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
+        self.host.stderr.lock().unwrap().clone()
     }
 
     fn signal(&self, signal: &str) {
-        let ok = Command::new("kill").args([&format!("-{signal}"), &self.child.id().to_string()]).status().unwrap();
+        let ok = Command::new("kill").args([&format!("-{signal}"), &self.host.child.id().to_string()]).status().unwrap();
         assert!(ok.success(), "kill -{signal}");
     }
 }
 
 impl Drop for Replica {
     fn drop(&mut self) {
-        let _ = Command::new("kill").args(["-CONT", &self.child.id().to_string()]).stderr(Stdio::null()).status();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        // A stopped replica is woken first; `HttpServe`'s drop then kills it.
+        let _ = Command::new("kill").args(["-CONT", &self.host.child.id().to_string()]).stderr(Stdio::null()).status();
     }
 }
 
@@ -285,9 +284,9 @@ fn three_replicas_behind_nginx_lose_no_task_and_run_none_twice_when_one_is_kille
         thread::sleep(Duration::from_millis(5));
     }
     let mut killed = replicas.remove(0);
-    killed.child.kill().unwrap(); // SIGKILL
+    killed.host.child.kill().unwrap(); // SIGKILL
     let killed_at = Instant::now();
-    killed.child.wait().unwrap();
+    killed.host.child.wait().unwrap();
     for client in clients {
         client.join().unwrap();
     }

@@ -122,8 +122,8 @@ fn another_owners_task_cannot_be_answered_or_read() {
     let dir = plugins();
     let mut tokens = tempfile::NamedTempFile::new().unwrap();
     writeln!(tokens, "alice token-alice-0123456789\nbob token-bob-0123456789").unwrap();
-    let HttpServe { mut child, url, .. } =
-        HttpServe::spawn(serve_command(dir.path(), ":memory:", &["--auth-tokens-file", tokens.path().to_str().unwrap()]), Duration::from_secs(60));
+    let mut host = HttpServe::spawn(serve_command(dir.path(), ":memory:", &["--auth-tokens-file", tokens.path().to_str().unwrap()]), Duration::from_secs(60));
+    let url = host.url.clone();
     let base = url.strip_suffix("/mcp").unwrap().to_owned();
     let (alice, bob) = ("token-alice-0123456789", "token-bob-0123456789");
     let created = post(&base, alice, 1, "tools/call", json!({ "name": "multi_input", "arguments": {} }));
@@ -135,6 +135,6 @@ fn another_owners_task_cannot_be_answered_or_read() {
     assert_eq!(post(&base, bob, 4, "tasks/get", json!({ "taskId": id }))["error"]["code"], -32602);
     // Nothing was delivered: Alice still sees both questions.
     assert_eq!(input_keys(&post(&base, alice, 5, "tasks/get", json!({ "taskId": id }))["result"]), ["first", "second"]);
-    let _ = child.kill();
-    let _ = child.wait();
+    let _ = host.child.kill();
+    let _ = host.child.wait();
 }

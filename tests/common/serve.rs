@@ -52,3 +52,13 @@ impl HttpServe {
         HttpServe { child, url, stderr }
     }
 }
+
+/// A host a test started ends with the test, whichever way the test ends (a failed assertion
+/// included): none is left running behind the suite, where it would keep connecting to the
+/// ports of servers that are gone (a later test's listener may get one of those ports).
+impl Drop for HttpServe {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
