@@ -23,7 +23,7 @@ use crate::principal::Owner;
 use crate::registry::violations;
 use crate::runtime::{CallObserver, Failure, TaskSupport};
 use crate::tasks::{Admission, Launch, Outcome, Progress, Task, TaskEvents};
-use crate::telemetry::trace::Carrier;
+use crate::telemetry::trace;
 
 const LIST_PAGE: usize = 50;
 
@@ -70,7 +70,7 @@ pub async fn create(
         // A session's requestor lives on one replica: its tasks ask only there.
         client_capabilities: None,
         owner_cap: super::limits::task_cap(host, owner),
-        trace_context: Carrier::of(&tracing::Span::current()).map(|c| c.to_stored()),
+        trace_context: trace::carrier(&tracing::Span::current()).map(|c| c.to_stored()),
     };
     let task = host.engine.admit(admission).await.map_err(engine_error)?;
     crate::telemetry::trace::created_task(&tracing::Span::current(), &task.id);

@@ -1,26 +1,29 @@
 //! The OTLP exporter, configured by the standard OpenTelemetry variables and nothing else.
 //!
-//! Spans are batched off the request path: a span that ends goes into the batch processor's
-//! bounded queue (`OTEL_BSP_MAX_QUEUE_SIZE`, default 2048), and the processor's own thread
-//! exports it (`OTEL_BSP_SCHEDULE_DELAY`, `OTEL_BSP_MAX_EXPORT_BATCH_SIZE`). A dead or slow
-//! collector therefore never slows a call: the queue fills and later spans are dropped, and
-//! every span that was dropped (a full queue, a failed export) is counted in `/metrics`.
+//! Spans are batched off the request path: a span that ends is encoded where it ends and goes
+//! into a bounded queue (`OTEL_BSP_MAX_QUEUE_SIZE`, default 2048); the exporter's own thread
+//! sends what is queued as one request at least every `OTEL_BSP_SCHEDULE_DELAY` (5 s) and
+//! whenever `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` (512) spans wait. A dead or slow collector therefore
+//! never slows a call: the queue fills and later spans are dropped, and every span that was
+//! dropped (a full queue, a failed export) is counted in `/metrics`.
+//!
+//! OTLP over HTTP/protobuf goes through reqwest, over gRPC through tonic with the official
+//! service definition (`opentelemetry-proto`); both on a runtime of the exporter's thread, so
+//! that a slow export never takes a worker from the host's own runtime.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::mpsc as std_mpsc;
+use std::sync::OnceLock;
 use std::time::Duration;
 
-use anyhow::bail;
-use opentelemetry::trace::TracerProvider as _;
-use opentelemetry::Context;
-use opentelemetry_otlp::WithExportConfig as _;
-use opentelemetry_sdk::error::OTelSdkResult;
-use opentelemetry_sdk::trace::{BatchSpanProcessor, SdkTracerProvider, Span, SpanData, SpanExporter, SpanProcessor};
-use opentelemetry_sdk::Resource;
+use anyhow::{bail, Context as _};
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_client::TraceServiceClient;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use prometheus_client::metrics::counter::Counter;
-use tracing::Subscriber;
-use tracing_subscriber::registry::LookupSpan;
-use tracing_subscriber::Layer;
+use prost::Message as _;
+use tokio::sync::{mpsc, oneshot};
+
+use super::otlp::Envelope;
+use super::sampling::Sampling;
 
 /// Spans exported, and spans dropped (the queue full, or their export failed): what
 /// `/metrics` shows as `corral_trace_spans_exported_total` and `…_dropped_total`.
@@ -38,70 +41,90 @@ pub fn span_counts() -> &'static SpanCounts {
     COUNTS.get_or_init(SpanCounts::default)
 }
 
-/// The configured exporter: its provider, and where it sends.
+/// Where ended spans go: the exporter's queue. Sending never waits; a span that finds the
+/// queue full is dropped and counted.
+#[derive(Clone, Debug)]
+pub struct Sink {
+    queue: mpsc::Sender<Vec<u8>>,
+}
+
+impl Sink {
+    /// Queues one encoded span.
+    pub fn send(&self, span: Vec<u8>) {
+        if self.queue.try_send(span).is_err() {
+            span_counts().dropped.inc();
+        }
+    }
+}
+
+/// How spans reach the collector.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Protocol {
+    HttpProtobuf,
+    Grpc,
+}
+
+/// What the OTEL_* variables configure.
+struct Settings {
+    protocol: Protocol,
+    endpoint: String,
+    headers: Vec<(http::HeaderName, http::HeaderValue)>,
+    timeout: Duration,
+    queue: usize,
+    delay: Duration,
+    batch: usize,
+    sampling: Sampling,
+}
+
+/// The configured exporter: its queue, its thread, and where it sends.
 pub struct Exporter {
-    provider: SdkTracerProvider,
+    sink: Sink,
+    sampling: Sampling,
+    stop: Option<oneshot::Sender<()>>,
+    stopped: std_mpsc::Receiver<()>,
+    timeout: Duration,
     endpoint: String,
     protocol: &'static str,
 }
 
 impl Exporter {
-    /// The exporter the environment asks for, or `None` when no OTLP endpoint is set (or
-    /// `OTEL_SDK_DISABLED=true`, or `OTEL_TRACES_EXPORTER=none`).
+    /// The exporter the environment asks for, started, or `None` when no OTLP endpoint is set
+    /// (or `OTEL_SDK_DISABLED=true`, or `OTEL_TRACES_EXPORTER=none`).
     pub fn from_env() -> anyhow::Result<Option<Exporter>> {
-        let var = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
-        if var("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true")) || var("OTEL_TRACES_EXPORTER").is_some_and(|v| v == "none") {
-            return Ok(None);
-        }
-        let (traces, generic) = (var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), var("OTEL_EXPORTER_OTLP_ENDPOINT"));
-        if traces.is_none() && generic.is_none() {
-            return Ok(None);
-        }
-        let (protocol_var, protocol) = match var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") {
-            Some(p) => ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", p),
-            None => ("OTEL_EXPORTER_OTLP_PROTOCOL", var("OTEL_EXPORTER_OTLP_PROTOCOL").unwrap_or_else(|| "http/protobuf".into())),
-        };
+        let Some(settings) = Settings::from_env()? else { return Ok(None) };
         // The HTTP and gRPC clients speak TLS through rustls, whose provider the process picks
         // once (ring, as for OCI and OAuth); whoever builds a client first installs it.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let (exporter, protocol, endpoint) = match protocol.as_str() {
-            "http/protobuf" => {
-                // The signal's own endpoint is used as written; the generic one gets `/v1/traces`.
-                let endpoint = traces.unwrap_or_else(|| format!("{}/v1/traces", generic.unwrap_or_default().trim_end_matches('/')));
-                let exporter = opentelemetry_otlp::SpanExporter::builder().with_http().with_endpoint(endpoint.clone()).build()?;
-                (exporter, "http/protobuf", endpoint)
-            }
-            "grpc" => {
-                let endpoint = traces.or(generic).unwrap_or_default();
-                let exporter = opentelemetry_otlp::SpanExporter::builder().with_tonic().with_endpoint(endpoint.clone()).build()?;
-                (exporter, "grpc", endpoint)
-            }
-            other => bail!("{protocol_var}={other}: corral exports traces over `http/protobuf` or `grpc`"),
+        let envelope = Envelope::new(&resource(), "corral", env!("CARGO_PKG_VERSION"));
+        let (queue, spans) = mpsc::channel(settings.queue);
+        let (stop, stop_asked) = oneshot::channel();
+        let (stopped_tx, stopped) = std_mpsc::channel();
+        let protocol = match settings.protocol {
+            Protocol::HttpProtobuf => "http/protobuf",
+            Protocol::Grpc => "grpc",
         };
-        let counts = span_counts().clone();
-        let queue = var("OTEL_BSP_MAX_QUEUE_SIZE").and_then(|v| v.parse().ok()).unwrap_or(2048);
-        let queued = Arc::new(AtomicUsize::new(0));
-        let batches = BatchSpanProcessor::builder(Counted { inner: exporter, queued: queued.clone(), counts: counts.clone() }).build();
-        let processor = Queued { inner: batches, queued, queue, counts };
-        let provider = SdkTracerProvider::builder().with_resource(resource()).with_span_processor(processor).build();
-        Ok(Some(Exporter { provider, endpoint: safe_to_show(&endpoint), protocol }))
+        let endpoint = safe_to_show(&settings.endpoint);
+        let timeout = settings.timeout;
+        let sampling = settings.sampling.clone();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the trace exporter's runtime")?;
+        std::thread::Builder::new()
+            .name("corral-otlp".into())
+            .spawn(move || {
+                runtime.block_on(run(settings, envelope, spans, stop_asked));
+                let _ = stopped_tx.send(());
+            })
+            .context("starting the trace exporter's thread")?;
+        Ok(Some(Exporter { sink: Sink { queue }, sampling, stop: Some(stop), stopped, timeout, endpoint, protocol }))
     }
 
-    /// The `tracing` layer that turns the host's spans into OpenTelemetry spans for this exporter.
-    pub fn layer<S>(&self) -> impl Layer<S> + Send + Sync
-    where
-        S: Subscriber + for<'a> LookupSpan<'a> + Send + Sync,
-    {
-        tracing_opentelemetry::layer()
-            .with_tracer(self.provider.tracer("corral"))
-            .with_tracked_inactivity(false)
-            .with_threads(false)
-            .with_location(false)
-            .with_target(false)
-            // The host reads a span's context from the span (`OpenTelemetrySpanExt::context`),
-            // never from OpenTelemetry's current context: activating it on every poll of a
-            // traced future would cost for nothing.
-            .with_context_activation(false)
+    /// Where the host's spans go.
+    pub fn sink(&self) -> Sink {
+        self.sink.clone()
+    }
+
+    /// Which traces are kept.
+    pub fn sampling(&self) -> Sampling {
+        self.sampling.clone()
     }
 
     /// Where spans go (scheme, host and port: never credentials in the URL).
@@ -114,20 +137,115 @@ impl Exporter {
         self.protocol
     }
 
-    /// Exports what is still queued (bounded by the exporter's timeout) and stops.
-    pub fn shutdown(self) {
-        if let Err(e) = self.provider.shutdown_with_timeout(Duration::from_secs(5)) {
-            tracing::warn!("the trace exporter did not shut down cleanly: {e}");
+    /// Exports what is still queued (bounded by the export timeout) and stops.
+    pub fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if self.stopped.recv_timeout(self.timeout + Duration::from_secs(1)).is_err() {
+            tracing::warn!("the trace exporter did not finish its last export in time; its spans are lost");
         }
     }
 }
 
+impl Settings {
+    fn from_env() -> anyhow::Result<Option<Settings>> {
+        if var("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true")) || var("OTEL_TRACES_EXPORTER").is_some_and(|v| v == "none") {
+            return Ok(None);
+        }
+        let (traces, generic) = (var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), var("OTEL_EXPORTER_OTLP_ENDPOINT"));
+        if traces.is_none() && generic.is_none() {
+            return Ok(None);
+        }
+        let endpoint_var = if traces.is_some() { "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" } else { "OTEL_EXPORTER_OTLP_ENDPOINT" };
+        let (protocol_var, protocol) = signal_or_generic("PROTOCOL");
+        let protocol = match protocol.as_deref().unwrap_or("http/protobuf") {
+            "http/protobuf" => Protocol::HttpProtobuf,
+            "grpc" => Protocol::Grpc,
+            other => bail!("{protocol_var}={other}: corral exports traces over `http/protobuf` or `grpc`"),
+        };
+        let endpoint = match (protocol, traces) {
+            // The signal's own endpoint is used as written; the generic one gets `/v1/traces`.
+            (Protocol::HttpProtobuf, Some(traces)) => traces,
+            (Protocol::HttpProtobuf, None) => format!("{}/v1/traces", generic.unwrap_or_default().trim_end_matches('/')),
+            (Protocol::Grpc, traces) => traces.or(generic).unwrap_or_default(),
+        };
+        match endpoint.parse::<http::Uri>() {
+            Ok(uri) if uri.scheme_str() == Some("http") || (uri.scheme_str() == Some("https") && protocol == Protocol::HttpProtobuf) => {}
+            Ok(uri) if uri.scheme_str() == Some("https") => {
+                bail!("{endpoint_var}: corral's gRPC exporter speaks plain HTTP/2; for a collector behind TLS use OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf")
+            }
+            _ => bail!("{endpoint_var}: {} is not an http:// or https:// URL", safe_to_show(&endpoint)),
+        }
+        let queue = number("OTEL_BSP_MAX_QUEUE_SIZE", 2048)?.max(1);
+        let timeout = Duration::from_millis(match signal_or_generic("TIMEOUT") {
+            (name, Some(value)) => value.parse().map_err(|_| anyhow::anyhow!("{name}={value}: the timeout is a number of milliseconds"))?,
+            (_, None) => 10_000,
+        })
+        .min(Duration::from_millis(number("OTEL_BSP_EXPORT_TIMEOUT", 30_000)? as u64));
+        Ok(Some(Settings {
+            protocol,
+            endpoint,
+            headers: headers()?,
+            timeout,
+            queue,
+            delay: Duration::from_millis(number("OTEL_BSP_SCHEDULE_DELAY", 5_000)?.max(1) as u64),
+            batch: number("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512)?.clamp(1, queue),
+            sampling: Sampling::from_env()?,
+        }))
+    }
+}
+
+/// A variable's value, trimmed; `None` when unset or empty.
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+}
+
+/// `OTEL_EXPORTER_OTLP_TRACES_<name>`, or else `OTEL_EXPORTER_OTLP_<name>`: which one was read
+/// (to name it in an error) and its value.
+fn signal_or_generic(name: &str) -> (String, Option<String>) {
+    let signal = format!("OTEL_EXPORTER_OTLP_TRACES_{name}");
+    match var(&signal) {
+        Some(value) => (signal, Some(value)),
+        None => {
+            let generic = format!("OTEL_EXPORTER_OTLP_{name}");
+            let value = var(&generic);
+            (generic, value)
+        }
+    }
+}
+
+fn number(name: &str, default: usize) -> anyhow::Result<usize> {
+    match var(name) {
+        None => Ok(default),
+        Some(value) => value.parse().map_err(|_| anyhow::anyhow!("{name}={value}: not a number")),
+    }
+}
+
+/// The headers of every export: `key1=value1,key2=value2`, values percent-decoded. They often
+/// hold a collector's credentials, so an error names the header and never shows a value.
+fn headers() -> anyhow::Result<Vec<(http::HeaderName, http::HeaderValue)>> {
+    let (name, Some(list)) = signal_or_generic("HEADERS") else { return Ok(Vec::new()) };
+    let mut headers = Vec::new();
+    for pair in list.split(',').map(str::trim).filter(|pair| !pair.is_empty()) {
+        let Some((key, value)) = pair.split_once('=') else { bail!("{name}: an entry without `=` (the form is key1=value1,key2=value2)") };
+        let key = key.trim();
+        let header = http::HeaderName::try_from(key).map_err(|_| anyhow::anyhow!("{name}: `{key}` is not a header name"))?;
+        let value = percent_encoding::percent_decode_str(value.trim())
+            .decode_utf8()
+            .map_err(|_| anyhow::anyhow!("{name}: the value of `{key}` is not UTF-8 once decoded"))?;
+        let value = http::HeaderValue::try_from(value.as_ref()).map_err(|_| anyhow::anyhow!("{name}: the value of `{key}` is not a valid header value"))?;
+        headers.push((header, value));
+    }
+    Ok(headers)
+}
+
 /// `service.name` is `corral` unless `OTEL_SERVICE_NAME` or `OTEL_RESOURCE_ATTRIBUTES` says
 /// otherwise; the variables' attributes are read by the SDK's detectors.
-fn resource() -> Resource {
+fn resource() -> opentelemetry_sdk::Resource {
     let named =
         std::env::var("OTEL_SERVICE_NAME").is_ok_and(|v| !v.is_empty()) || std::env::var("OTEL_RESOURCE_ATTRIBUTES").is_ok_and(|v| v.contains("service.name="));
-    let builder = Resource::builder().with_attribute(opentelemetry::KeyValue::new("service.version", env!("CARGO_PKG_VERSION")));
+    let builder = opentelemetry_sdk::Resource::builder().with_attribute(opentelemetry::KeyValue::new("service.version", env!("CARGO_PKG_VERSION")));
     if named {
         builder.build()
     } else {
@@ -143,80 +261,103 @@ fn safe_to_show(url: &str) -> String {
     }
 }
 
-/// The batch processor, counting the spans its full queue turns away.
-#[derive(Debug)]
-struct Queued {
-    inner: BatchSpanProcessor,
-    /// Spans handed to the processor and not yet exported (or failed).
-    queued: Arc<AtomicUsize>,
-    queue: usize,
-    counts: SpanCounts,
-}
-
-impl SpanProcessor for Queued {
-    fn on_start(&self, span: &mut Span, cx: &Context) {
-        self.inner.on_start(span, cx);
-    }
-
-    fn on_end(&self, span: SpanData) {
-        if !span.span_context.is_sampled() {
+/// The exporter's thread: batches what is queued and sends it, until asked to stop; then sends
+/// what is left.
+async fn run(settings: Settings, envelope: Envelope, mut spans: mpsc::Receiver<Vec<u8>>, mut stop: oneshot::Receiver<()>) {
+    let mut client = match Client::new(&settings) {
+        Ok(client) => client,
+        Err(e) => {
+            tracing::warn!("the trace exporter cannot start, so no span will be exported: {e:#}");
+            spans.close();
+            while spans.recv().await.is_some() {
+                span_counts().dropped.inc();
+            }
             return;
         }
-        if self.queued.fetch_add(1, Ordering::Relaxed) >= self.queue {
-            // The processor drops it: its queue is full.
-            self.queued.fetch_sub(1, Ordering::Relaxed);
-            self.counts.dropped.inc();
+    };
+    let mut batch = Vec::with_capacity(settings.batch);
+    let mut ticks = tokio::time::interval(settings.delay);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            span = spans.recv() => match span {
+                Some(span) => {
+                    batch.push(span);
+                    if batch.len() >= settings.batch {
+                        client.export(&envelope, &mut batch).await;
+                    }
+                }
+                None => break,
+            },
+            _ = ticks.tick() => client.export(&envelope, &mut batch).await,
+            _ = &mut stop => break,
         }
-        self.inner.on_end(span);
     }
-
-    fn force_flush(&self) -> OTelSdkResult {
-        self.inner.force_flush()
+    spans.close();
+    while let Ok(span) = spans.try_recv() {
+        batch.push(span);
+        if batch.len() >= settings.batch {
+            client.export(&envelope, &mut batch).await;
+        }
     }
-
-    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        self.inner.shutdown_with_timeout(timeout)
-    }
-
-    fn set_resource(&mut self, resource: &Resource) {
-        self.inner.set_resource(resource);
-    }
+    client.export(&envelope, &mut batch).await;
 }
 
-/// The OTLP exporter, counting what it delivered and what it failed to.
-#[derive(Debug)]
-struct Counted<E> {
-    inner: E,
-    queued: Arc<AtomicUsize>,
-    counts: SpanCounts,
+/// A client of the collector, for one protocol.
+enum Client {
+    Http { client: reqwest::Client, url: String, headers: http::HeaderMap },
+    Grpc { client: TraceServiceClient<tonic::transport::Channel>, headers: tonic::metadata::MetadataMap, timeout: Duration },
 }
 
-impl<E: SpanExporter> SpanExporter for Counted<E> {
-    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
-        let spans = batch.len();
-        let sent = self.inner.export(batch).await;
-        self.queued.fetch_sub(spans.min(self.queued.load(Ordering::Relaxed)), Ordering::Relaxed);
-        match &sent {
+impl Client {
+    fn new(settings: &Settings) -> anyhow::Result<Client> {
+        match settings.protocol {
+            Protocol::HttpProtobuf => {
+                let mut headers: http::HeaderMap = settings.headers.iter().cloned().collect();
+                headers.insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/x-protobuf"));
+                let client = reqwest::Client::builder().timeout(settings.timeout).build()?;
+                Ok(Client::Http { client, url: settings.endpoint.clone(), headers })
+            }
+            Protocol::Grpc => {
+                let channel = tonic::transport::Endpoint::from_shared(settings.endpoint.clone())?.timeout(settings.timeout).connect_lazy();
+                let headers = tonic::metadata::MetadataMap::from_headers(settings.headers.iter().cloned().collect());
+                Ok(Client::Grpc { client: TraceServiceClient::new(channel), headers, timeout: settings.timeout })
+            }
+        }
+    }
+
+    /// Sends `batch` (emptying it), counting its spans as exported or dropped.
+    async fn export(&mut self, envelope: &Envelope, batch: &mut Vec<Vec<u8>>) {
+        if batch.is_empty() {
+            return;
+        }
+        let spans = batch.len() as u64;
+        let body = envelope.request(batch);
+        batch.clear();
+        let sent = match self {
+            Client::Http { client, url, headers } => match client.post(url.as_str()).headers(headers.clone()).body(body).send().await {
+                Ok(response) if response.status().is_success() => Ok(()),
+                Ok(response) => Err(format!("the collector answered {}", response.status())),
+                Err(e) => Err(e.without_url().to_string()),
+            },
+            Client::Grpc { client, headers, timeout } => match ExportTraceServiceRequest::decode(body.as_slice()) {
+                Ok(request) => {
+                    let mut request = tonic::Request::new(request);
+                    *request.metadata_mut() = headers.clone();
+                    request.set_timeout(*timeout);
+                    client.export(request).await.map(drop).map_err(|status| format!("the collector answered {:?}: {}", status.code(), status.message()))
+                }
+                Err(e) => Err(format!("a batch did not decode: {e}")),
+            },
+        };
+        match sent {
             Ok(()) => {
-                self.counts.exported.inc_by(spans as u64);
+                span_counts().exported.inc_by(spans);
             }
-            Err(e) => {
-                self.counts.dropped.inc_by(spans as u64);
-                tracing::debug!("exporting {spans} spans failed: {e}");
+            Err(why) => {
+                span_counts().dropped.inc_by(spans);
+                tracing::debug!("exporting {spans} spans failed: {why}");
             }
         }
-        sent
-    }
-
-    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        self.inner.shutdown_with_timeout(timeout)
-    }
-
-    fn force_flush(&self) -> OTelSdkResult {
-        self.inner.force_flush()
-    }
-
-    fn set_resource(&mut self, resource: &Resource) {
-        self.inner.set_resource(resource);
     }
 }

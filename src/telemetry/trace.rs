@@ -13,25 +13,14 @@
 //! creating request's context ([`Carrier`], stored with the task), so its runs on any replica
 //! are children of that request.
 
-use std::collections::HashMap;
-
-use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
-use opentelemetry::trace::TraceContextExt;
-use opentelemetry_sdk::propagation::TraceContextPropagator;
 use serde_json::{Map, Value};
 use tracing::field::Empty;
 use tracing::{Metadata, Span};
-use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+pub use super::context::Carrier;
 
 /// The `tracing` target of every span the host makes for its traces.
 pub const TARGET: &str = "corral::trace";
-
-/// The longest `traceparent` taken (a version-00 one is 55 characters; later versions may add
-/// fields, so some room is left).
-const MAX_TRACEPARENT: usize = 256;
-
-/// The longest `tracestate` taken (the W3C recommendation for what to propagate).
-const MAX_TRACESTATE: usize = 512;
 
 /// Whether `metadata` is one of the host's trace spans (or an event inside one of its
 /// constructors), which the log lines leave out.
@@ -48,105 +37,6 @@ pub fn only_host_spans() -> tracing_subscriber::filter::Targets {
     tracing_subscriber::filter::Targets::new().with_target(TARGET, tracing::Level::INFO).with_target("corral", tracing::Level::INFO)
 }
 
-/// A W3C trace context as it travels: a valid `traceparent` and its `tracestate`. What a task
-/// keeps in the store to continue its creator's trace.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Carrier {
-    traceparent: String,
-    tracestate: Option<String>,
-}
-
-impl Carrier {
-    /// The context in a request's `params._meta` (`traceparent`, `tracestate`), when it holds a
-    /// valid one.
-    pub fn from_meta(params: &Map<String, Value>) -> Option<Carrier> {
-        let meta = params.get("_meta")?.as_object()?;
-        let traceparent = meta.get("traceparent")?.as_str()?;
-        let tracestate = meta.get("tracestate").and_then(Value::as_str);
-        Carrier::checked(traceparent, tracestate)
-    }
-
-    /// The context in HTTP headers: exactly one `traceparent` (two are ignored: which one
-    /// would be the caller's?), and `tracestate`, whose repeated headers join with commas.
-    pub fn from_headers(headers: &http::HeaderMap) -> Option<Carrier> {
-        let mut parents = headers.get_all("traceparent").iter();
-        let (Some(traceparent), None) = (parents.next(), parents.next()) else { return None };
-        let states: Vec<&str> = headers.get_all("tracestate").iter().filter_map(|v| v.to_str().ok()).collect();
-        let tracestate = (!states.is_empty()).then(|| states.join(","));
-        Carrier::checked(traceparent.to_str().ok()?, tracestate.as_deref())
-    }
-
-    /// A stored context, as [`Carrier::to_stored`] wrote it; `None` when it is not one.
-    pub fn from_stored(text: &str) -> Option<Carrier> {
-        let (traceparent, tracestate) = match text.split_once('\n') {
-            Some((parent, state)) => (parent, Some(state)),
-            None => (text, None),
-        };
-        Carrier::checked(traceparent, tracestate)
-    }
-
-    /// The form the task stores keep: `traceparent`, then `tracestate` on a line of its own.
-    pub fn to_stored(&self) -> String {
-        match &self.tracestate {
-            Some(state) => format!("{}\n{state}", self.traceparent),
-            None => self.traceparent.clone(),
-        }
-    }
-
-    /// The context of `span`, when it is part of an exported trace.
-    pub fn of(span: &Span) -> Option<Carrier> {
-        if !super::enabled() || span.is_disabled() {
-            return None;
-        }
-        let mut fields = Fields::default();
-        TraceContextPropagator::new().inject_context(&span.context(), &mut fields);
-        let traceparent = fields.0.remove("traceparent")?;
-        Some(Carrier { traceparent, tracestate: fields.0.remove("tracestate").filter(|s| !s.is_empty()) })
-    }
-
-    /// The id of the trace (32 hex digits).
-    pub fn trace_id(&self) -> &str {
-        self.traceparent.split('-').nth(1).unwrap_or_default()
-    }
-
-    /// `traceparent` and `tracestate` if the propagator takes them as a valid remote context.
-    fn checked(traceparent: &str, tracestate: Option<&str>) -> Option<Carrier> {
-        if traceparent.len() > MAX_TRACEPARENT || tracestate.is_some_and(|s| s.len() > MAX_TRACESTATE) {
-            return None;
-        }
-        let carrier = Carrier { traceparent: traceparent.to_owned(), tracestate: tracestate.map(str::to_owned) };
-        carrier.context().span().span_context().is_valid().then_some(carrier)
-    }
-
-    /// The remote context this carries.
-    fn context(&self) -> opentelemetry::Context {
-        TraceContextPropagator::new().extract(self)
-    }
-}
-
-impl Extractor for Carrier {
-    fn get(&self, key: &str) -> Option<&str> {
-        match key {
-            "traceparent" => Some(&self.traceparent),
-            "tracestate" => self.tracestate.as_deref(),
-            _ => None,
-        }
-    }
-
-    fn keys(&self) -> Vec<&str> {
-        vec!["traceparent", "tracestate"]
-    }
-}
-
-#[derive(Default)]
-struct Fields(HashMap<String, String>);
-
-impl Injector for Fields {
-    fn set(&mut self, key: &str, value: String) {
-        self.0.insert(key.to_owned(), value);
-    }
-}
-
 /// The id of the trace the current span belongs to, when traces are exported and there is one.
 pub fn current_trace_id() -> Option<String> {
     if !super::enabled() {
@@ -157,12 +47,19 @@ pub fn current_trace_id() -> Option<String> {
 
 /// The id of the trace `span` belongs to, when it is part of an exported trace.
 pub fn trace_id(span: &Span) -> Option<String> {
+    context(span).map(|context| context.trace_id().to_string())
+}
+
+/// The context of `span`, as it travels (what a task keeps to continue its creator's trace).
+pub fn carrier(span: &Span) -> Option<Carrier> {
+    context(span).map(|context| Carrier::of(&context))
+}
+
+fn context(span: &Span) -> Option<opentelemetry::trace::SpanContext> {
     if !super::enabled() || span.is_disabled() {
         return None;
     }
-    let context = span.context();
-    let span_context = context.span().span_context().clone();
-    span_context.is_valid().then(|| span_context.trace_id().to_string())
+    super::spans::context_of(span).filter(|context| context.is_valid())
 }
 
 /// How a request reached the host (`network.transport`).
@@ -235,7 +132,8 @@ pub fn request(request: Request<'_>) -> Span {
         Some(target) => format!("{} {target}", request.method),
         None => request.method.to_owned(),
     };
-    let span = tracing::info_span!(
+    let parent = Carrier::from_meta(params).or(request.headers).map(|parent| parent.to_stored());
+    tracing::info_span!(
         target: TARGET,
         "request",
         otel.name = %span_name,
@@ -260,11 +158,8 @@ pub fn request(request: Request<'_>) -> Span {
         corral.fuel_consumed = Empty,
         corral.peak_memory = Empty,
         corral.outcome = Empty,
-    );
-    if let Some(parent) = Carrier::from_meta(params).or(request.headers) {
-        let _ = span.set_parent(parent.context());
-    }
-    span
+        otel.parent = parent.as_deref(),
+    )
 }
 
 /// Records on a request's span how it was answered: a JSON-RPC error (`code`, `message`), or
@@ -366,7 +261,7 @@ pub fn task_run(parent: Option<&Carrier>, task: &str, tool: &str, attempt: u32, 
     if !super::enabled() {
         return Span::none();
     }
-    let span = tracing::info_span!(
+    tracing::info_span!(
         target: TARGET,
         "task.run",
         otel.name = %format!("corral.task.run {tool}"),
@@ -377,11 +272,8 @@ pub fn task_run(parent: Option<&Carrier>, task: &str, tool: &str, attempt: u32, 
         corral.queue_wait_ms = queue_wait_ms,
         corral.replica = replica,
         corral.outcome = Empty,
-    );
-    if let Some(parent) = parent {
-        let _ = span.set_parent(parent.context());
-    }
-    span
+        otel.parent = parent.map(Carrier::to_stored).as_deref(),
+    )
 }
 
 /// The span of a task's progress relayed to a client waiting on another replica.
@@ -389,11 +281,14 @@ pub fn task_relay(parent: Option<&Carrier>, task: &str, replica: &str) -> Span {
     if !super::enabled() {
         return Span::none();
     }
-    let span = tracing::info_span!(target: TARGET, "task.relay", otel.name = "corral.task.relay", corral.task.id = task, corral.replica = replica);
-    if let Some(parent) = parent {
-        let _ = span.set_parent(parent.context());
-    }
-    span
+    tracing::info_span!(
+        target: TARGET,
+        "task.relay",
+        otel.name = "corral.task.relay",
+        corral.task.id = task,
+        corral.replica = replica,
+        otel.parent = parent.map(Carrier::to_stored).as_deref(),
+    )
 }
 
 /// The span of one write to the task store (`operation`: `insert`, `start`, `finish`, …).
@@ -405,45 +300,4 @@ pub fn store(operation: &'static str) -> Span {
 /// `checkpoint`) or a sandbox denial, named by `what`.
 pub fn host_call(name: &'static str, what: &str) {
     tracing::info!(target: TARGET, { corral.host_call = name }, "{what}");
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const VALID: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
-
-    #[test]
-    fn a_valid_traceparent_is_carried_and_stored_whole() {
-        let mut params = Map::new();
-        params.insert("_meta".into(), serde_json::json!({ "traceparent": VALID, "tracestate": "congo=t61rcWkgMzE" }));
-        let carrier = Carrier::from_meta(&params).expect("valid");
-        assert_eq!(carrier.trace_id(), "4bf92f3577b34da6a3ce929d0e0e4736");
-        assert_eq!(Carrier::from_stored(&carrier.to_stored()), Some(carrier));
-    }
-
-    #[test]
-    fn malformed_too_long_or_repeated_contexts_are_ignored() {
-        for bad in [
-            "",
-            "garbage",
-            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
-            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
-            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
-        ] {
-            assert_eq!(Carrier::from_stored(bad), None, "{bad:?}");
-        }
-        let long = format!("{VALID}-{}", "a".repeat(MAX_TRACEPARENT));
-        assert_eq!(Carrier::from_stored(&long), None);
-        let mut params = Map::new();
-        params.insert("_meta".into(), serde_json::json!({ "traceparent": 5 }));
-        assert_eq!(Carrier::from_meta(&params), None);
-
-        let mut headers = http::HeaderMap::new();
-        headers.append("traceparent", VALID.parse().unwrap());
-        assert!(Carrier::from_headers(&headers).is_some());
-        headers.append("traceparent", VALID.parse().unwrap());
-        assert_eq!(Carrier::from_headers(&headers), None, "two traceparent headers");
-    }
 }

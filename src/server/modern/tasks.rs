@@ -30,7 +30,7 @@ use crate::server::task_view::{engine_error, interrupted_message, iso8601, resum
 use crate::server::tools::{AdmittedCall, Called, Cancelled};
 use crate::server::Host;
 use crate::tasks::{Admission, EngineError, Launch, LocalRun, Outcome, Task, TaskControl, TaskStatus};
-use crate::telemetry::trace::Carrier;
+use crate::telemetry::trace;
 
 /// `resultType` of a `CreateTaskResult`.
 const TASK: &str = "task";
@@ -175,7 +175,7 @@ pub(in crate::server) async fn create(
         events: None,
         client_capabilities: Some(super::task_input::kept(capabilities)),
         owner_cap: crate::server::limits::task_cap(host, owner),
-        trace_context: Carrier::of(&tracing::Span::current()).map(|c| c.to_stored()),
+        trace_context: trace::carrier(&tracing::Span::current()).map(|c| c.to_stored()),
     };
     let task = host.engine.admit(admission).await.map_err(engine_error)?;
     crate::telemetry::trace::created_task(&tracing::Span::current(), &task.id);
