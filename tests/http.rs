@@ -523,6 +523,8 @@ fn a_body_announced_over_max_body_is_refused_before_it_is_sent() {
     let text = String::from_utf8_lossy(&answer);
     assert!(text.starts_with("HTTP/1.1 413"), "{text}");
     assert!(text.contains("over --max-body (1024 bytes)"), "{text}");
+    // The body stays unread on the connection, so the answer says the connection ends.
+    assert!(text.to_ascii_lowercase().contains("connection: close"), "{text}");
 
     // A chunked body announces no length: it is cut off where it passes the limit.
     let mut tcp = std::net::TcpStream::connect(&address).unwrap();

@@ -65,6 +65,8 @@ struct Collector {
     base: String,
     spans: Arc<Mutex<Vec<Span>>>,
     requests: Arc<Mutex<usize>>,
+    /// The `x-tenant` header of each export (`OTEL_EXPORTER_OTLP_HEADERS` in the tests that set it).
+    tenants: Arc<Mutex<Vec<Option<String>>>>,
     _runtime: tokio::runtime::Runtime,
 }
 
@@ -77,12 +79,13 @@ impl Collector {
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
         let listener = runtime.block_on(tokio::net::TcpListener::bind(addr))?;
         let base = format!("http://{}", listener.local_addr().unwrap());
-        let (spans, requests) = (Arc::new(Mutex::new(Vec::new())), Arc::new(Mutex::new(0)));
-        let (kept, counted) = (spans.clone(), requests.clone());
-        let receive = move |body: axum::body::Bytes| {
-            let (kept, counted) = (kept.clone(), counted.clone());
+        let (spans, requests, tenants) = (Arc::new(Mutex::new(Vec::new())), Arc::new(Mutex::new(0)), Arc::new(Mutex::new(Vec::new())));
+        let (kept, counted, named) = (spans.clone(), requests.clone(), tenants.clone());
+        let receive = move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+            let (kept, counted, named) = (kept.clone(), counted.clone(), named.clone());
             async move {
                 *counted.lock().unwrap() += 1;
+                named.lock().unwrap().push(headers.get("x-tenant").and_then(|v| v.to_str().ok()).map(str::to_owned));
                 match answer {
                     Answer::Hang => std::future::pending::<()>().await,
                     Answer::Unavailable => return (axum::http::StatusCode::SERVICE_UNAVAILABLE, Vec::new()),
@@ -95,7 +98,20 @@ impl Collector {
         };
         let app = axum::Router::new().route("/v1/traces", axum::routing::post(receive));
         runtime.spawn(async move { axum::serve(listener, app).await });
-        Ok(Collector { base, spans, requests, _runtime: runtime })
+        Ok(Collector { base, spans, requests, tenants, _runtime: runtime })
+    }
+
+    /// An OTLP/gRPC receiver on 127.0.0.1: the official `TraceService`, served by tonic.
+    fn grpc() -> Collector {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let receiver = GrpcReceiver { spans: Arc::default(), tenants: Arc::default() };
+        let (spans, tenants) = (receiver.spans.clone(), receiver.tenants.clone());
+        let service = opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::TraceServiceServer::new(receiver);
+        let incoming = tonic::transport::server::TcpIncoming::from(listener);
+        runtime.spawn(tonic::transport::Server::builder().add_service(service).serve_with_incoming(incoming));
+        Collector { base, spans, requests: Arc::default(), tenants, _runtime: runtime }
     }
 
     /// The variables that point corral at this receiver, exporting every 100 ms.
@@ -118,6 +134,21 @@ impl Collector {
             assert!(Instant::now() < deadline, "{what}: never came; received:\n{spans:#?}");
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+}
+
+struct GrpcReceiver {
+    spans: Arc<Mutex<Vec<Span>>>,
+    tenants: Arc<Mutex<Vec<Option<String>>>>,
+}
+
+#[tonic::async_trait]
+impl opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::TraceService for GrpcReceiver {
+    async fn export(&self, request: tonic::Request<ExportTraceServiceRequest>) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+        let tenant = request.metadata().get("x-tenant").and_then(|v| v.to_str().ok()).map(str::to_owned);
+        self.tenants.lock().unwrap().push(tenant);
+        self.spans.lock().unwrap().extend(decode(request.into_inner()));
+        Ok(tonic::Response::new(ExportTraceServiceResponse::default()))
     }
 }
 
@@ -380,6 +411,28 @@ fn on_postgres_a_task_admitted_on_one_replica_and_run_on_another_after_a_kill_st
     }
     assert!(spans.iter().any(|s| s.name == "corral.guest tick" && s.parent == run.id), "its guest under the run: {spans:#?}");
     assert!(spans.iter().any(|s| s.name == "corral.store finish" && s.parent == run.id && s.trace == TRACE), "its end's write under the run: {spans:#?}");
+}
+
+#[test]
+fn over_grpc_and_over_http_with_the_headers_variable_the_spans_arrive_with_their_headers() {
+    let plugins = example_plugins(&["hash"]);
+    for (protocol, collector) in [("grpc", Collector::grpc()), ("http/protobuf", Collector::start(Answer::Ok))] {
+        let mut env = collector.env();
+        env.push(("OTEL_EXPORTER_OTLP_PROTOCOL", protocol.into()));
+        // Values are percent-decoded, as the specification says.
+        env.push(("OTEL_EXPORTER_OTLP_HEADERS", "x-tenant=team%20a, x-other=1".into()));
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let mut mcp = McpProcess::spawn_env(Transport::Stdio, &["serve", "--plugins", plugins.path().to_str().unwrap()], &env);
+        mcp.initialize();
+        let params = with_meta(json!({ "name": "hash_chain", "arguments": { "input": "a", "rounds": 1 } }), json!({ "traceparent": TRACEPARENT }));
+        assert!(mcp.result("tools/call", params)["structuredContent"]["digest"].is_string());
+        let spans = collector.wait(protocol, |spans| !named(spans, "tools/call hash_chain").is_empty());
+        let call = named(&spans, "tools/call hash_chain")[0];
+        assert_eq!((call.trace.as_str(), call.parent.as_str(), call.kind), (TRACE, PARENT, SERVER), "{protocol}: {call:#?}");
+        assert_eq!(call.str("gen_ai.tool.name"), Some("hash_chain"), "{protocol}: {call:#?}");
+        let tenants = collector.tenants.lock().unwrap().clone();
+        assert!(!tenants.is_empty() && tenants.iter().all(|t| t.as_deref() == Some("team a")), "{protocol}: {tenants:?}");
+    }
 }
 
 #[test]

@@ -40,7 +40,33 @@ pub(super) fn router(admin: Arc<Admin>) -> Router {
         .route("/api/events", get(events))
         .fallback(|| async { Refusal::new(StatusCode::NOT_FOUND, "no such page or endpoint; the API is described at /api/openapi.json") })
         .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(axum::middleware::from_fn(bounded_body))
         .with_state(admin)
+}
+
+/// Bodies over [`MAX_BODY`]: one announced larger is refused before any of it is read, one that
+/// runs past it when read is refused in the API's own words. Either way the body was left unread
+/// on the connection, which therefore cannot carry another request: the answer says the
+/// connection ends, so a client does not send its next request down one the server is closing.
+async fn bounded_body(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let announced = request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
+    let response = match announced.filter(|length| *length > MAX_BODY as u64) {
+        Some(length) => too_large(&format!("the body is {length} bytes,")),
+        None => next.run(request).await,
+    };
+    if response.status() != StatusCode::PAYLOAD_TOO_LARGE {
+        return response;
+    }
+    let mut response = match response.headers().get(header::CONTENT_TYPE).is_some_and(|t| t.as_bytes().starts_with(b"application/json")) {
+        true => response,
+        false => too_large("the body is"),
+    };
+    response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+fn too_large(what: &str) -> Response {
+    Refusal::new(StatusCode::PAYLOAD_TOO_LARGE, format!("{what} over the {MAX_BODY} bytes an admin request may have")).into_response()
 }
 
 /// Host/Origin, then the caller.

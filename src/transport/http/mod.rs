@@ -251,6 +251,11 @@ fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
     if status == StatusCode::UNAUTHORIZED {
         response.headers_mut().insert("www-authenticate", HeaderValue::from_static("Bearer realm=\"corral\""));
     }
+    if status == StatusCode::PAYLOAD_TOO_LARGE {
+        // The body was left unread, so the connection cannot carry another request: a client
+        // told so opens a new one instead of sending down one the server is about to close.
+        response.headers_mut().insert("connection", HeaderValue::from_static("close"));
+    }
     response
 }
 
