@@ -2,8 +2,10 @@
 //!
 //! Spans are batched off the request path: a span that ends is encoded where it ends and goes
 //! into a bounded queue (`OTEL_BSP_MAX_QUEUE_SIZE`, default 2048); the exporter's own thread
-//! sends what is queued as one request at least every `OTEL_BSP_SCHEDULE_DELAY` (5 s) and
-//! whenever `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` (512) spans wait. A dead or slow collector therefore
+//! sends what is queued at least every `OTEL_BSP_SCHEDULE_DELAY` (5 s) and whenever
+//! `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` (512) spans wait, in requests of at most that many. The
+//! queue is a vector under a lock, and the thread is woken only when a batch is full: a channel
+//! woke it for every span, which cost a traced call more than encoding its span. A dead or slow collector therefore
 //! never slows a call: the queue fills and later spans are dropped, and every span that was
 //! dropped (a full queue, a failed export) is counted in `/metrics`.
 //!
@@ -12,7 +14,7 @@
 //! that a slow export never takes a worker from the host's own runtime.
 
 use std::sync::mpsc as std_mpsc;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use anyhow::{bail, Context as _};
@@ -20,7 +22,7 @@ use opentelemetry_proto::tonic::collector::trace::v1::trace_service_client::Trac
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use prometheus_client::metrics::counter::Counter;
 use prost::Message as _;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{oneshot, Notify};
 
 use super::otlp::Envelope;
 use super::sampling::Sampling;
@@ -45,15 +47,42 @@ pub fn span_counts() -> &'static SpanCounts {
 /// queue full is dropped and counted.
 #[derive(Clone, Debug)]
 pub struct Sink {
-    queue: mpsc::Sender<Vec<u8>>,
+    queue: Arc<Queue>,
+}
+
+#[derive(Debug)]
+struct Queue {
+    spans: Mutex<Vec<Vec<u8>>>,
+    /// Spans the queue holds at most.
+    capacity: usize,
+    /// Spans that make a batch: the exporter is woken when that many wait.
+    batch: usize,
+    full_batch: Notify,
 }
 
 impl Sink {
     /// Queues one encoded span.
     pub fn send(&self, span: Vec<u8>) {
-        if self.queue.try_send(span).is_err() {
+        let queue = &self.queue;
+        let mut spans = queue.spans.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if spans.len() >= queue.capacity {
+            drop(spans);
             span_counts().dropped.inc();
+            return;
         }
+        spans.push(span);
+        let wake = spans.len() == queue.batch;
+        drop(spans);
+        if wake {
+            queue.full_batch.notify_one();
+        }
+    }
+}
+
+impl Queue {
+    /// Everything queued, leaving the queue empty.
+    fn take(&self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut *self.spans.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
     }
 }
 
@@ -96,7 +125,8 @@ impl Exporter {
         // once (ring, as for OCI and OAuth); whoever builds a client first installs it.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let envelope = Envelope::new(&resource(), "corral", env!("CARGO_PKG_VERSION"));
-        let (queue, spans) = mpsc::channel(settings.queue);
+        let queue = Arc::new(Queue { spans: Mutex::new(Vec::new()), capacity: settings.queue, batch: settings.batch, full_batch: Notify::new() });
+        let spans = queue.clone();
         let (stop, stop_asked) = oneshot::channel();
         let (stopped_tx, stopped) = std_mpsc::channel();
         let protocol = match settings.protocol {
@@ -261,46 +291,35 @@ fn safe_to_show(url: &str) -> String {
     }
 }
 
-/// The exporter's thread: batches what is queued and sends it, until asked to stop; then sends
-/// what is left.
-async fn run(settings: Settings, envelope: Envelope, mut spans: mpsc::Receiver<Vec<u8>>, mut stop: oneshot::Receiver<()>) {
+/// The exporter's thread: sends what is queued whenever a batch is full or the delay has
+/// passed, until asked to stop; then sends what is left.
+async fn run(settings: Settings, envelope: Envelope, queue: Arc<Queue>, mut stop: oneshot::Receiver<()>) {
     let mut client = match Client::new(&settings) {
         Ok(client) => client,
         Err(e) => {
             tracing::warn!("the trace exporter cannot start, so no span will be exported: {e:#}");
-            spans.close();
-            while spans.recv().await.is_some() {
-                span_counts().dropped.inc();
-            }
+            // Nothing will drain the queue: it stays full, and every span is counted dropped.
+            let _ = stop.await;
+            span_counts().dropped.inc_by(queue.take().len() as u64);
             return;
         }
     };
-    let mut batch = Vec::with_capacity(settings.batch);
     let mut ticks = tokio::time::interval(settings.delay);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        tokio::select! {
-            span = spans.recv() => match span {
-                Some(span) => {
-                    batch.push(span);
-                    if batch.len() >= settings.batch {
-                        client.export(&envelope, &mut batch).await;
-                    }
-                }
-                None => break,
-            },
-            _ = ticks.tick() => client.export(&envelope, &mut batch).await,
-            _ = &mut stop => break,
+        let stopping = tokio::select! {
+            _ = queue.full_batch.notified() => false,
+            _ = ticks.tick() => false,
+            _ = &mut stop => true,
+        };
+        let spans = queue.take();
+        for batch in spans.chunks(settings.batch) {
+            client.export(&envelope, batch).await;
+        }
+        if stopping {
+            return;
         }
     }
-    spans.close();
-    while let Ok(span) = spans.try_recv() {
-        batch.push(span);
-        if batch.len() >= settings.batch {
-            client.export(&envelope, &mut batch).await;
-        }
-    }
-    client.export(&envelope, &mut batch).await;
 }
 
 /// A client of the collector, for one protocol.
@@ -326,14 +345,10 @@ impl Client {
         }
     }
 
-    /// Sends `batch` (emptying it), counting its spans as exported or dropped.
-    async fn export(&mut self, envelope: &Envelope, batch: &mut Vec<Vec<u8>>) {
-        if batch.is_empty() {
-            return;
-        }
+    /// Sends `batch`, counting its spans as exported or dropped.
+    async fn export(&mut self, envelope: &Envelope, batch: &[Vec<u8>]) {
         let spans = batch.len() as u64;
         let body = envelope.request(batch);
-        batch.clear();
         let sent = match self {
             Client::Http { client, url, headers } => match client.post(url.as_str()).headers(headers.clone()).body(body).send().await {
                 Ok(response) if response.status().is_success() => Ok(()),

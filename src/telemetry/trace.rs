@@ -211,9 +211,7 @@ pub fn authorize(action: &str) -> Span {
 /// keeps a traced call's cost to one span.
 pub fn guest(current: Span, in_task: bool, plugin: &str, digest: &str, contract: &str, tool: &str) -> Span {
     if !in_task && !current.is_disabled() {
-        current.record("corral.plugin", plugin);
-        current.record("corral.digest", digest);
-        current.record("corral.contract", contract);
+        record3(&current, [("corral.plugin", &plugin), ("corral.digest", &digest), ("corral.contract", &contract)]);
         return current;
     }
     tracing::info_span!(
@@ -236,13 +234,23 @@ pub fn guest_ended(span: &Span, outcome: &str, fuel_consumed: u64, peak_memory: 
     if span.is_disabled() {
         return;
     }
-    span.record("corral.outcome", outcome);
     // As signed integers: OTLP has no unsigned one, and a u64 would be exported as text.
-    span.record("corral.fuel_consumed", i64::try_from(fuel_consumed).unwrap_or(i64::MAX));
-    span.record("corral.peak_memory", i64::try_from(peak_memory).unwrap_or(i64::MAX));
+    let (fuel, memory) = (i64::try_from(fuel_consumed).unwrap_or(i64::MAX), i64::try_from(peak_memory).unwrap_or(i64::MAX));
+    record3(span, [("corral.outcome", &outcome), ("corral.fuel_consumed", &fuel), ("corral.peak_memory", &memory)]);
     if failed {
         span.record("otel.status_code", "ERROR");
     }
+}
+
+/// Records three of `span`'s fields in one trip through the subscriber (each trip looks the
+/// span up again in every layer that sees it).
+fn record3(span: &Span, fields: [(&str, &dyn tracing::Value); 3]) {
+    let Some(metadata) = span.metadata() else { return };
+    let set = metadata.fields();
+    let [(a, a_value), (b, b_value), (c, c_value)] = fields;
+    let (Some(a), Some(b), Some(c)) = (set.field(a), set.field(b), set.field(c)) else { return };
+    let values = [(&a, Some(a_value)), (&b, Some(b_value)), (&c, Some(c_value))];
+    span.record_all(&set.value_set(&values));
 }
 
 /// The span of waiting for one of a plugin's instance slots (made only when none was free).
