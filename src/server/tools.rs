@@ -201,11 +201,20 @@ async fn run_checked(runtime: &Runtime, call: &AdmittedCall, ctx: CallContext, v
         false => tracing::Span::none(),
     };
     let run = with_permit(&entry.plugin, &cancel, || runtime.call_tool(&entry.plugin.code, &entry.own_name, &arguments, ctx));
-    let outcome = run.instrument(span.clone()).await;
+    // A plain call's run is traced on its request's span, which is entered already.
+    let outcome = if in_task { run.instrument(span.clone()).await } else { run.await };
+    let ended = |outcome: &str, failed: bool| {
+        if span.is_disabled() {
+            return;
+        }
+        let digest = (!in_task).then(|| entry.plugin.code.digest());
+        let plugin = digest.as_deref().map(|digest| (entry.plugin.name.as_str(), digest, entry.plugin.code.contract().as_str()));
+        trace::guest_ended(&span, trace::GuestEnded { outcome, fuel_consumed: usage.fuel_consumed(), peak_memory: usage.peak_memory(), failed, plugin });
+    };
     let (mut result, failure) = match outcome.and_then(|result| tool_result(entry, result)) {
         Ok(result) => (result, None),
         Err(Failure::Cancelled) => {
-            trace::guest_ended(&span, Failure::Cancelled.kind(), usage.fuel_consumed(), usage.peak_memory(), false);
+            ended(Failure::Cancelled.kind(), false);
             return (Err(Cancelled), Vec::new());
         }
         Err(failure) => {
@@ -218,7 +227,7 @@ async fn run_checked(runtime: &Runtime, call: &AdmittedCall, ctx: CallContext, v
         tracing::warn!(parent: &span, tool = %entry.name, plugin = %entry.plugin.name, "{what}");
     }
     let outcome = failure.unwrap_or(if result.is_error { "tool-error" } else { "ok" });
-    trace::guest_ended(&span, outcome, usage.fuel_consumed(), usage.peak_memory(), failure.is_some());
+    ended(outcome, failure.is_some());
     note_denials(&mut result, denied.clone());
     (Ok(Called { result, failure }), denied)
 }

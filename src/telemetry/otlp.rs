@@ -19,15 +19,15 @@ use prost::encoding::{encode_key, encode_varint, encoded_len_varint, key_len, Wi
 use prost::Message as _;
 
 /// An attribute's value, as a span records it.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Value {
-    Str(String),
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Value<'a> {
+    Str(&'a str),
     Int(i64),
     Float(f64),
     Bool(bool),
 }
 
-impl Value {
+impl Value<'_> {
     /// The length of this value as an `AnyValue` message: one field of its oneof (`string_value`
     /// 1, `bool_value` 2, `int_value` 3, `double_value` 4), written even when zero.
     fn encoded_len(&self) -> usize {
@@ -58,9 +58,6 @@ impl Value {
     }
 }
 
-/// Attributes by name: the names are the `tracing` fields', which live as long as the program.
-pub type Attributes = Vec<(&'static str, Value)>;
-
 /// OTLP's span kinds, as `otel.kind` names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -90,34 +87,6 @@ impl Kind {
     }
 }
 
-/// Something that happened during a span (a host call, a warning).
-#[derive(Debug)]
-pub struct Event {
-    pub time_unix_nano: u64,
-    pub name: String,
-    pub attributes: Attributes,
-}
-
-/// A span that ended, as it is exported.
-#[derive(Debug)]
-pub struct Ended {
-    pub context: SpanContext,
-    /// The parent's span id, and whether the parent is another process's.
-    pub parent: Option<(opentelemetry::trace::SpanId, bool)>,
-    pub name: String,
-    pub kind: Kind,
-    pub start_unix_nano: u64,
-    pub end_unix_nano: u64,
-    pub attributes: Attributes,
-    pub events: Vec<Event>,
-    /// `Some(description)` when the span failed.
-    pub error: Option<String>,
-}
-
-/// `flags`' bits saying that the span's parent's remoteness is known, and that it is remote.
-const CONTEXT_HAS_IS_REMOTE: u32 = 0x100;
-const CONTEXT_IS_REMOTE: u32 = 0x200;
-
 /// `Span`'s fields (opentelemetry/proto/trace/v1/trace.proto).
 mod field {
     pub const TRACE_ID: u32 = 1;
@@ -134,50 +103,106 @@ mod field {
     pub const FLAGS: u32 = 16;
 }
 
-impl Ended {
-    /// The span as one encoded `Span` message.
-    pub fn encode(self) -> Vec<u8> {
+/// `flags`' bits saying that the span's parent's remoteness is known, and that it is remote.
+const CONTEXT_HAS_IS_REMOTE: u32 = 0x100;
+const CONTEXT_IS_REMOTE: u32 = 0x200;
+
+/// A sampled span while it is open. Its attributes and events are encoded as they are
+/// recorded, each a whole `attributes` / `events` field of the `Span` message, so the span is
+/// written at its end by putting its ids, name and times in front of them.
+#[derive(Debug)]
+pub struct Record {
+    /// The parent's span id, and whether the parent is another process's.
+    pub parent: Option<(opentelemetry::trace::SpanId, bool)>,
+    /// `otel.name`; the span's own name without one.
+    pub name: Option<String>,
+    pub kind: Kind,
+    pub start_unix_nano: u64,
+    /// Whether the span failed, and what it said of it (`otel.status_description`).
+    pub failed: bool,
+    pub description: Option<String>,
+    attributes: Vec<u8>,
+    /// Each attribute's key, and where its field starts in `attributes` and how long it is:
+    /// an attribute recorded again replaces the first.
+    keys: Vec<(&'static str, usize, usize)>,
+    events: Vec<u8>,
+}
+
+impl Record {
+    pub fn new(start_unix_nano: u64, attributes: usize) -> Record {
+        Record {
+            parent: None,
+            name: None,
+            kind: Kind::Internal,
+            start_unix_nano,
+            failed: false,
+            description: None,
+            attributes: Vec::with_capacity(attributes * 32),
+            keys: Vec::with_capacity(attributes),
+            events: Vec::new(),
+        }
+    }
+
+    /// Sets attribute `key` (replacing an earlier value).
+    pub fn attribute(&mut self, key: &'static str, value: Value<'_>) {
+        if let Some(at) = self.keys.iter().position(|(known, ..)| *known == key) {
+            let (_, start, len) = self.keys.remove(at);
+            self.attributes.drain(start..start + len);
+            for (_, later, _) in &mut self.keys[at..] {
+                *later -= len;
+            }
+        }
+        let start = self.attributes.len();
+        key_value(field::ATTRIBUTES, key, value, &mut self.attributes);
+        self.keys.push((key, start, self.attributes.len() - start));
+    }
+
+    /// Adds an event: `attributes` are encoded `KeyValue`s of the event (see [`event_attribute`]).
+    pub fn event(&mut self, time_unix_nano: u64, name: &str, attributes: &[u8]) {
+        // `Span.Event`: time (1, fixed64), name (2), attributes (3).
+        frame(field::EVENTS, key_len(1) + 8 + framed_len(2, name.len()) + attributes.len(), &mut self.events);
+        fixed64(1, time_unix_nano, &mut self.events);
+        text(2, name, &mut self.events);
+        self.events.extend_from_slice(attributes);
+    }
+
+    /// The span, ended at `end_unix_nano`, as one encoded `Span` message.
+    pub fn encode(&self, context: &SpanContext, span_name: &str, end_unix_nano: u64) -> Vec<u8> {
+        let name = self.name.as_deref().unwrap_or(span_name);
         let remote = self.parent.is_some_and(|(_, remote)| remote);
-        let state = self.context.trace_state().header();
-        let attributes: Vec<usize> = self.attributes.iter().map(|(key, value)| key_value_len(key, value)).collect();
-        let events: Vec<usize> = self.events.iter().map(Event::encoded_len).collect();
-        let status = self.error.as_deref().map(status_len);
+        let state = context.trace_state().header();
+        let message = self.description.as_deref().unwrap_or_default();
+        let status = self.failed.then(|| status_len(message));
         let len = framed_len(field::TRACE_ID, 16)
             + framed_len(field::SPAN_ID, 8)
             + if state.is_empty() { 0 } else { framed_len(field::TRACE_STATE, state.len()) }
             + if self.parent.is_some() { framed_len(field::PARENT_SPAN_ID, 8) } else { 0 }
-            + framed_len(field::NAME, self.name.len())
+            + framed_len(field::NAME, name.len())
             + key_len(field::KIND)
             + 1
             + 2 * (key_len(field::START) + 8)
-            + attributes.iter().map(|len| framed_len(field::ATTRIBUTES, *len)).sum::<usize>()
-            + events.iter().map(|len| framed_len(field::EVENTS, *len)).sum::<usize>()
+            + self.attributes.len()
+            + self.events.len()
             + status.map_or(0, |len| framed_len(field::STATUS, len))
             + key_len(field::FLAGS)
             + 4;
         let mut out = Vec::with_capacity(len);
-        bytes(field::TRACE_ID, &self.context.trace_id().to_bytes(), &mut out);
-        bytes(field::SPAN_ID, &self.context.span_id().to_bytes(), &mut out);
+        bytes(field::TRACE_ID, &context.trace_id().to_bytes(), &mut out);
+        bytes(field::SPAN_ID, &context.span_id().to_bytes(), &mut out);
         if !state.is_empty() {
             text(field::TRACE_STATE, &state, &mut out);
         }
         if let Some((parent, _)) = self.parent {
             bytes(field::PARENT_SPAN_ID, &parent.to_bytes(), &mut out);
         }
-        text(field::NAME, &self.name, &mut out);
+        text(field::NAME, name, &mut out);
         encode_key(field::KIND, WireType::Varint, &mut out);
         encode_varint(self.kind.proto() as u64, &mut out);
         fixed64(field::START, self.start_unix_nano, &mut out);
-        fixed64(field::END, self.end_unix_nano, &mut out);
-        for ((key, value), len) in self.attributes.iter().zip(&attributes) {
-            frame(field::ATTRIBUTES, *len, &mut out);
-            key_value(key, value, &mut out);
-        }
-        for (event, len) in self.events.iter().zip(&events) {
-            frame(field::EVENTS, *len, &mut out);
-            event.encode(&mut out);
-        }
-        if let (Some(message), Some(len)) = (self.error.as_deref(), status) {
+        fixed64(field::END, end_unix_nano, &mut out);
+        out.extend_from_slice(&self.attributes);
+        out.extend_from_slice(&self.events);
+        if let Some(len) = status {
             frame(field::STATUS, len, &mut out);
             // `Status`: message (2), code (3).
             if !message.is_empty() {
@@ -186,7 +211,7 @@ impl Ended {
             encode_key(3, WireType::Varint, &mut out);
             encode_varint(status::StatusCode::Error as u64, &mut out);
         }
-        let flags = u32::from(self.context.trace_flags().to_u8()) | CONTEXT_HAS_IS_REMOTE | if remote { CONTEXT_IS_REMOTE } else { 0 };
+        let flags = u32::from(context.trace_flags().to_u8()) | CONTEXT_HAS_IS_REMOTE | if remote { CONTEXT_IS_REMOTE } else { 0 };
         encode_key(field::FLAGS, WireType::ThirtyTwoBit, &mut out);
         out.extend_from_slice(&flags.to_le_bytes());
         debug_assert_eq!(out.len(), len);
@@ -194,20 +219,9 @@ impl Ended {
     }
 }
 
-impl Event {
-    /// `Span.Event`: time (1, fixed64), name (2), attributes (3).
-    fn encoded_len(&self) -> usize {
-        key_len(1) + 8 + framed_len(2, self.name.len()) + self.attributes.iter().map(|(key, value)| framed_len(3, key_value_len(key, value))).sum::<usize>()
-    }
-
-    fn encode(&self, out: &mut Vec<u8>) {
-        fixed64(1, self.time_unix_nano, out);
-        text(2, &self.name, out);
-        for (key, value) in &self.attributes {
-            frame(3, key_value_len(key, value), out);
-            key_value(key, value, out);
-        }
-    }
+/// Appends one attribute of an event (`Span.Event.attributes`, field 3) to `out`.
+pub fn event_attribute(key: &str, value: Value<'_>, out: &mut Vec<u8>) {
+    key_value(3, key, value, out);
 }
 
 /// `Status` of a failed span: its message (2) when there is one, and the code (3) `ERROR`.
@@ -215,14 +229,12 @@ fn status_len(message: &str) -> usize {
     (if message.is_empty() { 0 } else { framed_len(2, message.len()) }) + key_len(3) + encoded_len_varint(status::StatusCode::Error as u64)
 }
 
-/// `KeyValue`: key (1), value (2, an `AnyValue`).
-fn key_value_len(key: &str, value: &Value) -> usize {
-    framed_len(1, key.len()) + framed_len(2, value.encoded_len())
-}
-
-fn key_value(key: &str, value: &Value, out: &mut Vec<u8>) {
+/// A `KeyValue` (key 1, value 2 an `AnyValue`) as field `tag` of its message.
+fn key_value(tag: u32, key: &str, value: Value<'_>, out: &mut Vec<u8>) {
+    let value_len = value.encoded_len();
+    frame(tag, framed_len(1, key.len()) + framed_len(2, value_len), out);
     text(1, key, out);
-    frame(2, value.encoded_len(), out);
+    frame(2, value_len, out);
     value.encode(out);
 }
 
@@ -297,35 +309,42 @@ mod tests {
     use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
     use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue};
 
-    fn ended(name: &str, attributes: Attributes) -> Ended {
-        let context = SpanContext::new(TraceId::from(7u128), SpanId::from(9u64), TraceFlags::SAMPLED, false, TraceState::default());
-        Ended {
-            context,
-            parent: Some((SpanId::from(3u64), true)),
-            name: name.to_owned(),
-            kind: Kind::Server,
-            start_unix_nano: 10,
-            end_unix_nano: 20,
-            attributes,
-            events: vec![Event { time_unix_nano: 15, name: "asked".into(), attributes: vec![("corral.host_call", Value::Str("ask".into()))] }],
-            error: Some("broke".into()),
+    fn context(state: TraceState) -> SpanContext {
+        SpanContext::new(TraceId::from(7u128), SpanId::from(9u64), TraceFlags::SAMPLED, false, state)
+    }
+
+    fn record(attributes: &[(&'static str, Value<'_>)]) -> Record {
+        let mut record = Record::new(10, attributes.len());
+        record.parent = Some((SpanId::from(3u64), true));
+        record.kind = Kind::Server;
+        for (key, value) in attributes {
+            record.attribute(key, *value);
         }
+        let mut asked = Vec::new();
+        event_attribute("corral.host_call", Value::Str("ask"), &mut asked);
+        record.event(15, "asked", &asked);
+        (record.failed, record.description) = (true, Some("broke".into()));
+        record
     }
 
     #[test]
     fn a_framed_batch_decodes_as_the_official_request() {
         let resource = opentelemetry_sdk::Resource::builder_empty().with_service_name("corral-test").build();
         let envelope = Envelope::new(&resource, "corral", "1.2.3");
-        let attributes = vec![
-            ("gen_ai.tool.name", Value::Str("echo".into())),
-            ("corral.fuel_consumed", Value::Int(42)),
+        let long = "x".repeat(300);
+        let mut call = record(&[
+            ("gen_ai.tool.name", Value::Str("echo")),
+            ("corral.fuel_consumed", Value::Int(41)),
             ("negative", Value::Int(-3)),
             ("ratio", Value::Float(0.5)),
             ("flag", Value::Bool(false)),
-            ("long", Value::Str("x".repeat(300))),
-        ];
-        let spans = [ended("tools/call echo", attributes), ended("other", vec![])];
-        let request = ExportTraceServiceRequest::decode(envelope.request(&spans.map(Ended::encode)).as_slice()).expect("a valid request");
+            ("long", Value::Str(&long)),
+        ]);
+        // Recorded again: the value is replaced, in the place of the first.
+        call.attribute("corral.fuel_consumed", Value::Int(42));
+        call.name = Some("tools/call echo".into());
+        let spans = [call.encode(&context(TraceState::default()), "request", 20), record(&[]).encode(&context(TraceState::default()), "other", 20)];
+        let request = ExportTraceServiceRequest::decode(envelope.request(&spans).as_slice()).expect("a valid request");
 
         let [resource_spans] = request.resource_spans.as_slice() else { panic!("one resource: {request:?}") };
         let service = &resource_spans.resource.as_ref().unwrap().attributes;
@@ -344,27 +363,25 @@ mod tests {
             values,
             [
                 ("gen_ai.tool.name", Some(any_value::Value::StringValue("echo".into()))),
-                ("corral.fuel_consumed", Some(any_value::Value::IntValue(42))),
                 ("negative", Some(any_value::Value::IntValue(-3))),
                 ("ratio", Some(any_value::Value::DoubleValue(0.5))),
                 ("flag", Some(any_value::Value::BoolValue(false))),
-                ("long", Some(any_value::Value::StringValue("x".repeat(300)))),
+                ("long", Some(any_value::Value::StringValue(long.clone()))),
+                ("corral.fuel_consumed", Some(any_value::Value::IntValue(42))),
             ]
         );
         assert_eq!((call.events[0].name.as_str(), call.events[0].time_unix_nano), ("asked", 15));
         assert_eq!(call.events[0].attributes[0].key, "corral.host_call");
-        assert!(other.status.is_some() && other.parent_span_id.len() == 8);
         assert_eq!(call.status.as_ref().map(|s| (s.code, s.message.as_str())), Some((status::StatusCode::Error as i32, "broke")));
     }
 
     #[test]
     fn a_root_span_with_a_trace_state_and_no_error_decodes_whole() {
-        let mut root = ended("root", vec![]);
-        root.context = SpanContext::new(TraceId::from(7u128), SpanId::from(9u64), TraceFlags::default(), false, "congo=t61rcWkgMzE".parse().unwrap());
-        (root.parent, root.error, root.events) = (None, None, Vec::new());
-        let span = opentelemetry_proto::tonic::trace::v1::Span::decode(root.encode().as_slice()).expect("valid");
-        assert_eq!((span.trace_state.as_str(), span.parent_span_id.len(), span.flags), ("congo=t61rcWkgMzE", 0, 0x100));
-        assert!(span.status.is_none() && span.events.is_empty());
+        let root = Record::new(10, 0);
+        let state = "congo=t61rcWkgMzE".parse().unwrap();
+        let span = opentelemetry_proto::tonic::trace::v1::Span::decode(root.encode(&context(state), "root", 20).as_slice()).expect("valid");
+        assert_eq!((span.name.as_str(), span.trace_state.as_str(), span.parent_span_id.len(), span.flags), ("root", "congo=t61rcWkgMzE", 0, 0x101));
+        assert!(span.status.is_none() && span.events.is_empty() && span.attributes.is_empty());
     }
 
     #[test]

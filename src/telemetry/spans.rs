@@ -11,19 +11,22 @@
 //! The record lives in the span's registry extensions, so reading a span's context
 //! ([`context_of`]) needs no global state of ours.
 
+use std::cell::RefCell;
+use std::fmt::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use opentelemetry::trace::{SpanContext, SpanId, TraceFlags, TraceState};
+use opentelemetry::trace::{SpanContext, TraceFlags, TraceState};
 use opentelemetry_sdk::trace::{IdGenerator, RandomIdGenerator};
 use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
+use tracing::span::{self, Attributes, Id};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::{LookupSpan, Registry};
 use tracing_subscriber::Layer;
 
+use super::context::Carrier;
 use super::export::Sink;
-use super::otlp::{self, Kind, Value};
+use super::otlp::{self, Kind, Record, Value};
 use super::sampling::Sampling;
 
 /// The layer: where ended spans go, and which are kept.
@@ -42,19 +45,7 @@ impl SpanLayer {
 /// What a span carries while it is open: its context, and what it will export if sampled.
 struct Traced {
     context: SpanContext,
-    detail: Option<Box<Detail>>,
-}
-
-/// A sampled span's record.
-struct Detail {
-    parent: Option<(SpanId, bool)>,
-    name: Option<String>,
-    kind: Kind,
-    start_unix_nano: u64,
-    attributes: otlp::Attributes,
-    events: Vec<otlp::Event>,
-    error: Option<String>,
-    failed: bool,
+    record: Option<Record>,
 }
 
 impl<S> Layer<S> for SpanLayer
@@ -63,9 +54,12 @@ where
 {
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
         let Some(span) = ctx.span(id) else { return };
-        let mut fields = Fields::default();
+        // Recorded before the sampling decision, which needs `otel.parent`; one pass over the
+        // fields either way, and a span that is not kept drops its record unread.
+        let mut record = Record::new(now_unix_nano(), attrs.fields().len());
+        let mut fields = SpanFields { record: &mut record, parent: None };
         attrs.record(&mut fields);
-        let remote = fields.parent.take().and_then(|stored| super::context::Carrier::from_stored(&stored)).map(|carrier| carrier.span_context());
+        let remote = fields.parent.take().and_then(|stored| Carrier::from_stored(&stored)).map(|carrier| carrier.span_context());
         let local = match &remote {
             Some(_) => None,
             None => span.parent().and_then(|parent| parent.extensions().get::<Traced>().map(|traced| traced.context.clone())),
@@ -82,67 +76,39 @@ where
         };
         let flags = if sampled { TraceFlags::SAMPLED } else { TraceFlags::default() };
         let context = SpanContext::new(trace_id, self.ids.new_span_id(), flags, false, state);
-        let detail = sampled.then(|| {
-            let mut detail = Box::new(Detail {
-                parent,
-                name: None,
-                kind: Kind::Internal,
-                start_unix_nano: now_unix_nano(),
-                attributes: Vec::with_capacity(attrs.fields().len()),
-                events: Vec::new(),
-                error: None,
-                failed: false,
-            });
-            fields.apply(&mut detail);
-            detail
-        });
-        span.extensions_mut().insert(Traced { context, detail });
+        record.parent = parent;
+        span.extensions_mut().insert(Traced { context, record: sampled.then_some(record) });
     }
 
-    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+    fn on_record(&self, id: &Id, values: &span::Record<'_>, ctx: Context<'_, S>) {
         let Some(span) = ctx.span(id) else { return };
         let mut extensions = span.extensions_mut();
-        let Some(detail) = extensions.get_mut::<Traced>().and_then(|traced| traced.detail.as_mut()) else { return };
-        let mut fields = Fields::default();
-        values.record(&mut fields);
-        fields.apply(detail);
+        let Some(record) = extensions.get_mut::<Traced>().and_then(|traced| traced.record.as_mut()) else { return };
+        values.record(&mut SpanFields { record, parent: None });
     }
 
     fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
         let Some(span) = ctx.event_span(event) else { return };
         let mut extensions = span.extensions_mut();
-        let Some(detail) = extensions.get_mut::<Traced>().and_then(|traced| traced.detail.as_mut()) else { return };
-        let mut fields = Fields::default();
+        let Some(record) = extensions.get_mut::<Traced>().and_then(|traced| traced.record.as_mut()) else { return };
+        let mut fields = EventFields::default();
         event.record(&mut fields);
         let level = *event.metadata().level();
-        let mut attributes = fields.attributes;
-        attributes.push(("level", Value::Str(level.as_str().to_owned())));
+        otlp::event_attribute("level", Value::Str(level.as_str()), &mut fields.attributes);
         let name = fields.message.unwrap_or_else(|| event.metadata().name().to_owned());
-        if level == Level::ERROR && !detail.failed {
+        if level == Level::ERROR && !record.failed {
             // An error inside a span fails it, as tracing-opentelemetry does, unless the span
             // said otherwise itself.
-            detail.failed = true;
-            detail.error.get_or_insert_with(|| name.clone());
+            record.failed = true;
+            record.description.get_or_insert_with(|| name.clone());
         }
-        detail.events.push(otlp::Event { time_unix_nano: now_unix_nano(), name, attributes });
+        record.event(now_unix_nano(), &name, &fields.attributes);
     }
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
         let Some(span) = ctx.span(&id) else { return };
-        let Some(Traced { context, detail: Some(detail) }) = span.extensions_mut().remove::<Traced>() else { return };
-        let detail = *detail;
-        let ended = otlp::Ended {
-            context,
-            parent: detail.parent,
-            name: detail.name.unwrap_or_else(|| span.name().to_owned()),
-            kind: detail.kind,
-            start_unix_nano: detail.start_unix_nano,
-            end_unix_nano: now_unix_nano(),
-            attributes: detail.attributes,
-            events: detail.events,
-            error: detail.failed.then(|| detail.error.unwrap_or_default()),
-        };
-        self.sink.send(ended.encode());
+        let Some(Traced { context, record: Some(record) }) = span.extensions_mut().remove::<Traced>() else { return };
+        self.sink.send(record.encode(&context, span.name(), now_unix_nano()));
     }
 }
 
@@ -160,80 +126,116 @@ fn now_unix_nano() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
-/// The fields of a span or an event, sorted into what OTLP keeps apart.
-#[derive(Default)]
-struct Fields {
-    name: Option<String>,
-    kind: Option<Kind>,
-    status: Option<String>,
-    description: Option<String>,
+thread_local! {
+    /// Where a field recorded with `%` or `?` is written before it is encoded: one buffer per
+    /// thread instead of a string per field.
+    static SCRATCH: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// `value` as text, handed to `f`.
+fn formatted(value: &dyn std::fmt::Debug, f: impl FnOnce(&str)) {
+    SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+        Ok(mut text) => {
+            text.clear();
+            let _ = write!(text, "{value:?}");
+            f(&text);
+        }
+        // Formatting the value recorded another field on this thread.
+        Err(_) => f(&format!("{value:?}")),
+    })
+}
+
+/// A span's fields, into its record: the `otel.*` ones into what OTLP keeps apart, the others
+/// as attributes; `otel.parent` (a caller's stored context) aside for the sampling decision.
+struct SpanFields<'r> {
+    record: &'r mut Record,
     parent: Option<String>,
-    message: Option<String>,
-    attributes: otlp::Attributes,
 }
 
-impl Fields {
-    /// Puts these fields into a span's record: a field recorded again replaces its value.
-    fn apply(self, detail: &mut Detail) {
-        if let Some(name) = self.name {
-            detail.name = Some(name);
-        }
-        if let Some(kind) = self.kind {
-            detail.kind = kind;
-        }
-        if let Some(status) = self.status {
-            detail.failed = status.eq_ignore_ascii_case("error");
-        }
-        if let Some(description) = self.description {
-            detail.error = Some(description);
-        }
-        for (key, value) in self.attributes {
-            match detail.attributes.iter_mut().find(|(known, _)| *known == key) {
-                Some(slot) => slot.1 = value,
-                None => detail.attributes.push((key, value)),
-            }
-        }
-    }
-
-    fn text(&mut self, field: &Field, text: String) {
+impl SpanFields<'_> {
+    fn text(&mut self, field: &Field, text: &str) {
         match field.name() {
-            "otel.name" => self.name = Some(text),
-            "otel.kind" => self.kind = Kind::named(&text),
-            "otel.status_code" => self.status = Some(text),
-            "otel.status_description" => self.description = Some(text),
-            "otel.parent" => self.parent = Some(text),
-            "message" => self.message = Some(text),
-            name => self.attributes.push((name, Value::Str(text))),
+            "otel.name" => self.record.name = Some(text.to_owned()),
+            "otel.kind" => self.record.kind = Kind::named(text).unwrap_or(self.record.kind),
+            "otel.status_code" => self.record.failed = text.eq_ignore_ascii_case("error"),
+            "otel.status_description" => self.record.description = Some(text.to_owned()),
+            "otel.parent" => self.parent = Some(text.to_owned()),
+            name => self.record.attribute(name, Value::Str(text)),
         }
     }
 }
 
-impl Visit for Fields {
+impl Visit for SpanFields<'_> {
     fn record_str(&mut self, field: &Field, value: &str) {
-        self.text(field, value.to_owned());
+        self.text(field, value);
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.text(field, format!("{value:?}"));
+        formatted(value, |text| self.text(field, text));
     }
 
     fn record_i64(&mut self, field: &Field, value: i64) {
-        self.attributes.push((field.name(), Value::Int(value)));
+        self.record.attribute(field.name(), Value::Int(value));
     }
 
     fn record_u64(&mut self, field: &Field, value: u64) {
         // OTLP has no unsigned integer; one beyond i64 is exported as text rather than wrapped.
         match i64::try_from(value) {
-            Ok(value) => self.attributes.push((field.name(), Value::Int(value))),
-            Err(_) => self.attributes.push((field.name(), Value::Str(value.to_string()))),
+            Ok(value) => self.record.attribute(field.name(), Value::Int(value)),
+            Err(_) => self.record.attribute(field.name(), Value::Str(&value.to_string())),
         }
     }
 
     fn record_f64(&mut self, field: &Field, value: f64) {
-        self.attributes.push((field.name(), Value::Float(value)));
+        self.record.attribute(field.name(), Value::Float(value));
     }
 
     fn record_bool(&mut self, field: &Field, value: bool) {
-        self.attributes.push((field.name(), Value::Bool(value)));
+        self.record.attribute(field.name(), Value::Bool(value));
+    }
+}
+
+/// An event's fields: its message (the event's name in OTLP) and its other fields, encoded.
+#[derive(Default)]
+struct EventFields {
+    message: Option<String>,
+    attributes: Vec<u8>,
+}
+
+impl EventFields {
+    fn value(&mut self, field: &Field, value: Value<'_>) {
+        match (field.name(), value) {
+            ("message", Value::Str(text)) => self.message = Some(text.to_owned()),
+            (name, value) => otlp::event_attribute(name, value, &mut self.attributes),
+        }
+    }
+}
+
+impl Visit for EventFields {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.value(field, Value::Str(value));
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        formatted(value, |text| self.value(field, Value::Str(text)));
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.value(field, Value::Int(value));
+    }
+
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        match i64::try_from(value) {
+            Ok(value) => self.value(field, Value::Int(value)),
+            Err(_) => self.value(field, Value::Str(&value.to_string())),
+        }
+    }
+
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.value(field, Value::Float(value));
+    }
+
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.value(field, Value::Bool(value));
     }
 }

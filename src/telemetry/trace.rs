@@ -208,10 +208,10 @@ pub fn authorize(action: &str) -> Span {
 /// Where a guest's run is traced: on a span of its own under a task's run, or, for a plain
 /// call, on the request's own span (`current`), which then carries the guest's attributes and
 /// events. A plain call's run is its request, less the parse and the answer: one span for both
-/// keeps a traced call's cost to one span.
+/// keeps a traced call's cost to one span (its guest's attributes are recorded when the run
+/// ends, by [`guest_ended`], in one trip).
 pub fn guest(current: Span, in_task: bool, plugin: &str, digest: &str, contract: &str, tool: &str) -> Span {
-    if !in_task && !current.is_disabled() {
-        record3(&current, [("corral.plugin", &plugin), ("corral.digest", &digest), ("corral.contract", &contract)]);
+    if !in_task {
         return current;
     }
     tracing::info_span!(
@@ -229,27 +229,54 @@ pub fn guest(current: Span, in_task: bool, plugin: &str, digest: &str, contract:
     )
 }
 
+/// What a guest's run came to, as its span records it.
+pub struct GuestEnded<'a> {
+    /// `ok`, `tool-error`, or the failure's kind.
+    pub outcome: &'a str,
+    /// Fuel the run consumed.
+    pub fuel_consumed: u64,
+    /// The most linear memory the run had, in bytes.
+    pub peak_memory: u64,
+    /// Whether the host failed the run (a limit, a trap), which fails the span.
+    pub failed: bool,
+    /// The plugin's name, digest and contract, for a plain call's run (its request's span has
+    /// not recorded them; a task's guest span has).
+    pub plugin: Option<(&'a str, &'a str, &'a str)>,
+}
+
 /// Records what a guest's run came to on its span.
-pub fn guest_ended(span: &Span, outcome: &str, fuel_consumed: u64, peak_memory: u64, failed: bool) {
+pub fn guest_ended(span: &Span, ended: GuestEnded<'_>) {
     if span.is_disabled() {
         return;
     }
     // As signed integers: OTLP has no unsigned one, and a u64 would be exported as text.
-    let (fuel, memory) = (i64::try_from(fuel_consumed).unwrap_or(i64::MAX), i64::try_from(peak_memory).unwrap_or(i64::MAX));
-    record3(span, [("corral.outcome", &outcome), ("corral.fuel_consumed", &fuel), ("corral.peak_memory", &memory)]);
-    if failed {
+    let fuel = i64::try_from(ended.fuel_consumed).unwrap_or(i64::MAX);
+    let memory = i64::try_from(ended.peak_memory).unwrap_or(i64::MAX);
+    let figures: [(&str, &dyn tracing::Value); 3] = [("corral.outcome", &ended.outcome), ("corral.fuel_consumed", &fuel), ("corral.peak_memory", &memory)];
+    match ended.plugin {
+        Some((plugin, digest, contract)) => {
+            let [outcome, fuel, memory] = figures;
+            record_all(span, [outcome, fuel, memory, ("corral.plugin", &plugin), ("corral.digest", &digest), ("corral.contract", &contract)]);
+        }
+        None => record_all(span, figures),
+    }
+    if ended.failed {
         span.record("otel.status_code", "ERROR");
     }
 }
 
-/// Records three of `span`'s fields in one trip through the subscriber (each trip looks the
-/// span up again in every layer that sees it).
-fn record3(span: &Span, fields: [(&str, &dyn tracing::Value); 3]) {
+/// Records `fields` of `span` in one trip through the subscriber (each trip looks the span up
+/// again in every layer that sees it). A field the span does not have is left out.
+fn record_all<const N: usize>(span: &Span, fields: [(&str, &dyn tracing::Value); N]) {
     let Some(metadata) = span.metadata() else { return };
     let set = metadata.fields();
-    let [(a, a_value), (b, b_value), (c, c_value)] = fields;
-    let (Some(a), Some(b), Some(c)) = (set.field(a), set.field(b), set.field(c)) else { return };
-    let values = [(&a, Some(a_value)), (&b, Some(b_value)), (&c, Some(c_value))];
+    let found: [Option<tracing::field::Field>; N] = std::array::from_fn(|i| set.field(fields[i].0));
+    let Some(any) = found.iter().flatten().next() else { return };
+    let values: [(&tracing::field::Field, Option<&dyn tracing::Value>); N] = std::array::from_fn(|i| match &found[i] {
+        Some(field) => (field, Some(fields[i].1)),
+        // A field of the span without a value, which records nothing.
+        None => (any, None),
+    });
     span.record_all(&set.value_set(&values));
 }
 
