@@ -99,6 +99,7 @@ mod field {
     pub const END: u32 = 8;
     pub const ATTRIBUTES: u32 = 9;
     pub const EVENTS: u32 = 11;
+    pub const DROPPED_EVENTS: u32 = 12;
     pub const STATUS: u32 = 15;
     pub const FLAGS: u32 = 16;
 }
@@ -126,7 +127,14 @@ pub struct Record {
     /// an attribute recorded again replaces the first.
     keys: Vec<(&'static str, usize, usize)>,
     events: Vec<u8>,
+    /// Events kept, and events past [`MAX_EVENTS`] left out (OTLP's `dropped_events_count`).
+    event_count: u32,
+    dropped_events: u32,
 }
+
+/// Events a span keeps at most (the OpenTelemetry SDKs' default limit): a task's guest that
+/// asks or checkpoints without end keeps a bounded span, and says how many it left out.
+pub const MAX_EVENTS: u32 = 128;
 
 impl Record {
     pub fn new(start_unix_nano: u64, attributes: usize) -> Record {
@@ -140,6 +148,8 @@ impl Record {
             attributes: Vec::with_capacity(attributes * 32),
             keys: Vec::with_capacity(attributes),
             events: Vec::new(),
+            event_count: 0,
+            dropped_events: 0,
         }
     }
 
@@ -159,6 +169,11 @@ impl Record {
 
     /// Adds an event: `attributes` are encoded `KeyValue`s of the event (see [`event_attribute`]).
     pub fn event(&mut self, time_unix_nano: u64, name: &str, attributes: &[u8]) {
+        if self.event_count >= MAX_EVENTS {
+            self.dropped_events += 1;
+            return;
+        }
+        self.event_count += 1;
         // `Span.Event`: time (1, fixed64), name (2), attributes (3).
         frame(field::EVENTS, key_len(1) + 8 + framed_len(2, name.len()) + attributes.len(), &mut self.events);
         fixed64(1, time_unix_nano, &mut self.events);
@@ -183,6 +198,7 @@ impl Record {
             + 2 * (key_len(field::START) + 8)
             + self.attributes.len()
             + self.events.len()
+            + if self.dropped_events > 0 { key_len(field::DROPPED_EVENTS) + encoded_len_varint(u64::from(self.dropped_events)) } else { 0 }
             + status.map_or(0, |len| framed_len(field::STATUS, len))
             + key_len(field::FLAGS)
             + 4;
@@ -202,6 +218,10 @@ impl Record {
         fixed64(field::END, end_unix_nano, &mut out);
         out.extend_from_slice(&self.attributes);
         out.extend_from_slice(&self.events);
+        if self.dropped_events > 0 {
+            encode_key(field::DROPPED_EVENTS, WireType::Varint, &mut out);
+            encode_varint(u64::from(self.dropped_events), &mut out);
+        }
         if let Some(len) = status {
             frame(field::STATUS, len, &mut out);
             // `Status`: message (2), code (3).
@@ -382,6 +402,17 @@ mod tests {
         let span = opentelemetry_proto::tonic::trace::v1::Span::decode(root.encode(&context(state), "root", 20).as_slice()).expect("valid");
         assert_eq!((span.name.as_str(), span.trace_state.as_str(), span.parent_span_id.len(), span.flags), ("root", "congo=t61rcWkgMzE", 0, 0x101));
         assert!(span.status.is_none() && span.events.is_empty() && span.attributes.is_empty());
+    }
+
+    #[test]
+    fn a_span_keeps_its_first_events_and_counts_the_rest() {
+        let mut record = Record::new(10, 0);
+        for i in 0..MAX_EVENTS + 5 {
+            record.event(u64::from(i), "checkpoint", &[]);
+        }
+        let span = opentelemetry_proto::tonic::trace::v1::Span::decode(record.encode(&context(TraceState::default()), "busy", 20).as_slice()).expect("valid");
+        assert_eq!((span.events.len(), span.dropped_events_count), (MAX_EVENTS as usize, 5));
+        assert_eq!(span.events.last().map(|e| e.time_unix_nano), Some(u64::from(MAX_EVENTS - 1)));
     }
 
     #[test]
