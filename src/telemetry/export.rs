@@ -167,12 +167,14 @@ impl Exporter {
         self.protocol
     }
 
-    /// Exports what is still queued (bounded by the export timeout) and stops.
+    /// Exports what is still queued (for at most 5 s) and stops.
     pub fn shutdown(mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
-        if self.stopped.recv_timeout(self.timeout + Duration::from_secs(1)).is_err() {
+        // At most 5 s: a collector that does not answer must not hold the process's exit for
+        // the whole export timeout.
+        if self.stopped.recv_timeout((self.timeout + Duration::from_secs(1)).min(Duration::from_secs(5))).is_err() {
             tracing::warn!("the trace exporter did not finish its last export in time; its spans are lost");
         }
     }
