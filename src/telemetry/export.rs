@@ -26,6 +26,7 @@ use tokio::sync::{oneshot, Notify};
 
 use super::otlp::Envelope;
 use super::sampling::Sampling;
+use super::vars::Vars;
 
 /// Spans exported, and spans dropped (the queue full, or their export failed): what
 /// `/metrics` shows as `corral_trace_spans_exported_total` and `…_dropped_total`.
@@ -120,7 +121,7 @@ impl Exporter {
     /// The exporter the environment asks for, started, or `None` when no OTLP endpoint is set
     /// (or `OTEL_SDK_DISABLED=true`, or `OTEL_TRACES_EXPORTER=none`).
     pub fn from_env() -> anyhow::Result<Option<Exporter>> {
-        let Some(settings) = Settings::from_env()? else { return Ok(None) };
+        let Some(settings) = Settings::read(&Vars::env())? else { return Ok(None) };
         // The HTTP and gRPC clients speak TLS through rustls, whose provider the process picks
         // once (ring, as for OCI and OAuth); whoever builds a client first installs it.
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -181,7 +182,8 @@ impl Exporter {
 }
 
 impl Settings {
-    fn from_env() -> anyhow::Result<Option<Settings>> {
+    fn read(vars: &Vars<'_>) -> anyhow::Result<Option<Settings>> {
+        let var = |name: &str| vars.get(name);
         if var("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true")) || var("OTEL_TRACES_EXPORTER").is_some_and(|v| v == "none") {
             return Ok(None);
         }
@@ -190,7 +192,7 @@ impl Settings {
             return Ok(None);
         }
         let endpoint_var = if traces.is_some() { "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" } else { "OTEL_EXPORTER_OTLP_ENDPOINT" };
-        let (protocol_var, protocol) = signal_or_generic("PROTOCOL");
+        let (protocol_var, protocol) = vars.signal_or_generic("PROTOCOL");
         let protocol = match protocol.as_deref().unwrap_or("http/protobuf") {
             "http/protobuf" => Protocol::HttpProtobuf,
             "grpc" => Protocol::Grpc,
@@ -209,55 +211,29 @@ impl Settings {
             }
             _ => bail!("{endpoint_var}: {} is not an http:// or https:// URL", safe_to_show(&endpoint)),
         }
-        let queue = number("OTEL_BSP_MAX_QUEUE_SIZE", 2048)?.max(1);
-        let timeout = Duration::from_millis(match signal_or_generic("TIMEOUT") {
+        let queue = vars.number("OTEL_BSP_MAX_QUEUE_SIZE", 2048)?.max(1);
+        let timeout = Duration::from_millis(match vars.signal_or_generic("TIMEOUT") {
             (name, Some(value)) => value.parse().map_err(|_| anyhow::anyhow!("{name}={value}: the timeout is a number of milliseconds"))?,
             (_, None) => 10_000,
         })
-        .min(Duration::from_millis(number("OTEL_BSP_EXPORT_TIMEOUT", 30_000)? as u64));
+        .min(Duration::from_millis(vars.number("OTEL_BSP_EXPORT_TIMEOUT", 30_000)? as u64));
         Ok(Some(Settings {
             protocol,
             endpoint,
-            headers: headers()?,
+            headers: headers(vars)?,
             timeout,
             queue,
-            delay: Duration::from_millis(number("OTEL_BSP_SCHEDULE_DELAY", 5_000)?.max(1) as u64),
-            batch: number("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512)?.clamp(1, queue),
-            sampling: Sampling::from_env()?,
+            delay: Duration::from_millis(vars.number("OTEL_BSP_SCHEDULE_DELAY", 5_000)?.max(1) as u64),
+            batch: vars.number("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512)?.clamp(1, queue),
+            sampling: Sampling::read(vars)?,
         }))
-    }
-}
-
-/// A variable's value, trimmed; `None` when unset or empty.
-fn var(name: &str) -> Option<String> {
-    std::env::var(name).ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
-}
-
-/// `OTEL_EXPORTER_OTLP_TRACES_<name>`, or else `OTEL_EXPORTER_OTLP_<name>`: which one was read
-/// (to name it in an error) and its value.
-fn signal_or_generic(name: &str) -> (String, Option<String>) {
-    let signal = format!("OTEL_EXPORTER_OTLP_TRACES_{name}");
-    match var(&signal) {
-        Some(value) => (signal, Some(value)),
-        None => {
-            let generic = format!("OTEL_EXPORTER_OTLP_{name}");
-            let value = var(&generic);
-            (generic, value)
-        }
-    }
-}
-
-fn number(name: &str, default: usize) -> anyhow::Result<usize> {
-    match var(name) {
-        None => Ok(default),
-        Some(value) => value.parse().map_err(|_| anyhow::anyhow!("{name}={value}: not a number")),
     }
 }
 
 /// The headers of every export: `key1=value1,key2=value2`, values percent-decoded. They often
 /// hold a collector's credentials, so an error names the header and never shows a value.
-fn headers() -> anyhow::Result<Vec<(http::HeaderName, http::HeaderValue)>> {
-    let (name, Some(list)) = signal_or_generic("HEADERS") else { return Ok(Vec::new()) };
+fn headers(vars: &Vars<'_>) -> anyhow::Result<Vec<(http::HeaderName, http::HeaderValue)>> {
+    let (name, Some(list)) = vars.signal_or_generic("HEADERS") else { return Ok(Vec::new()) };
     let mut headers = Vec::new();
     for pair in list.split(',').map(str::trim).filter(|pair| !pair.is_empty()) {
         let Some((key, value)) = pair.split_once('=') else { bail!("{name}: an entry without `=` (the form is key1=value1,key2=value2)") };
@@ -375,6 +351,89 @@ impl Client {
                 span_counts().dropped.inc_by(spans);
                 tracing::debug!("exporting {spans} spans failed: {why}");
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(pairs: &[(&str, &str)]) -> anyhow::Result<Option<Settings>> {
+        let table: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let lookup = move |name: &str| table.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+        Settings::read(&Vars::from(&lookup))
+    }
+
+    fn error(pairs: &[(&str, &str)]) -> String {
+        match read(pairs) {
+            Err(e) => format!("{e:#}"),
+            Ok(_) => panic!("{pairs:?} was accepted"),
+        }
+    }
+
+    #[test]
+    fn nothing_is_exported_without_an_endpoint_or_when_disabled() {
+        assert!(read(&[]).unwrap().is_none());
+        assert!(read(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "  ")]).unwrap().is_none(), "an empty value is unset");
+        for off in [("OTEL_SDK_DISABLED", "TRUE"), ("OTEL_TRACES_EXPORTER", "none")] {
+            assert!(read(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318"), off]).unwrap().is_none(), "{off:?}");
+        }
+    }
+
+    #[test]
+    fn endpoints_protocols_and_limits_are_read_as_the_specification_says() {
+        let generic = read(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318/")]).unwrap().unwrap();
+        assert_eq!((generic.protocol, generic.endpoint.as_str()), (Protocol::HttpProtobuf, "http://collector:4318/v1/traces"));
+        assert_eq!((generic.timeout, generic.queue, generic.batch, generic.delay), (Duration::from_secs(10), 2048, 512, Duration::from_secs(5)));
+        let signal = read(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://a:4318"), ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "https://b/custom")]).unwrap().unwrap();
+        assert_eq!(signal.endpoint, "https://b/custom", "the signal's endpoint is used as written");
+        let grpc = read(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://a:4317"), ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc")]).unwrap().unwrap();
+        assert_eq!((grpc.protocol, grpc.endpoint.as_str()), (Protocol::Grpc, "http://a:4317"));
+        let bounded = read(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://a"),
+            ("OTEL_BSP_MAX_QUEUE_SIZE", "16"),
+            ("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "100"),
+            ("OTEL_EXPORTER_OTLP_TIMEOUT", "600000"),
+            ("OTEL_BSP_EXPORT_TIMEOUT", "2000"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            (bounded.queue, bounded.batch, bounded.timeout),
+            (16, 16, Duration::from_secs(2)),
+            "a batch is at most the queue; an export at most the BSP timeout"
+        );
+    }
+
+    #[test]
+    fn headers_are_percent_decoded_and_an_error_names_the_header_never_its_value() {
+        let settings = read(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://a"), ("OTEL_EXPORTER_OTLP_HEADERS", "x-tenant=team%20a, authorization = Bearer%20k1 ,")])
+            .unwrap()
+            .unwrap();
+        let headers: Vec<(&str, &str)> = settings.headers.iter().map(|(k, v)| (k.as_str(), v.to_str().unwrap())).collect();
+        assert_eq!(headers, [("x-tenant", "team a"), ("authorization", "Bearer k1")]);
+
+        let bad = error(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://a"), ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "authorization=Bearer%0Asecret-token")]);
+        assert!(bad.contains("OTEL_EXPORTER_OTLP_TRACES_HEADERS") && bad.contains("`authorization`") && !bad.contains("secret-token"), "{bad}");
+        let unpaired = error(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://a"), ("OTEL_EXPORTER_OTLP_HEADERS", "secret-token")]);
+        assert!(unpaired.contains("without `=`") && !unpaired.contains("secret-token"), "{unpaired}");
+    }
+
+    #[test]
+    fn a_configuration_that_cannot_work_is_refused_naming_its_variable() {
+        let endpoint = ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://a");
+        for (pairs, expected) in [
+            (vec![endpoint, ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")], "OTEL_EXPORTER_OTLP_PROTOCOL=http/json"),
+            (vec![("OTEL_EXPORTER_OTLP_ENDPOINT", "https://a:4317"), ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")], "plain HTTP/2"),
+            (vec![("OTEL_EXPORTER_OTLP_ENDPOINT", "ftp://a")], "OTEL_EXPORTER_OTLP_ENDPOINT: ftp://a is not an http:// or https:// URL"),
+            (vec![endpoint, ("OTEL_BSP_MAX_QUEUE_SIZE", "lots")], "OTEL_BSP_MAX_QUEUE_SIZE=lots: not a number"),
+            (vec![endpoint, ("OTEL_EXPORTER_OTLP_TIMEOUT", "10s")], "OTEL_EXPORTER_OTLP_TIMEOUT=10s"),
+            (vec![endpoint, ("OTEL_TRACES_SAMPLER", "jaeger_remote")], "OTEL_TRACES_SAMPLER=jaeger_remote"),
+            (vec![endpoint, ("OTEL_TRACES_SAMPLER", "traceidratio"), ("OTEL_TRACES_SAMPLER_ARG", "2")], "OTEL_TRACES_SAMPLER_ARG=2"),
+        ] {
+            let message = error(&pairs);
+            assert!(message.contains(expected), "{pairs:?}: {message}");
         }
     }
 }

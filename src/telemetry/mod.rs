@@ -25,6 +25,7 @@ mod otlp;
 mod sampling;
 mod spans;
 pub mod trace;
+mod vars;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 

@@ -10,6 +10,8 @@ use anyhow::bail;
 use opentelemetry::trace::{SpanContext, SpanKind, TraceId};
 use opentelemetry_sdk::trace::{Sampler, SamplingDecision, ShouldSample};
 
+use super::vars::Vars;
+
 /// The configured sampler.
 #[derive(Clone, Debug)]
 pub struct Sampling {
@@ -29,8 +31,8 @@ impl Sampling {
     /// The sampler `OTEL_TRACES_SAMPLER` names, with `OTEL_TRACES_SAMPLER_ARG` as the ratio of
     /// the `traceidratio` ones (1.0 when unset). A name corral does not know is refused: a typo
     /// would otherwise keep every trace or none without a word.
-    pub fn from_env() -> anyhow::Result<Sampling> {
-        let var = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+    pub fn read(vars: &Vars<'_>) -> anyhow::Result<Sampling> {
+        let var = |name: &str| vars.get(name);
         let name = var("OTEL_TRACES_SAMPLER").unwrap_or_else(|| "parentbased_always_on".into());
         let ratio = || -> anyhow::Result<Root> {
             let ratio = match var("OTEL_TRACES_SAMPLER_ARG") {
