@@ -1,7 +1,11 @@
 //! The live policy and its hot reload: the file is watched (its directory, since editors replace
 //! a file by renaming another over it), and a change that parses replaces the policy whole; one
-//! that does not is logged with the file, line and key, and the last good policy stays.
+//! that does not is logged with the file, line and key, and the last good policy stays. A file
+//! is taken only once it reads the same twice, [`QUIET`] apart: one written in place (`>`, or a
+//! write that truncates first) can be read half done, and half a policy parses — its allows
+//! without the denies that followed them.
 
+use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -9,7 +13,7 @@ use std::time::Duration;
 use notify_debouncer_mini::notify::{RecommendedWatcher, RecursiveMode};
 use notify_debouncer_mini::{new_debouncer, DebounceEventResult, Debouncer};
 
-use super::file::{load, PolicyError};
+use super::file::{load, parse, PolicyError};
 use super::rules::Policy;
 
 /// How long the file must stay unchanged before it is read again.
@@ -58,11 +62,16 @@ impl Policies {
     /// Reads `path` again: the new policy if it parses, else the old one stays and the error
     /// is logged.
     pub fn reload(&self, path: &Path) {
+        self.take(path, load(path));
+    }
+
+    /// `loaded` (the policy read from `path`, or why it was not) in force if it is one.
+    fn take(&self, path: &Path, loaded: Result<Policy, PolicyError>) {
         let n = match *self.reloads.borrow() {
             Reload::Started => 1,
             Reload::Applied(n) | Reload::Refused(n, _) => n + 1,
         };
-        match load(path) {
+        match loaded {
             Ok(policy) => {
                 tracing::info!(file = %path.display(), allow = policy.allows.len(), deny = policy.denies.len(), limit = policy.limits.len(), "policy reloaded");
                 *self.current.write().unwrap() = Some(Arc::new(policy));
@@ -73,6 +82,20 @@ impl Policies {
                 self.reloads.send_replace(Reload::Refused(n, e));
             }
         }
+    }
+}
+
+/// The file's text if it reads the same before and after `pause`; `None` while it changes (the
+/// change brings another event, and the file is read again then). A file that cannot be read
+/// either time is an answer too: the reload says why.
+async fn settled(path: &Path, pause: impl Future<Output = ()>) -> Option<std::io::Result<String>> {
+    let before = tokio::fs::read_to_string(path).await;
+    pause.await;
+    let after = tokio::fs::read_to_string(path).await;
+    match (before, after) {
+        (Ok(before), Ok(after)) if before == after => Some(Ok(after)),
+        (Err(_), Err(e)) => Some(Err(e)),
+        _ => None,
     }
 }
 
@@ -103,9 +126,30 @@ pub fn watch(path: &Path, policies: Arc<Policies>) -> anyhow::Result<Watcher> {
     let task = tokio::spawn(async move {
         while rx.recv().await.is_some() {
             while rx.try_recv().is_ok() {}
-            // Reading a small file: quick enough for the runtime's thread.
-            policies.reload(&path);
+            match settled(&path, tokio::time::sleep(QUIET)).await {
+                Some(Ok(text)) => policies.take(&path, parse(&text, &path)),
+                Some(Err(_)) => policies.reload(&path),
+                None => tracing::debug!(file = %path.display(), "the policy file is still changing; read again at its next change"),
+            }
         }
     });
     Ok(Watcher { _debouncer: debouncer, _task: task })
+}
+
+#[cfg(test)]
+mod settle_tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_file_is_taken_only_once_it_reads_the_same_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("policy.toml");
+        std::fs::write(&path, "[[allow]]\n").unwrap();
+        assert_eq!(settled(&path, async {}).await.map(Result::unwrap).as_deref(), Some("[[allow]]\n"));
+        // Written to while it is read (here, truncated the way `>` starts): not taken.
+        let during = async { std::fs::write(&path, "").unwrap() };
+        assert!(settled(&path, during).await.is_none());
+        std::fs::remove_file(&path).unwrap();
+        assert!(matches!(settled(&path, async {}).await, Some(Err(_))), "a file gone is an answer: the reload says why");
+    }
 }
