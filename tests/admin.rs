@@ -196,6 +196,24 @@ fn hostile_admin_requests_are_refused_precisely_and_the_host_keeps_serving() {
 }
 
 #[test]
+fn a_socket_that_never_sends_a_request_is_closed_and_the_console_keeps_serving() {
+    use std::io::Read;
+    let plugins = example_plugins(&["text"]);
+    let console = Console::start(plugins.path(), &[]);
+    let address = console.base.trim_start_matches("http://").to_owned();
+    // A slowloris: connected, one byte of a request line, then nothing. The header timeout
+    // (10 s) closes it; before, it stayed open for as long as its sender liked.
+    let mut idle = std::net::TcpStream::connect(&address).unwrap();
+    std::io::Write::write_all(&mut idle, b"G").unwrap();
+    idle.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut answer = Vec::new();
+    let closed = idle.read_to_end(&mut answer);
+    assert!(closed.is_ok(), "still open after 60 s: {closed:?}");
+    // Meanwhile, and after, the console answers.
+    assert_eq!(console.read("/api/plugins")["plugins"][0]["name"], "text");
+}
+
+#[test]
 fn admin_needs_its_own_tokens_file() {
     let plugins = example_plugins(&["text"]);
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_corral"))

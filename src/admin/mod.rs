@@ -34,12 +34,17 @@ mod tasks;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use crate::server::Host;
-use crate::transport::http::Guard;
+use crate::transport::http::{Acceptor, ConnectionSettings, Guard};
+
+/// Connections the admin listener holds at once (a quarter kept for established ones): a
+/// console is a few operators' browsers, each with an event stream and a request or two.
+const MAX_CONNECTIONS: usize = 256;
 
 pub use auth::AdminOAuth;
 pub use filter::TaskFilter;
@@ -96,13 +101,34 @@ pub async fn serve_on(
     }
     tracing::info!("serving the admin console at http://{addr}/");
     let router = api::router(admin);
-    let stop = stopping.clone();
-    let served = axum::serve(listener, router).with_graceful_shutdown(async move {
-        shutdown.await;
-        stop.cancel();
-    });
-    let result = served.await.map_err(|e| anyhow::anyhow!("the admin listener failed: {e}"));
+    // The MCP listener's connection handling: a cap with a reserve, a header timeout, idle
+    // keep-alives closed. Without it, sockets that never send a request would hold the admin
+    // port's connections — and the process's file descriptors, which the MCP listener shares —
+    // for as long as their senders liked.
+    let acceptor =
+        Acceptor::new(ConnectionSettings { max_connections: MAX_CONNECTIONS, ..ConnectionSettings::default() }).capped_by("the admin listener's cap");
+    tokio::pin!(shutdown);
+    let served: anyhow::Result<()> = loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => acceptor.accept(stream, router.clone()),
+                // Out of file descriptors or the like: back off a moment rather than spin.
+                Err(e) => {
+                    tracing::warn!("the admin listener could not accept a connection: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            _ = &mut shutdown => break Ok(()),
+        }
+    };
+    drop(listener);
+    // The event streams would hold their connections forever: end them, then let the
+    // connections finish what they answer.
     stopping.cancel();
+    acceptor.stop();
+    if tokio::time::timeout(Duration::from_secs(5), acceptor.closed()).await.is_err() {
+        tracing::warn!("admin connections still open 5 s after the shutdown began; exiting anyway");
+    }
     producer.abort();
-    result
+    served
 }

@@ -62,6 +62,8 @@ struct Table {
 /// Accepts connections for one server and tracks them until they close.
 pub struct Acceptor {
     settings: ConnectionSettings,
+    /// What sets the cap, as a refusal's log line names it.
+    cap: &'static str,
     table: Arc<Mutex<Table>>,
     connections: TaskTracker,
     stopping: CancellationToken,
@@ -77,7 +79,7 @@ impl Acceptor {
     /// An acceptor with no connection yet.
     pub fn new(settings: ConnectionSettings) -> Acceptor {
         let table = Table { fresh: BTreeMap::new(), established: 0, next: 0 };
-        Acceptor { settings, table: Arc::new(Mutex::new(table)), connections: TaskTracker::new(), stopping: CancellationToken::new() }
+        Acceptor { settings, cap: "--max-connections", table: Arc::new(Mutex::new(table)), connections: TaskTracker::new(), stopping: CancellationToken::new() }
     }
 
     fn admit(&self) -> Admission {
@@ -96,11 +98,16 @@ impl Acceptor {
         Admission::Serve { id, evict }
     }
 
+    /// The same, its cap set by `cap` (what a refusal's log line names).
+    pub fn capped_by(self, cap: &'static str) -> Acceptor {
+        Acceptor { cap, ..self }
+    }
+
     /// Serves `stream` with `router`, or refuses it at once when every slot is established.
     pub fn accept(&self, stream: TcpStream, router: Router) {
         let (id, evict) = match self.admit() {
             Admission::Serve { id, evict } => (id, evict),
-            Admission::Refuse => return refuse(stream, self.settings.max_connections),
+            Admission::Refuse => return refuse(stream, self.settings.max_connections, self.cap),
         };
         let peer = stream.peer_addr().ok().map(super::PeerAddr);
         let activity = Arc::new(Activity { in_progress: AtomicUsize::new(0), last: Mutex::new(Instant::now()) });
@@ -175,8 +182,8 @@ impl Acceptor {
 }
 
 /// Writes a 503 to a connection over the cap and closes it, without reading a byte.
-fn refuse(stream: TcpStream, max: usize) {
-    tracing::warn!("refused a connection: {max} connections are open, every one serving a client (--max-connections)");
+fn refuse(stream: TcpStream, max: usize, cap: &str) {
+    tracing::warn!("refused a connection: {max} connections are open, every one serving a client ({cap})");
     let body = json!({ "jsonrpc": "2.0", "id": null, "error": { "code": crate::mcp::jsonrpc::INVALID_REQUEST, "message": format!("too many connections ({max}); try again later") } }).to_string();
     let response = format!(
         "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\nretry-after: 1\r\ncontent-length: {}\r\n\r\n{body}",

@@ -33,7 +33,7 @@ use futures_util::stream::{self, StreamExt};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-pub use self::conn::ConnectionSettings;
+pub use self::conn::{Acceptor, ConnectionSettings};
 use self::events::EventLog;
 pub use self::guard::{check_single, parse_tokens, Denied, Guard, HeaderRefusal};
 use self::resource::ResourceMetadata;
