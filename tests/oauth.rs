@@ -455,6 +455,23 @@ fn opaque_tokens_are_introspected_once_and_refused_when_revoked_or_for_another_r
     let after = metrics_of(&base, &watcher);
     assert_eq!(metric(&after, &active) - metric(&before, &active), 1, "one introspection for two requests:\n{after}");
     assert_eq!(metric(&after, &hits) - metric(&before, &hits), 1, "{after}");
+    // A new token (each grant issues one) brought by eight requests at once: one introspection,
+    // whose answer they share.
+    let fresh = server.token("opaque-a", resource, "mcp tools");
+    let before = metrics_of(&base, &watcher);
+    std::thread::scope(|scope| {
+        let calls: Vec<_> = (0..8)
+            .map(|i| {
+                let (url, fresh) = (&url, &fresh);
+                scope.spawn(move || modern(url, fresh, "tools/call", json!({ "name": "echo", "arguments": { "text": format!("at once {i}") } })))
+            })
+            .collect();
+        for (i, call) in calls.into_iter().enumerate() {
+            assert_eq!(call.join().unwrap()["result"]["content"][0]["text"], format!("at once {i}"));
+        }
+    });
+    let after = metrics_of(&base, &watcher);
+    assert_eq!(metric(&after, &active) - metric(&before, &active), 1, "one introspection for eight requests at once:\n{after}");
     // JWTs are still checked locally beside it.
     echo_both_eras(&url, &server.token("svc-a", resource, "mcp"), "jwt");
 

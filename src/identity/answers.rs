@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 use crate::principal::User;
 
 /// A token's digest: what the cache is keyed by.
-type Digested = [u8; 32];
+pub(super) type Digested = [u8; 32];
 
 /// The bounded map of answers.
 pub struct Answers {
@@ -105,7 +105,7 @@ impl Inner {
     }
 }
 
-fn digest(token: &str) -> Digested {
+pub(super) fn digest(token: &str) -> Digested {
     Sha256::digest(token.as_bytes()).into()
 }
 

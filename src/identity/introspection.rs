@@ -13,16 +13,19 @@
 //! ([`super::answers`]) for the token's remaining life, at most the configured age; an endpoint
 //! that cannot be reached costs at most the fetch timeout and answers 503, never a hang.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use serde_json::Value;
 
-use super::answers::Answers;
+use tokio::sync::OnceCell;
+
+use super::answers::{digest, Answers, Digested};
 use super::claims::{user_from_claims, Claims};
 use super::discovery;
 use super::fetch::Fetcher;
@@ -84,6 +87,37 @@ pub struct IntrospectionSettings {
     pub capacity: usize,
 }
 
+/// Introspections under way, by the token's digest.
+type Flights = Mutex<HashMap<Digested, Arc<OnceCell<Result<User, Rejection>>>>>;
+
+/// One request's part in an introspection under way: the answer it shares. The flight leaves
+/// the map once it has an answer (later requests read the kept answer, or ask again after a
+/// refusal), or when its last waiter gives up (a client gone before the issuer answered), so
+/// the map holds only flights someone waits on.
+struct Flight<'a> {
+    flights: &'a Flights,
+    key: Digested,
+    answer: Arc<OnceCell<Result<User, Rejection>>>,
+}
+
+impl<'a> Flight<'a> {
+    fn join(flights: &'a Flights, key: Digested) -> Flight<'a> {
+        let answer = flights.lock().unwrap().entry(key).or_default().clone();
+        Flight { flights, key, answer }
+    }
+}
+
+impl Drop for Flight<'_> {
+    fn drop(&mut self) {
+        let mut flights = self.flights.lock().unwrap();
+        // Under the map's lock no one can join meanwhile: two references are the map's and ours.
+        let last = Arc::strong_count(&self.answer) <= 2;
+        if flights.get(&self.key).is_some_and(|current| Arc::ptr_eq(current, &self.answer)) && (self.answer.initialized() || last) {
+            flights.remove(&self.key);
+        }
+    }
+}
+
 /// Asks one issuer about opaque tokens, and keeps the answers.
 pub(super) struct Introspector {
     issuer: IssuerUrl,
@@ -98,6 +132,10 @@ pub(super) struct Introspector {
     /// Held while discovering; when discovery last failed.
     discovering: tokio::sync::Mutex<Option<Instant>>,
     answers: Answers,
+    /// Introspections under way, by the token's digest: requests that bring the same new token
+    /// at once share one call to the issuer and its answer (a refusal or an unreachable
+    /// issuer included) instead of asking once each.
+    flights: Flights,
     /// Its calls and cache hits, for `/metrics`.
     counts: IntrospectionCounts,
 }
@@ -119,6 +157,7 @@ impl Introspector {
             endpoint: RwLock::new(settings.endpoint.clone()),
             discovering: tokio::sync::Mutex::new(None),
             answers: Answers::new(settings.capacity, settings.max_age),
+            flights: Mutex::default(),
             counts: IntrospectionCounts::default(),
         }
     }
@@ -134,6 +173,12 @@ impl Introspector {
             self.counts.cache_hits.fetch_add(1, Ordering::Relaxed);
             return Ok((*user).clone());
         }
+        let flight = Flight::join(&self.flights, digest(token));
+        flight.answer.get_or_init(|| self.introspect(token)).await.clone()
+    }
+
+    /// Asks the issuer about `token`, and keeps an active answer.
+    async fn introspect(&self, token: &str) -> Result<User, Rejection> {
         let endpoint = self.endpoint().await.map_err(|e| {
             tracing::warn!(issuer = %self.issuer, "cannot find the introspection endpoint: {e}");
             self.counts.unreachable.fetch_add(1, Ordering::Relaxed);
@@ -278,6 +323,24 @@ mod tests {
             "scope": "mcp tools", "client_id": "app", "exp": NOW + 600, "token_type": "Bearer" });
         answer.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
         answer
+    }
+
+    #[tokio::test]
+    async fn requests_with_the_same_new_token_share_one_flight_which_leaves_when_done_or_abandoned() {
+        let flights = Flights::default();
+        let (first, second) = (Flight::join(&flights, [1; 32]), Flight::join(&flights, [1; 32]));
+        assert!(Arc::ptr_eq(&first.answer, &second.answer), "one flight for one token");
+        let other = Flight::join(&flights, [2; 32]);
+        assert_eq!(flights.lock().unwrap().len(), 2);
+        // Abandoned by every waiter before an answer: gone, so the map cannot grow with tokens
+        // whose clients left.
+        drop(other);
+        assert_eq!(flights.lock().unwrap().len(), 1);
+        // Answered: gone as soon as one waiter has it; the other still reads it.
+        first.answer.get_or_init(|| async { Err(Rejection::Unavailable) }).await;
+        drop(first);
+        assert!(flights.lock().unwrap().is_empty());
+        assert_eq!(second.answer.get().cloned(), Some(Err(Rejection::Unavailable)));
     }
 
     #[test]
