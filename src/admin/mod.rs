@@ -107,20 +107,7 @@ pub async fn serve_on(
     // for as long as their senders liked.
     let acceptor =
         Acceptor::new(ConnectionSettings { max_connections: MAX_CONNECTIONS, ..ConnectionSettings::default() }).capped_by("the admin listener's cap");
-    tokio::pin!(shutdown);
-    let served: anyhow::Result<()> = loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => acceptor.accept(stream, router.clone()),
-                // Out of file descriptors or the like: back off a moment rather than spin.
-                Err(e) => {
-                    tracing::warn!("the admin listener could not accept a connection: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            },
-            _ = &mut shutdown => break Ok(()),
-        }
-    };
+    acceptor.serve_until(&listener, router, shutdown).await;
     drop(listener);
     // The event streams would hold their connections forever: end them, then let the
     // connections finish what they answer.
@@ -130,5 +117,5 @@ pub async fn serve_on(
         tracing::warn!("admin connections still open 5 s after the shutdown began; exiting anyway");
     }
     producer.abort();
-    served
+    Ok(())
 }

@@ -10,6 +10,7 @@
 //! at once, with a 503 written before it is closed.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -19,7 +20,7 @@ use axum::Router;
 use http_body_util::BodyExt;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::json;
-use tokio::net::TcpStream;
+use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -166,6 +167,24 @@ impl Acceptor {
             }
             drop(state);
         });
+    }
+
+    /// Accepts connections from `listener` for `router` until `shutdown` resolves.
+    pub async fn serve_until(&self, listener: &TcpListener, router: Router, shutdown: impl Future<Output = ()>) {
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, _)) => self.accept(stream, router.clone()),
+                    // Out of file descriptors or the like: back off a moment rather than spin.
+                    Err(e) => {
+                        tracing::warn!("accepting a connection failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                },
+                _ = &mut shutdown => return,
+            }
+        }
     }
 
     /// Asks every connection to finish: each closes once its requests in progress have been

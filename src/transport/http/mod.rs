@@ -198,20 +198,7 @@ pub async fn serve_on(
         .with_state(app.clone());
     tracing::info!("serving MCP over HTTP at http://{addr}/mcp");
     let acceptor = conn::Acceptor::new(settings.connections.clone());
-    tokio::pin!(shutdown);
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => acceptor.accept(stream, router.clone()),
-                // Out of file descriptors or the like: back off a moment rather than spin.
-                Err(e) => {
-                    tracing::warn!("accepting a connection failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            },
-            _ = &mut shutdown => break,
-        }
-    }
+    acceptor.serve_until(&listener, router, shutdown).await;
     drop(listener);
     tracing::info!("signal received; finishing the calls in flight");
     // Event streams would hold their connections open forever: end them first. Then every
