@@ -285,6 +285,34 @@ fn a_plugin_shows_its_digest_and_a_reload_serves_the_rebuilt_one() {
     assert_eq!(console.read("/api/plugins")["plugins"][0]["digest"], json!(sha256(&second)));
 }
 
+/// An action that takes no body still reads the one sent: the connection then carries the next
+/// request. Left unread, hyper closes a keep-alive connection whose client may already be
+/// sending down it (a pooling client saw "peer disconnected" on its next request).
+#[test]
+fn a_body_the_action_ignores_leaves_the_connection_usable() {
+    use std::io::{Read, Write};
+    let plugins = example_plugins(&["text"]);
+    let console = Console::start(plugins.path(), &[]);
+    let address = console.base.trim_start_matches("http://").to_owned();
+    let mut stream = std::net::TcpStream::connect(&address).unwrap();
+    stream.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let bearer = format!("Bearer {ADMIN_TOKEN}");
+    // The headers first and the body in a write of its own, as clients that stream bodies do.
+    let head = format!(
+        "POST /api/plugins/reload HTTP/1.1\r\nhost: {address}\r\nauthorization: {bearer}\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.flush().unwrap();
+    thread::sleep(Duration::from_millis(200));
+    stream.write_all(b"{}").unwrap();
+    let next = format!("GET /api/plugins HTTP/1.1\r\nhost: {address}\r\nauthorization: {bearer}\r\nconnection: close\r\n\r\n");
+    stream.write_all(next.as_bytes()).unwrap();
+    let mut answers = String::new();
+    stream.read_to_string(&mut answers).unwrap();
+    assert_eq!(answers.matches("HTTP/1.1 200").count(), 2, "{answers}");
+    assert!(answers.contains(r#""changed":"#) && answers.contains(r#""plugins":"#), "{answers}");
+}
+
 #[test]
 fn a_task_is_seen_live_and_cancelled_from_the_console() {
     let dir = tempfile::tempdir().unwrap();

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, RawQuery, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -39,28 +39,37 @@ pub(super) fn router(admin: Arc<Admin>) -> Router {
         .route("/api/sessions", get(sessions))
         .route("/api/events", get(events))
         .fallback(|| async { Refusal::new(StatusCode::NOT_FOUND, "no such page or endpoint; the API is described at /api/openapi.json") })
-        .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(axum::middleware::from_fn(bounded_body))
         .with_state(admin)
 }
 
-/// Bodies over [`MAX_BODY`]: one announced larger is refused before any of it is read, one that
-/// runs past it when read is refused in the API's own words. Either way the body was left unread
-/// on the connection, which therefore cannot carry another request: the answer says the
-/// connection ends, so a client does not send its next request down one the server is closing.
+/// How long a request's body may take to arrive once its headers are in.
+const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Reads every request's body whole, up to [`MAX_BODY`], before any handler runs. A handler
+/// that refuses early, or an action that takes no body, would otherwise leave the body unread on
+/// the connection, and hyper then closes a keep-alive connection the client may already be
+/// sending its next request down. A body announced larger, running past the bound, or too slow
+/// is refused here, and that answer says the connection ends (its rest is still unread).
 async fn bounded_body(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
     let announced = request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
-    let response = match announced.filter(|length| *length > MAX_BODY as u64) {
-        Some(length) => too_large(&format!("the body is {length} bytes,")),
-        None => next.run(request).await,
-    };
-    if response.status() != StatusCode::PAYLOAD_TOO_LARGE {
-        return response;
+    if let Some(length) = announced.filter(|length| *length > MAX_BODY as u64) {
+        return closing(too_large(&format!("the body is {length} bytes,")));
     }
-    let mut response = match response.headers().get(header::CONTENT_TYPE).is_some_and(|t| t.as_bytes().starts_with(b"application/json")) {
-        true => response,
-        false => too_large("the body is"),
+    let (parts, body) = request.into_parts();
+    let body = match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, MAX_BODY)).await {
+        Ok(Ok(body)) => body,
+        Ok(Err(e)) if std::error::Error::source(&e).is_some_and(|s| s.is::<http_body_util::LengthLimitError>()) => return closing(too_large("the body is")),
+        Ok(Err(e)) => return closing(Refusal::bad_request(format!("cannot read the body: {e}")).into_response()),
+        Err(_) => {
+            return closing(Refusal::new(StatusCode::REQUEST_TIMEOUT, format!("the body did not arrive within {} s", BODY_TIMEOUT.as_secs())).into_response())
+        }
     };
+    next.run(axum::extract::Request::from_parts(parts, axum::body::Body::from(body))).await
+}
+
+/// `response`, saying the connection ends after it.
+fn closing(mut response: Response) -> Response {
     response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
     response
 }

@@ -239,10 +239,16 @@ fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
         response.headers_mut().insert("www-authenticate", HeaderValue::from_static("Bearer realm=\"corral\""));
     }
     if status == StatusCode::PAYLOAD_TOO_LARGE {
-        // The body was left unread, so the connection cannot carry another request: a client
-        // told so opens a new one instead of sending down one the server is about to close.
-        response.headers_mut().insert("connection", HeaderValue::from_static("close"));
+        return closing(response);
     }
+    response
+}
+
+/// `response`, saying the connection ends after it. For answers that leave the request's body
+/// unread: the connection cannot carry another request, and a client told so opens a new one
+/// instead of sending down one the server is about to close.
+fn closing(mut response: Response) -> Response {
+    response.headers_mut().insert("connection", HeaderValue::from_static("close"));
     response
 }
 
@@ -318,9 +324,7 @@ fn check_version(headers: &HeaderMap) -> Result<(), Response> {
 async fn read_body(body: axum::body::Body, limit: usize, timeout: Duration) -> Result<Bytes, Response> {
     let read = tokio::time::timeout(timeout, axum::body::to_bytes(body, limit)).await.map_err(|_| {
         let message = format!("the body did not arrive within --http-body-timeout ({})", humantime::format_duration(timeout));
-        let mut response = refuse(StatusCode::REQUEST_TIMEOUT, message);
-        response.headers_mut().insert("connection", HeaderValue::from_static("close"));
-        response
+        closing(refuse(StatusCode::REQUEST_TIMEOUT, message))
     })?;
     read.map_err(|e| {
         let too_large = std::error::Error::source(&e).is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
@@ -378,7 +382,9 @@ fn new_session(app: &App, identity: Option<Principal>) -> Result<(String, Arc<Ht
 async fn post_message(State(app): State<Arc<App>>, peer: Option<Extension<PeerAddr>>, headers: HeaderMap, body: axum::body::Body) -> Response {
     let identity = match check_access(&app, &headers).await {
         Ok(identity) => identity,
-        Err(response) => return response,
+        // Its body stays unread, so hyper closes the connection after the answer, perhaps while
+        // the client sends its next request down it: the answer says so first.
+        Err(response) => return closing(response),
     };
     // Read only after the headers passed, so a refused request never has its body read.
     let body = match read_body(body, app.settings.max_body, app.settings.connections.body_timeout).await {
@@ -724,6 +730,24 @@ mod tests {
             assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}");
         }
         (String::from_utf8_lossy(&all).into_owned(), started.elapsed())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_refused_post_says_its_connection_ends() {
+        let (addr, stop, _served) = start(ConnectionSettings::default()).await;
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nhost: localhost\r\norigin: https://evil.example\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\n\r\n{INIT}",
+            INIT.len()
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let (answer, _) = until_closed(&mut stream).await;
+        assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+        assert!(answer.to_ascii_lowercase().contains("connection: close"), "{answer}");
+        // An accepted one keeps its connection.
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        assert!(!healthz(&mut stream).await.to_ascii_lowercase().contains("connection: close"));
+        stop.send(()).unwrap();
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
