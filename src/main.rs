@@ -9,6 +9,9 @@ use clap::Parser;
 use corral::cli::args::{Cli, Command};
 use corral::cli::{call, compile, inspect, new, publish, pull, serve, tasks, tools};
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("corral-worker").build().expect("starting the tokio runtime");
