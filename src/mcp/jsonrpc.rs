@@ -1,8 +1,10 @@
 //! JSON-RPC 2.0 messages as MCP uses them: one object per message, no batches.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use serde_json::{json, Map, Number, Value};
+use serde_json::{Map, Number, Value};
 
 /// The message is not JSON (or, over stdio, not UTF-8).
 pub const PARSE_ERROR: i32 = -32700;
@@ -239,24 +241,137 @@ fn classify(value: Value) -> Result<Incoming, Rejected> {
     })
 }
 
+/// A message on its way to the client, serialised once where it is made. Every outlet that
+/// carries it (a stdout line, a JSON response, an SSE event, a buffered event replayed later, a
+/// broadcast to every session) shares that text; what a transport must know of it, whether it
+/// answers a request and with which error, is kept beside the text so it is never parsed again.
+#[derive(Clone, Debug)]
+pub struct Outgoing {
+    // A `String` behind the `Arc`, not an `Arc<str>`: making one of those would copy the text,
+    // and a large result's text is most of what a call costs to answer.
+    text: Arc<String>,
+    answer: Option<Answer>,
+}
+
+/// What a response says about itself.
+#[derive(Clone, Debug)]
+struct Answer {
+    /// The request it answers (`None`: one whose id could not be read).
+    id: Option<RequestId>,
+    /// Its error's code, and the error's `data.retryAfterSeconds` when it has one.
+    error: Option<(i32, Option<u64>)>,
+}
+
+/// The fields of a response: the id first, where a reader of a long answer finds it soonest.
+#[derive(Serialize)]
+struct Response<'a, R: Serialize> {
+    id: Option<&'a RequestId>,
+    jsonrpc: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a RpcError>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a R>,
+}
+
+/// A request or a notification: `id` is absent from a notification.
+#[derive(Serialize)]
+struct Call<'a, P: Serialize> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a RequestId>,
+    jsonrpc: &'static str,
+    method: &'a str,
+    params: &'a P,
+}
+
+impl Outgoing {
+    fn new(message: &impl Serialize, answer: Option<Answer>) -> Outgoing {
+        let text = serde_json::to_string(message).expect("messages serialize: their maps have string keys");
+        Outgoing { text: Arc::new(text), answer }
+    }
+
+    /// The message's JSON text.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The message's JSON text, without a copy when nothing else holds it (an HTTP response's
+    /// body, which has it alone).
+    pub fn into_text(self) -> String {
+        Arc::try_unwrap(self.text).unwrap_or_else(|shared| String::clone(&shared))
+    }
+
+    /// The message as a JSON value, for code that looks inside it (tests, mostly).
+    pub fn to_value(&self) -> Value {
+        serde_json::from_str(&self.text).expect("an outgoing message is JSON")
+    }
+
+    /// Whether this is the response to request `id`.
+    pub fn answers(&self, id: &RequestId) -> bool {
+        self.answer.as_ref().is_some_and(|a| a.id.as_ref() == Some(id))
+    }
+
+    /// A response's error code, when it is an error response.
+    pub fn error_code(&self) -> Option<i32> {
+        self.answer.as_ref().and_then(|a| a.error).map(|(code, _)| code)
+    }
+
+    /// The seconds an error response's `data.retryAfterSeconds` asks a client to wait.
+    pub fn retry_after(&self) -> Option<u64> {
+        self.answer.as_ref().and_then(|a| a.error).and_then(|(_, retry)| retry)
+    }
+}
+
 /// The answer to request `id`: `result`.
-pub fn result_message(id: &RequestId, result: Value) -> Value {
-    json!({ "jsonrpc": "2.0", "id": id, "result": result })
+pub fn result_message(id: &RequestId, result: &impl Serialize) -> Outgoing {
+    let message = Response { id: Some(id), jsonrpc: "2.0", error: None, result: Some(result) };
+    Outgoing::new(&message, Some(Answer { id: Some(id.clone()), error: None }))
 }
 
 /// The error answer to request `id` (`null` when the id could not be read).
-pub fn error_message(id: Option<&RequestId>, error: &RpcError) -> Value {
-    json!({ "jsonrpc": "2.0", "id": id, "error": error })
+pub fn error_message(id: Option<&RequestId>, error: &RpcError) -> Outgoing {
+    let message = Response::<()> { id, jsonrpc: "2.0", error: Some(error), result: None };
+    let retry_after = error.data.as_ref().and_then(|d| d.get("retryAfterSeconds")).and_then(Value::as_u64);
+    Outgoing::new(&message, Some(Answer { id: id.cloned(), error: Some((error.code, retry_after)) }))
+}
+
+/// A request from corral to the client (`elicitation/create`, `sampling/createMessage`, …).
+pub fn request_message(id: &RequestId, method: &str, params: &impl Serialize) -> Outgoing {
+    Outgoing::new(&Call { id: Some(id), jsonrpc: "2.0", method, params }, None)
 }
 
 /// A notification from corral to the client.
-pub fn notification(method: &str, params: Value) -> Value {
-    json!({ "jsonrpc": "2.0", "method": method, "params": params })
+pub fn notification(method: &str, params: &impl Serialize) -> Outgoing {
+    Outgoing::new(&Call { id: None, jsonrpc: "2.0", method, params }, None)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_outgoing_message_knows_what_it_answers_and_its_error() {
+        let ok = result_message(&RequestId::Int(7), &json!({ "content": [] }));
+        assert_eq!(ok.text(), r#"{"id":7,"jsonrpc":"2.0","result":{"content":[]}}"#);
+        assert!(ok.answers(&RequestId::Int(7)) && !ok.answers(&RequestId::Str("7".into())));
+        assert_eq!((ok.error_code(), ok.retry_after()), (None, None));
+        let limited = RpcError::new(RATE_LIMITED, "slow down").with_data(json!({ "retryAfterSeconds": 3 }));
+        let refused = error_message(Some(&RequestId::Str("a".into())), &limited);
+        assert_eq!(
+            refused.to_value(),
+            json!({ "jsonrpc": "2.0", "id": "a", "error": { "code": RATE_LIMITED, "message": "slow down", "data": { "retryAfterSeconds": 3 } } })
+        );
+        assert_eq!((refused.error_code(), refused.retry_after()), (Some(RATE_LIMITED), Some(3)));
+        let unreadable = error_message(None, &RpcError::new(PARSE_ERROR, "parse error"));
+        assert_eq!(unreadable.to_value()["id"], Value::Null);
+        assert!(!unreadable.answers(&RequestId::Int(0)));
+        let note = notification("notifications/progress", &json!({ "progress": 1 }));
+        assert_eq!(note.text(), r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}"#);
+        assert_eq!(note.error_code(), None);
+        let ask = request_message(&RequestId::Int(2), "elicitation/create", &json!({}));
+        assert_eq!(ask.text(), r#"{"id":2,"jsonrpc":"2.0","method":"elicitation/create","params":{}}"#);
+        assert!(!ask.answers(&RequestId::Int(2)), "a request of ours answers nothing");
+    }
 
     fn rejected(text: &str) -> Rejected {
         parse(text).expect_err(text)
@@ -307,9 +422,9 @@ mod tests {
         for id in ["18446744073709551615", "-9223372036854775808", "-7", "1.5", "-0.25", "1e-7", "123456789.125"] {
             let text = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
             let Ok(Incoming::Request { id: parsed, .. }) = parse(&text) else { panic!("{id} was refused") };
-            let answer = serde_json::to_string(&result_message(&parsed, json!({}))).unwrap();
+            let answer = result_message(&parsed, &json!({})).text().to_owned();
             assert!(answer.contains(&format!(r#""id":{id},"#)), "{id} came back as {answer}");
-            let error = serde_json::to_string(&error_message(Some(&parsed), &RpcError::internal("x"))).unwrap();
+            let error = error_message(Some(&parsed), &RpcError::internal("x")).text().to_owned();
             assert!(error.contains(&format!(r#""id":{id},"#)), "{id} came back as {error}");
         }
     }

@@ -32,9 +32,10 @@ struct CallLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
     /// `2025-11-25` or `2026-07-28`: which wire the request came on.
-    era: String,
-    /// A method of that era (unknown names are not counted, so clients cannot grow the set).
-    method: String,
+    era: &'static str,
+    /// A method of that era (unknown names are not counted, so clients cannot grow the set):
+    /// one of a fixed list, so counting a request allocates nothing.
+    method: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -121,8 +122,8 @@ impl Default for Metrics {
 
 impl Metrics {
     /// Records one request of a known `method`, on the wire of `era`.
-    pub fn request(&self, era: &str, method: &str) {
-        self.requests.get_or_create(&RequestLabels { era: era.to_owned(), method: method.to_owned() }).inc();
+    pub fn request(&self, era: &'static str, method: &'static str) {
+        self.requests.get_or_create(&RequestLabels { era, method }).inc();
     }
 
     /// Records one finished call: its outcome (`ok`, `tool-error` or a failure kind), how

@@ -35,9 +35,8 @@ mod tools;
 
 use std::sync::Arc;
 
-use serde_json::Value;
-
 use crate::audit::Audit;
+use crate::mcp::jsonrpc::Outgoing;
 use crate::registry::Registry;
 use crate::runtime::Runtime;
 use crate::tasks::Engine;
@@ -49,6 +48,8 @@ pub use result_links::RESULTS_SCHEME;
 pub use runner::ToolRunner;
 pub use scope::{Requests, Scope};
 pub use session::Session;
+#[cfg(test)]
+pub(crate) use sessions::ListChanged;
 pub use sessions::{announce_changes, Sessions};
 pub use tools::{call_tool_once, list_entry, Cancelled};
 
@@ -56,7 +57,7 @@ pub use tools::{call_tool_once, list_entry, Cancelled};
 pub trait Outlet: Send + Sync + 'static {
     /// Delivers one whole message (a line on stdout, an event on an HTTP stream); never
     /// blocks on the client.
-    fn send(&self, message: Value);
+    fn send(&self, message: Outgoing);
 
     /// False once nothing sent here can arrive any more (an HTTP response the client stopped
     /// reading); requests to the client then take the session's own stream instead.
@@ -188,8 +189,8 @@ impl Host {
 
     /// How many sessions and listeners an announcement reaches (for tests of their lifetimes).
     #[cfg(test)]
-    pub(crate) fn announce_to_all(&self, message: &Value) -> usize {
-        self.sessions.broadcast(message)
+    pub(crate) fn announce_to_all(&self, changed: &sessions::ListChanged) -> usize {
+        self.sessions.broadcast(changed)
     }
 
     /// The task engine, for tests that look at tasks directly.

@@ -68,7 +68,7 @@ impl CallObserver for CallNotifier {
         let level = mcp_level(level);
         if self.levels.allows(level) {
             let params = json!({ "level": level, "logger": self.plugin, "data": message });
-            self.outlet.send(notification("notifications/message", params));
+            self.outlet.send(notification("notifications/message", &params));
         }
     }
 
@@ -76,7 +76,7 @@ impl CallObserver for CallNotifier {
         let Some(gate) = &self.progress else { return };
         let mut gate = gate.lock().unwrap();
         if let Some(params) = gate.admit(progress, total, message, Instant::now()) {
-            self.outlet.send(notification("notifications/progress", params));
+            self.outlet.send(notification("notifications/progress", &params));
         }
     }
 

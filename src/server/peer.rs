@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::task_view::RELATED_TASK;
 use super::Outlet;
-use crate::mcp::jsonrpc::notification;
+use crate::mcp::jsonrpc::{notification, request_message, Outgoing};
 use crate::mcp::{Params, RequestId, RpcError};
 
 /// What the client declared it can do for the server.
@@ -96,7 +96,7 @@ type Watcher = (u64, Arc<dyn Outlet>);
 struct Pending {
     answer: oneshot::Sender<Result<Value, RpcError>>,
     task: Option<String>,
-    message: Value,
+    message: Outgoing,
     /// Where it was last sent; `notifications/cancelled` follows it there.
     outlet: Arc<dyn Outlet>,
     /// Sent where a reader was.
@@ -147,7 +147,7 @@ impl Peer {
             }
         }
         let id = RequestId::Int(self.next_id.fetch_add(1, Ordering::Relaxed));
-        let message = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+        let message = request_message(&id, method, &params);
         let (answer, answered) = oneshot::channel();
         let outlet = {
             let mut state = self.state.lock().unwrap();
@@ -193,7 +193,7 @@ impl Peer {
     /// sent there now.
     pub fn watch_task(self: &Arc<Self>, task: &str, outlet: Arc<dyn Outlet>) -> ResultStream {
         let token = self.next_stream.fetch_add(1, Ordering::Relaxed);
-        let resend: Vec<Value> = {
+        let resend: Vec<Outgoing> = {
             let mut state = self.state.lock().unwrap();
             state.result_streams.entry(task.to_owned()).or_default().push((token, outlet.clone()));
             state
@@ -235,7 +235,7 @@ impl Drop for Withdraw {
                 if let Some(task) = &pending.task {
                     params["_meta"] = json!({ RELATED_TASK: { "taskId": task } });
                 }
-                pending.outlet.send(notification("notifications/cancelled", params));
+                pending.outlet.send(notification("notifications/cancelled", &params));
             }
         }
     }
@@ -323,8 +323,8 @@ mod tests {
 
     struct Closed;
     impl Outlet for Closed {
-        fn send(&self, message: Value) {
-            panic!("sent on a closed outlet: {message}");
+        fn send(&self, message: Outgoing) {
+            panic!("sent on a closed outlet: {}", message.text());
         }
         fn is_open(&self) -> bool {
             false
@@ -351,8 +351,8 @@ mod tests {
     #[derive(Default)]
     struct Unread(Mutex<Vec<Value>>);
     impl Outlet for Unread {
-        fn send(&self, message: Value) {
-            self.0.lock().unwrap().push(message);
+        fn send(&self, message: Outgoing) {
+            self.0.lock().unwrap().push(message.to_value());
         }
         fn is_open(&self) -> bool {
             false

@@ -22,6 +22,7 @@ use super::load_wait::Needs;
 use super::{Host, Outlet};
 use crate::cancel::CancelHandle;
 use crate::mcp::jsonrpc::{error_message, result_message};
+use crate::mcp::types::CallToolResult;
 use crate::mcp::{RequestId, RpcError};
 use crate::principal::Owner;
 use crate::telemetry::trace;
@@ -118,6 +119,26 @@ impl Requests {
     }
 }
 
+/// What a request can be answered with: anything that serialises as its `result`, written into
+/// the answer as it is (a call's result is never turned into a JSON tree first), and that says
+/// whether it reports an error, for the request's span.
+pub trait Answer: serde::Serialize + Send + 'static {
+    /// Whether the result reports an error (`isError`).
+    fn is_error(&self) -> bool;
+}
+
+impl Answer for Value {
+    fn is_error(&self) -> bool {
+        self.get("isError").and_then(Value::as_bool) == Some(true)
+    }
+}
+
+impl Answer for CallToolResult {
+    fn is_error(&self) -> bool {
+        self.is_error
+    }
+}
+
 /// One request on its way: the host, who it acts for, where its answer goes, and its span
 /// (disabled unless traces are exported), which everything the request runs is inside.
 #[derive(Clone)]
@@ -192,7 +213,7 @@ impl Scope {
     pub(super) fn reply(&self, id: &RequestId, answer: Result<Value, RpcError>) {
         answered(&self.span, &answer);
         let message = match answer {
-            Ok(result) => result_message(id, result),
+            Ok(result) => result_message(id, &result),
             Err(error) => error_message(Some(id), &error),
         };
         self.reply.send(message);
@@ -202,14 +223,14 @@ impl Scope {
     /// with the requests (so `drained` waits for it), but not cancellable: the task engine's
     /// entry points are quick, and a write that reached the store must not be dropped half-way.
     /// The first poll runs here, so an answer that does not wait leaves in order.
-    pub(super) fn answer_later(&self, id: RequestId, answer: impl Future<Output = Result<Value, RpcError>> + Send + 'static) {
+    pub(super) fn answer_later<R: Answer>(&self, id: RequestId, answer: impl Future<Output = Result<R, RpcError>> + Send + 'static) {
         let (reply, span) = (self.reply.clone(), self.span.clone());
         let request = self.requests.calls.track_future(
             async move {
                 let answer = answer.await;
                 answered(&Span::current(), &answer);
                 let message = match answer {
-                    Ok(result) => result_message(&id, result),
+                    Ok(result) => result_message(&id, &result),
                     Err(error) => error_message(Some(&id), &error),
                 };
                 reply.send(message);
@@ -228,9 +249,9 @@ impl Scope {
 
     /// Runs `work` as a request that answers when it is done, unless the client cancels it
     /// first (then no answer, as MCP wants).
-    pub(super) fn spawn_answer<Fut>(&self, id: RequestId, work: Fut)
+    pub(super) fn spawn_answer<R: Answer, Fut>(&self, id: RequestId, work: Fut)
     where
-        Fut: Future<Output = Result<Value, RpcError>> + Send + 'static,
+        Fut: Future<Output = Result<R, RpcError>> + Send + 'static,
     {
         self.spawn_request(id, move |cancel| async move {
             tokio::select! {
@@ -247,10 +268,10 @@ impl Scope {
     /// `work` makes its future inside the request's: a future captured by value would be stored
     /// twice in the request's state, and a call's is kilobytes that its first poll would copy
     /// (BENCHMARKS.md, section 17).
-    pub(super) fn spawn_request<F, Fut>(&self, id: RequestId, work: F)
+    pub(super) fn spawn_request<R: Answer, F, Fut>(&self, id: RequestId, work: F)
     where
         F: FnOnce(CancelHandle) -> Fut + Send + 'static,
-        Fut: Future<Output = Option<Result<Value, RpcError>>> + Send + 'static,
+        Fut: Future<Output = Option<Result<R, RpcError>>> + Send + 'static,
     {
         let Some(cancel) = self.requests.enter(&id, &self.reply) else { return };
         let (requests, reply, span) = (self.requests.clone(), self.reply.clone(), self.span.clone());
@@ -264,7 +285,7 @@ impl Scope {
                     Some(answer) => {
                         answered(&Span::current(), &answer);
                         match answer {
-                            Ok(result) => reply.send(result_message(&id, result)),
+                            Ok(result) => reply.send(result_message(&id, &result)),
                             Err(error) => reply.send(error_message(Some(&id), &error)),
                         }
                     }
@@ -305,12 +326,12 @@ impl Scope {
 }
 
 /// Records how a request was answered on its span.
-fn answered(span: &Span, answer: &Result<Value, RpcError>) {
+fn answered(span: &Span, answer: &Result<impl Answer, RpcError>) {
     if span.is_disabled() {
         return;
     }
     match answer {
-        Ok(result) => trace::answered(span, None, result.get("isError").and_then(Value::as_bool) == Some(true)),
+        Ok(result) => trace::answered(span, None, result.is_error()),
         Err(error) => trace::answered(span, Some((error.code.into(), &error.message)), false),
     }
 }

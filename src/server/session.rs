@@ -11,7 +11,7 @@ use super::load_wait::Needs;
 use super::notify::{CallNotifier, LevelFilter};
 use super::peer::{ClientCaps, Peer};
 use super::scope::{Requests, Scope};
-use super::sessions::Listener;
+use super::sessions::{ListChanged, Listener};
 use super::{limits, prompts, resources, result_links, tasks, tools, Host, Outlet};
 use crate::cancel::CancelHandle;
 use crate::mcp::jsonrpc::error_message;
@@ -170,7 +170,7 @@ impl Session {
             Ok(method) => method,
             Err(unknown) => return scope.reply(&id, Err(RpcError::method_not_found(unknown.to_string()))),
         };
-        self.shared.host.metrics.request(crate::mcp::types::LATEST_PROTOCOL_VERSION, name);
+        self.shared.host.metrics.request(crate::mcp::types::LATEST_PROTOCOL_VERSION, method.as_str());
         if let Err(refused) = check_phase(method, *self.shared.phase.lock().unwrap()) {
             return scope.reply(&id, Err(refused));
         }
@@ -324,7 +324,7 @@ impl Session {
             let caller = tools::Caller { owner: owner.key(), task: None };
             let result = tools::run(host.runs(), caller, &call, ctx).await.ok()?.result;
             let result = result_links::keep_plain(&host, &owner, &call.entry.name, call.entry.plugin.limits.inline_result, result).await;
-            Some(Ok(serde_json::to_value(result).expect("results serialize")))
+            Some(Ok(result))
         });
     }
 
@@ -423,10 +423,10 @@ fn check_phase(method: Method, phase: Phase) -> Result<(), RpcError> {
 }
 
 impl Listener for Shared {
-    fn announce(&self, message: &Value) -> bool {
+    fn announce(&self, changed: &ListChanged) -> bool {
         let initialized = *self.phase.lock().unwrap() == Phase::Initialized;
         if initialized {
-            self.outlet.send(message.clone());
+            self.outlet.send(changed.message.clone());
         }
         initialized
     }
@@ -439,7 +439,7 @@ impl Listener for Shared {
     fn resource_updated(&self, uri: &str, may_hear: &dyn Fn(&Owner) -> bool) -> bool {
         let subscribed = self.subscriptions.lock().unwrap().contains(uri) && may_hear(&self.owner);
         if subscribed {
-            self.outlet.send(crate::mcp::jsonrpc::notification("notifications/resources/updated", json!({ "uri": uri })));
+            self.outlet.send(crate::mcp::jsonrpc::notification("notifications/resources/updated", &json!({ "uri": uri })));
         }
         subscribed
     }

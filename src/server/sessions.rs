@@ -9,16 +9,33 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::Host;
-use crate::mcp::jsonrpc::notification;
+use crate::mcp::jsonrpc::{notification, Outgoing};
 use crate::principal::Owner;
+
+/// `notifications/{kind}/list_changed`, made once for every listener it goes to: its method,
+/// which a listen stream filters on (and sends again under its subscription), and the message a
+/// session sends as it is.
+pub(crate) struct ListChanged {
+    pub method: String,
+    pub message: Outgoing,
+}
+
+impl ListChanged {
+    /// The announcement that the `kind` list (`tools`, `resources`, `prompts`) changed.
+    pub fn new(kind: &str) -> ListChanged {
+        let method = format!("notifications/{kind}/list_changed");
+        let message = notification(&method, &json!({}));
+        ListChanged { method, message }
+    }
+}
 
 /// A session as the set sees it.
 pub(crate) trait Listener: Send + Sync {
-    /// Sends `message` if the session is initialized; returns whether it did.
-    fn announce(&self, message: &Value) -> bool;
+    /// Sends `changed` if the session is initialized; returns whether it did.
+    fn announce(&self, changed: &ListChanged) -> bool;
     /// Sends `notifications/resources/updated` if the session subscribed to `uri` and its owner
     /// `may_hear` of it; returns whether it did.
     fn resource_updated(&self, uri: &str, may_hear: &dyn Fn(&Owner) -> bool) -> bool;
@@ -56,9 +73,9 @@ impl Sessions {
         self.listeners().iter().filter_map(|l| l.describe()).collect()
     }
 
-    /// Sends `message` to every initialized session; returns how many got it.
-    pub fn broadcast(&self, message: &Value) -> usize {
-        self.listeners().iter().filter(|l| l.announce(message)).count()
+    /// Sends `changed` to every initialized session; returns how many got it.
+    pub(crate) fn broadcast(&self, changed: &ListChanged) -> usize {
+        self.listeners().iter().filter(|l| l.announce(changed)).count()
     }
 
     /// Tells the sessions subscribed to `uri` whose owners `may_hear` of it that it changed;
@@ -88,7 +105,7 @@ pub fn announce_changes(host: &Arc<Host>) {
             }
             for (kind, yes) in [("tools", changed.tools), ("resources", changed.resources), ("prompts", changed.prompts)] {
                 if yes {
-                    let sent = host.sessions.broadcast(&notification(&format!("notifications/{kind}/list_changed"), json!({})));
+                    let sent = host.sessions.broadcast(&ListChanged::new(kind));
                     tracing::info!(sessions = sent, "told clients the {kind} list changed");
                 }
             }

@@ -174,14 +174,14 @@ struct StatusNotifier {
 
 impl TaskEvents for StatusNotifier {
     fn status_changed(&self, task: &Task) {
-        self.outlet.send(notification("notifications/tasks/status", task_json(task)));
+        self.outlet.send(notification("notifications/tasks/status", &task_json(task)));
     }
 
     fn progress(&self, token: &Value, progress: &Progress) {
         let mut gate = self.progress.lock().unwrap();
         let gate = gate.get_or_insert_with(|| ProgressGate::new(token.clone()));
         if let Some(params) = gate.admit(progress.progress, progress.total, progress.message.clone(), Instant::now()) {
-            self.outlet.send(notification("notifications/progress", params));
+            self.outlet.send(notification("notifications/progress", &params));
         }
     }
 }

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::{Host, Metrics, Outlet, ServerOptions, ToolRunner};
 use crate::config::Limits;
+use crate::mcp::jsonrpc::Outgoing;
 use crate::registry::{load_dir, LoadSettings, Registry};
 use crate::runtime::{EngineSettings, Runtime, RuntimeSettings};
 use crate::tasks::{Durability, Engine, Runners, SqliteStore, TaskSettings};
@@ -54,8 +55,8 @@ pub async fn host(plugins: &[(&str, Vec<u8>)], options: ServerOptions) -> Arc<Ho
 pub struct Collect(pub Mutex<Vec<Value>>);
 
 impl Outlet for Collect {
-    fn send(&self, message: Value) {
-        self.0.lock().unwrap().push(message);
+    fn send(&self, message: Outgoing) {
+        self.0.lock().unwrap().push(message.to_value());
     }
 }
 

@@ -18,7 +18,7 @@ use std::io::{BufWriter, Write};
 use std::sync::Mutex;
 use std::thread::{self, ThreadId};
 
-use serde_json::Value;
+use crate::mcp::jsonrpc::Outgoing;
 
 use crate::server::Outlet;
 
@@ -62,11 +62,11 @@ impl LineOutlet {
 }
 
 impl Outlet for LineOutlet {
-    fn send(&self, message: Value) {
+    fn send(&self, message: Outgoing) {
         let mut out = self.out.lock().unwrap();
         let held = out.holder == Some(thread::current().id());
         let Output { writer, .. } = &mut *out;
-        let written = serde_json::to_writer(&mut *writer, &message).map_err(std::io::Error::from).and_then(|()| writer.write_all(b"\n"));
+        let written = writer.write_all(message.text().as_bytes()).and_then(|()| writer.write_all(b"\n"));
         if let Err(e) = written.and_then(|()| if held { Ok(()) } else { writer.flush() }) {
             tracing::debug!("output closed: {e}");
         }
@@ -77,7 +77,7 @@ impl Outlet for LineOutlet {
 mod tests {
     use std::sync::Arc;
 
-    use serde_json::json;
+    use crate::mcp::jsonrpc::notification;
 
     use super::*;
 
@@ -101,14 +101,22 @@ mod tests {
         }
     }
 
+    fn message(n: u32) -> Outgoing {
+        notification("n", &n)
+    }
+
+    fn text(n: u32) -> String {
+        message(n).text().to_owned()
+    }
+
     #[test]
     fn a_send_that_is_not_held_is_written_at_once_as_one_line() {
         let writes = Writes::default();
         let outlet = LineOutlet::new(writes.clone());
-        outlet.send(json!({"id": 1}));
-        assert_eq!(writes.taken(), ["{\"id\":1}\n"]);
-        outlet.send(json!({"id": 2}));
-        assert_eq!(writes.taken(), ["{\"id\":2}\n"]);
+        outlet.send(message(1));
+        assert_eq!(writes.taken(), [format!("{}\n", text(1))]);
+        outlet.send(message(2));
+        assert_eq!(writes.taken(), [format!("{}\n", text(2))]);
     }
 
     #[test]
@@ -116,13 +124,13 @@ mod tests {
         let writes = Writes::default();
         let outlet = LineOutlet::new(writes.clone());
         outlet.hold();
-        outlet.send(json!({"id": 1}));
-        outlet.send(json!({"id": 2}));
+        outlet.send(message(1));
+        outlet.send(message(2));
         assert!(writes.taken().is_empty(), "held lines wait for the release");
         outlet.release();
-        assert_eq!(writes.taken(), ["{\"id\":1}\n{\"id\":2}\n"], "one write for the batch");
-        outlet.send(json!({"id": 3}));
-        assert_eq!(writes.taken(), ["{\"id\":3}\n"], "after the release sends are written at once");
+        assert_eq!(writes.taken(), [format!("{}\n{}\n", text(1), text(2))], "one write for the batch");
+        outlet.send(message(3));
+        assert_eq!(writes.taken(), [format!("{}\n", text(3))], "after the release sends are written at once");
     }
 
     #[test]
@@ -130,9 +138,9 @@ mod tests {
         let writes = Writes::default();
         let outlet = Arc::new(LineOutlet::new(writes.clone()));
         outlet.hold();
-        outlet.send(json!({"id": 1}));
+        outlet.send(message(1));
         let other = outlet.clone();
-        thread::spawn(move || other.send(json!({"id": 2}))).join().unwrap();
-        assert_eq!(writes.taken(), ["{\"id\":1}\n{\"id\":2}\n"], "in the order sent, at once");
+        thread::spawn(move || other.send(message(2))).join().unwrap();
+        assert_eq!(writes.taken(), [format!("{}\n{}\n", text(1), text(2))], "in the order sent, at once");
     }
 }

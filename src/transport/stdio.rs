@@ -20,11 +20,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Duration;
 
-use serde_json::Value;
-
 use super::lines::LineOutlet;
 use super::stdout::{Drain, Stdout, DRAIN_MARGIN};
-use crate::mcp::jsonrpc::{self, PARSE_ERROR};
+use crate::mcp::jsonrpc::{self, Outgoing, PARSE_ERROR};
 use crate::mcp::{Incoming, Rejected, RpcError};
 use crate::principal::{Owner, Principal, Wire};
 use crate::server::{Host, Outlet, Session};
@@ -331,7 +329,7 @@ struct SlotOutlet {
 }
 
 impl Outlet for SlotOutlet {
-    fn send(&self, message: Value) {
+    fn send(&self, message: Outgoing) {
         self.inner.send(message);
     }
 
@@ -344,7 +342,7 @@ impl Outlet for SlotOutlet {
 mod tests {
     use std::io::Cursor;
 
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     use super::*;
     use crate::server::testing::{self, PATIENCE};
@@ -509,7 +507,7 @@ mod tests {
         drop(writer);
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert_eq!(out.lines().len(), 1, "nothing is answered after shutdown: {:?}", out.lines());
-        assert_eq!(host.announce_to_all(&json!({})), 0, "the session left the host");
+        assert_eq!(host.announce_to_all(&crate::server::ListChanged::new("tools")), 0, "the session left the host");
     }
 
     /// A host whose one plugin has `spin` (computes until stopped) and `count` (a loop that

@@ -30,7 +30,7 @@ use crate::mcp::modern::{missing_capability, Envelope, TASKS_EXTENSION};
 use crate::mcp::{Params, RequestId, RpcError};
 use crate::principal::Owner;
 use crate::server::scope::Scope;
-use crate::server::sessions::Listener;
+use crate::server::sessions::{ListChanged, Listener};
 use crate::server::task_view::engine_error;
 use crate::server::{Host, Outlet};
 use crate::tasks::EngineError;
@@ -132,16 +132,15 @@ struct Listen {
 impl Listen {
     fn send(&self, method: &str, mut params: Map<String, Value>) {
         params.insert("_meta".into(), json!({ SUBSCRIPTION_ID_KEY: self.subscription }));
-        self.outlet.send(notification(method, Value::Object(params)));
+        self.outlet.send(notification(method, &params));
     }
 }
 
 impl Listener for Listen {
-    fn announce(&self, message: &Value) -> bool {
-        let Some(method) = message.get("method").and_then(Value::as_str) else { return false };
-        let wanted = self.filter.wants(method);
+    fn announce(&self, changed: &ListChanged) -> bool {
+        let wanted = self.filter.wants(&changed.method);
         if wanted {
-            self.send(method, Map::new());
+            self.send(&changed.method, Map::new());
         }
         wanted
     }
@@ -179,7 +178,7 @@ pub(in crate::server) fn listen(scope: &Scope, id: RequestId, envelope: &Envelop
         // Every task named must be this owner's before anything is acknowledged.
         for task in &listen.filter.task_ids {
             if let Err(e) = host.engine.get(owner.key(), task).await {
-                return Some(Err(unknown_task(task, e)));
+                return Some(Err::<Value, _>(unknown_task(task, e)));
             }
         }
         let mut ack = Map::new();
@@ -263,8 +262,8 @@ mod tests {
         let out = Arc::new(Collect::default());
         let owner = Owner::new(crate::principal::Principal::Anonymous, crate::principal::Wire::Stateless);
         let listen = Listen { subscription: json!("listen-1"), filter, outlet: out.clone(), owner };
-        assert!(!listen.announce(&notification("notifications/tools/list_changed", json!({}))));
-        assert!(listen.announce(&notification("notifications/prompts/list_changed", json!({}))));
+        assert!(!listen.announce(&ListChanged::new("tools")));
+        assert!(listen.announce(&ListChanged::new("prompts")));
         assert!(!listen.resource_updated("test://a", &|_| false), "not to an owner that may not hear of it");
         assert!(!listen.resource_updated("test://b", &|_| true) && listen.resource_updated("test://a", &|_| true));
         let sent = out.messages();

@@ -53,7 +53,7 @@ pub fn serve(scope: &Scope, id: RequestId, method: ModernMethod, envelope: Envel
     if let Some(client) = &envelope.client {
         tracing::debug!(client, %method, "stateless request");
     }
-    scope.host().metrics.request(MODERN_PROTOCOL_VERSION, &method.to_string());
+    scope.host().metrics.request(MODERN_PROTOCOL_VERSION, method.as_str());
     // The same rule as 2025-11-25: what reads the catalog waits for the first load;
     // `server/discover` and `subscriptions/listen` never do.
     if let ModernMethod::Shared(shared) = method {

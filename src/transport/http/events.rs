@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use serde_json::Value;
+use crate::mcp::jsonrpc::Outgoing;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
@@ -15,7 +15,7 @@ use crate::server::Outlet;
 #[derive(Clone, Debug)]
 pub struct Event {
     pub id: u64,
-    pub message: Value,
+    pub message: Outgoing,
 }
 
 /// What a new stream starts from.
@@ -86,7 +86,7 @@ impl EventLog {
         }
     }
 
-    pub fn push(&self, message: Value) {
+    pub fn push(&self, message: Outgoing) {
         let mut state = self.state.lock().unwrap();
         let event = Event { id: state.next_id, message };
         state.next_id += 1;
@@ -100,7 +100,7 @@ impl EventLog {
 }
 
 impl Outlet for EventLog {
-    fn send(&self, message: Value) {
+    fn send(&self, message: Outgoing) {
         self.push(message);
     }
 
@@ -114,13 +114,13 @@ impl Outlet for EventLog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::mcp::jsonrpc::notification;
 
     #[test]
     fn reconnecting_replays_what_was_missed_from_the_buffer() {
         let log = EventLog::new(3);
         for n in 0..5 {
-            log.push(json!(n));
+            log.push(notification("n", &n));
         }
         let first = log.subscribe(Some(3));
         assert_eq!(first.missed.iter().map(|e| e.id).collect::<Vec<_>>(), vec![4, 5]);

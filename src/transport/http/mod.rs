@@ -30,7 +30,7 @@ use axum::routing::get;
 use axum::Extension;
 use axum::{Json, Router};
 use futures_util::stream::{self, StreamExt};
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::sync::mpsc;
 
 pub use self::conn::{Acceptor, ConnectionSettings};
@@ -40,10 +40,10 @@ use self::resource::ResourceMetadata;
 pub use self::streams::{PeerAddr, StreamSettings};
 use self::streams::{StreamClient, StreamSlot, Streams};
 use crate::identity::{OAuthSettings, Verifier};
-use crate::mcp::jsonrpc::{self, Incoming};
+use crate::mcp::jsonrpc::{self, Incoming, Outgoing};
 use crate::mcp::modern::Era;
 use crate::mcp::types::SUPPORTED_PROTOCOL_VERSIONS;
-use crate::mcp::{Method, RpcError};
+use crate::mcp::{Method, RequestId, RpcError};
 use crate::principal::{Owner, Principal, Wire};
 use crate::server::{Host, Outlet, Session};
 use crate::telemetry::trace::{Carrier, Inbound, Transport};
@@ -107,7 +107,7 @@ impl App {
                 streams::Refusal::All { .. } => StatusCode::SERVICE_UNAVAILABLE,
             };
             let error = RpcError::new(jsonrpc::INVALID_REQUEST, refusal.message());
-            let mut response = (status, Json(jsonrpc::error_message(id, &error))).into_response();
+            let mut response = json_message(status, jsonrpc::error_message(id, &error));
             response.headers_mut().insert("retry-after", HeaderValue::from_static("1"));
             response
         })
@@ -145,10 +145,10 @@ impl Drop for OpenStream {
 }
 
 /// A POST's own answer channel.
-struct ChannelOutlet(mpsc::UnboundedSender<Value>);
+struct ChannelOutlet(mpsc::UnboundedSender<Outgoing>);
 
 impl Outlet for ChannelOutlet {
-    fn send(&self, message: Value) {
+    fn send(&self, message: Outgoing) {
         let _ = self.0.send(message);
     }
 
@@ -234,7 +234,7 @@ impl Drop for AbortOnDrop {
 fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
     // -32001 (implementation-defined) marks "session not found", as other MCP servers do.
     let code = if status == StatusCode::NOT_FOUND { -32001 } else { jsonrpc::INVALID_REQUEST };
-    let mut response = (status, Json(jsonrpc::error_message(None, &RpcError::new(code, message)))).into_response();
+    let mut response = json_message(status, jsonrpc::error_message(None, &RpcError::new(code, message)));
     if status == StatusCode::UNAUTHORIZED {
         response.headers_mut().insert("www-authenticate", HeaderValue::from_static("Bearer realm=\"corral\""));
     }
@@ -393,13 +393,13 @@ async fn post_message(State(app): State<Arc<App>>, peer: Option<Extension<PeerAd
     };
     let Ok(text) = std::str::from_utf8(&body) else {
         let error = RpcError::new(jsonrpc::PARSE_ERROR, "parse error: the body is not UTF-8");
-        return (StatusCode::BAD_REQUEST, Json(jsonrpc::error_message(None, &error))).into_response();
+        return json_message(StatusCode::BAD_REQUEST, jsonrpc::error_message(None, &error));
     };
     // One JSON-RPC message per POST; anything else is refused here, before any session sees
     // it. The session gets the message as parsed here: it is parsed once.
     let message = match jsonrpc::parse(text) {
         Ok(message) => message,
-        Err(rejected) => return (StatusCode::BAD_REQUEST, Json(jsonrpc::error_message(rejected.id.as_ref(), &rejected.error))).into_response(),
+        Err(rejected) => return json_message(StatusCode::BAD_REQUEST, jsonrpc::error_message(rejected.id.as_ref(), &rejected.error)),
     };
     // The era is decided here, once per POST, by the body (the version header only backs it up).
     if let Incoming::Request { params, .. } = &message {
@@ -420,7 +420,7 @@ async fn post_message(State(app): State<Arc<App>>, peer: Option<Extension<PeerAd
         return response;
     }
     let (is_initialize, request_id) = match &message {
-        Incoming::Request { id, method, .. } => (method == Method::Initialize.as_str(), Some(json!(id))),
+        Incoming::Request { id, method, .. } => (method == Method::Initialize.as_str(), Some(id.clone())),
         _ => (false, None),
     };
     // Only an `initialize` without a session header makes a session; one sent on a live session
@@ -447,12 +447,12 @@ async fn post_message(State(app): State<Arc<App>>, peer: Option<Extension<PeerAd
     let mut response = match answers.recv().await {
         // Cancelled by the client: MCP sends no response.
         None => StatusCode::ACCEPTED.into_response(),
-        Some(first) if creates && first.get("error").is_some() => {
+        Some(first) if creates && first.error_code().is_some() => {
             // A failed initialize leaves no session behind.
             app.sessions.lock().unwrap().remove(&session_id);
-            return Json(first).into_response();
+            return json_message(StatusCode::OK, first);
         }
-        Some(first) if is_response_to(&first, &request_id) => answer(StatusCode::OK, first),
+        Some(first) if first.answers(&request_id) => answer(StatusCode::OK, first),
         Some(first) => events(first, until_answer(answers, request_id, ())).into_response(),
     };
     if creates {
@@ -464,36 +464,41 @@ async fn post_message(State(app): State<Arc<App>>, peer: Option<Extension<PeerAd
 /// A JSON response carrying one answer, with `status`; an answer refused for the principal's
 /// call rate is a 429 with `Retry-After` (seconds, from the error's `data.retryAfterSeconds`)
 /// whatever the era, so that HTTP clients and proxies back off without reading the body.
-fn answer(status: StatusCode, message: Value) -> Response {
-    let error = message.get("error");
-    if error.and_then(|e| e.get("code")).and_then(Value::as_i64) != Some(i64::from(jsonrpc::RATE_LIMITED)) {
-        return (status, Json(message)).into_response();
+fn answer(status: StatusCode, message: Outgoing) -> Response {
+    if message.error_code() != Some(jsonrpc::RATE_LIMITED) {
+        return json_message(status, message);
     }
-    let retry_after = error.and_then(|e| e.pointer("/data/retryAfterSeconds")).and_then(Value::as_u64).unwrap_or(1);
-    (StatusCode::TOO_MANY_REQUESTS, [("retry-after", retry_after.to_string())], Json(message)).into_response()
+    let retry_after = message.retry_after().unwrap_or(1);
+    let mut response = json_message(StatusCode::TOO_MANY_REQUESTS, message);
+    response.headers_mut().insert("retry-after", HeaderValue::from(retry_after));
+    response
 }
 
-fn is_response_to(message: &Value, id: &Value) -> bool {
-    message.get("id") == Some(id) && (message.get("result").is_some() || message.get("error").is_some())
+/// A JSON response carrying `message`'s text as it was serialised.
+fn json_message(status: StatusCode, message: Outgoing) -> Response {
+    (status, [(axum::http::header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], message.into_text()).into_response()
 }
 
 /// A request's messages after the first, as they come, up to and including its response (the
 /// response to `id`), as SSE events. `guard` lives as long as the stream: what it ends when
 /// dropped (a stateless request's calls) ends when the client stops reading.
-fn until_answer<G: Send + 'static>(answers: mpsc::UnboundedReceiver<Value>, id: Value, guard: G) -> impl futures_core::Stream<Item = Value> + Send {
+fn until_answer<G: Send + 'static>(answers: mpsc::UnboundedReceiver<Outgoing>, id: RequestId, guard: G) -> impl futures_core::Stream<Item = Outgoing> + Send {
     stream::unfold((answers, id, false, guard), |(mut answers, id, done, guard)| async move {
         if done {
             return None;
         }
         let message = answers.recv().await?;
-        let done = is_response_to(&message, &id);
+        let done = message.answers(&id);
         Some((message, (answers, id, done, guard)))
     })
 }
 
 /// `first`, then `rest`, each message one SSE event.
-fn events(first: Value, rest: impl futures_core::Stream<Item = Value> + Send + 'static) -> Sse<impl futures_core::Stream<Item = Result<SseEvent, Infallible>>> {
-    let events = stream::once(async move { first }).chain(rest).map(|m| Ok::<_, Infallible>(SseEvent::default().data(m.to_string())));
+fn events(
+    first: Outgoing,
+    rest: impl futures_core::Stream<Item = Outgoing> + Send + 'static,
+) -> Sse<impl futures_core::Stream<Item = Result<SseEvent, Infallible>>> {
+    let events = stream::once(async move { first }).chain(rest).map(|m| Ok::<_, Infallible>(SseEvent::default().data(m.text())));
     Sse::new(events).keep_alive(KeepAlive::default())
 }
 
@@ -526,7 +531,7 @@ async fn open_stream(State(app): State<Arc<App>>, peer: Option<Extension<PeerAdd
     // At the end of its lifetime the stream ends; the client reconnects with Last-Event-ID.
     let events = stream::iter(missed).chain(live).take_until(tokio::time::sleep(app.streams.lifetime())).map(move |e| {
         let _open = (&open, &slot);
-        Ok::<_, Infallible>(SseEvent::default().id(e.id.to_string()).data(e.message.to_string()))
+        Ok::<_, Infallible>(SseEvent::default().id(e.id.to_string()).data(e.message.text()))
     });
     Sse::new(events).keep_alive(KeepAlive::default()).into_response()
 }
@@ -609,6 +614,7 @@ mod tests {
     use super::*;
     use crate::server::testing::{self, PATIENCE};
     use crate::server::ServerOptions;
+    use serde_json::Value;
 
     fn settings(addr: SocketAddr) -> HttpSettings {
         HttpSettings {
@@ -664,7 +670,7 @@ mod tests {
         assert!(body.contains("-32700"), "{body}");
         stop.send(()).unwrap();
         tokio::time::timeout(PATIENCE, served).await.expect("shutdown ends serve").unwrap().unwrap();
-        assert_eq!(host.announce_to_all(&json!({})), 0, "the HTTP session ended with serve");
+        assert_eq!(host.announce_to_all(&crate::server::ListChanged::new("tools")), 0, "the HTTP session ended with serve");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,12 +12,10 @@ use std::sync::Arc;
 
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use futures_util::stream::StreamExt;
-use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::{answer, events, is_response_to, until_answer, App, ChannelOutlet, PeerAddr, VERSION_HEADER};
+use super::{answer, events, json_message, until_answer, App, ChannelOutlet, PeerAddr, VERSION_HEADER};
 use crate::mcp::jsonrpc::{self, Incoming, INVALID_PARAMS, METHOD_NOT_FOUND};
 use crate::mcp::modern::headers::{self, RequestHeaders};
 use crate::mcp::modern::{self as era, ModernMethod, HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION};
@@ -49,7 +47,7 @@ fn status_of(code: i32) -> StatusCode {
 }
 
 fn refuse(status: StatusCode, id: &RequestId, error: &RpcError) -> Response {
-    (status, Json(jsonrpc::error_message(Some(id), error))).into_response()
+    json_message(status, jsonrpc::error_message(Some(id), error))
 }
 
 /// Serves one modern POST. `identity` is the authenticated principal when authentication is on;
@@ -101,7 +99,7 @@ pub(super) async fn post(app: &Arc<App>, headers: &HeaderMap, identity: Option<P
     let scope = Scope::new(requests, Owner::new(principal, Wire::Stateless), Arc::new(ChannelOutlet(sender)), span);
     crate::server::serve_stateless(&scope, id.clone(), method, envelope, params);
     drop(scope);
-    let request_id = json!(id);
+    let request_id = id.clone();
     let stopping = app.stopping.clone();
     let first = tokio::select! {
         first = answers.recv() => first,
@@ -111,8 +109,8 @@ pub(super) async fn post(app: &Arc<App>, headers: &HeaderMap, identity: Option<P
     let Some(first) = first else {
         return refuse(StatusCode::SERVICE_UNAVAILABLE, &id, &RpcError::internal("the server is shutting down"));
     };
-    if is_response_to(&first, &request_id) {
-        let status = first.get("error").and_then(|e| e.get("code")).and_then(Value::as_i64).map_or(StatusCode::OK, |c| status_of(c as i32));
+    if first.answers(&request_id) {
+        let status = first.error_code().map_or(StatusCode::OK, status_of);
         return answer(status, first);
     }
     // Notifications (progress, logs) came first: an SSE stream, ending with the response. A
