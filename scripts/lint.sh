@@ -10,6 +10,11 @@ for manifest in sdk/rust/Cargo.toml plugins/Cargo.toml tests/guests/Cargo.toml; 
     cargo fmt --all --check --manifest-path "$manifest"
 done
 
+echo "== lockfiles"
+# The fuzz crate resolves its own lockfile: a stale one is re-resolved on every CI run, to
+# whatever versions are newest that day.
+cargo tree --locked --manifest-path fuzz/Cargo.toml >/dev/null
+
 echo "== cargo clippy"
 cargo clippy --locked --all-targets -- -D warnings
 
