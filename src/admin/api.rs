@@ -16,6 +16,7 @@ use super::auth::{self, Caller};
 use super::filter::TaskFilter;
 use super::refusal::Refusal;
 use super::{assets, tasks, Admin};
+use crate::transport::http::{closing, read_whole, BodyError};
 
 /// Bytes of a request body at most (a sign-in is a token in a small JSON object).
 const MAX_BODY: usize = 16 * 1024;
@@ -52,30 +53,22 @@ const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 /// sending its next request down. A body announced larger, running past the bound, or too slow
 /// is refused here, and that answer says the connection ends (its rest is still unread).
 async fn bounded_body(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
-    let announced = request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
-    if let Some(length) = announced.filter(|length| *length > MAX_BODY as u64) {
-        return closing(too_large(&format!("the body is {length} bytes,")));
-    }
     let (parts, body) = request.into_parts();
-    let body = match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, MAX_BODY)).await {
-        Ok(Ok(body)) => body,
-        Ok(Err(e)) if std::error::Error::source(&e).is_some_and(|s| s.is::<http_body_util::LengthLimitError>()) => return closing(too_large("the body is")),
-        Ok(Err(e)) => return closing(Refusal::bad_request(format!("cannot read the body: {e}")).into_response()),
-        Err(_) => {
-            return closing(Refusal::new(StatusCode::REQUEST_TIMEOUT, format!("the body did not arrive within {} s", BODY_TIMEOUT.as_secs())).into_response())
-        }
+    let body = match read_whole(body, MAX_BODY, BODY_TIMEOUT).await {
+        Ok(body) => body,
+        Err(error) => return closing(body_refusal(error).into_response()),
     };
     next.run(axum::extract::Request::from_parts(parts, axum::body::Body::from(body))).await
 }
 
-/// `response`, saying the connection ends after it.
-fn closing(mut response: Response) -> Response {
-    response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
-    response
-}
-
-fn too_large(what: &str) -> Response {
-    Refusal::new(StatusCode::PAYLOAD_TOO_LARGE, format!("{what} over the {MAX_BODY} bytes an admin request may have")).into_response()
+fn body_refusal(error: BodyError) -> Refusal {
+    let over = format!("over the {MAX_BODY} bytes an admin request may have");
+    match error {
+        BodyError::TooLarge { announced: Some(length) } => Refusal::new(StatusCode::PAYLOAD_TOO_LARGE, format!("the body is {length} bytes, {over}")),
+        BodyError::TooLarge { announced: None } => Refusal::new(StatusCode::PAYLOAD_TOO_LARGE, format!("the body is {over}")),
+        BodyError::TooSlow => Refusal::new(StatusCode::REQUEST_TIMEOUT, format!("the body did not arrive within {} s", BODY_TIMEOUT.as_secs())),
+        BodyError::Unreadable(e) => Refusal::bad_request(format!("cannot read the body: {e}")),
+    }
 }
 
 /// Host/Origin, then the caller.

@@ -7,6 +7,7 @@
 //! session's stream of server-initiated messages (task status), resumable with
 //! `Last-Event-ID`. DELETE ends the session. Sessions are minted at `initialize`.
 
+mod body;
 mod conn;
 mod events;
 mod guard;
@@ -33,6 +34,7 @@ use futures_util::stream::{self, StreamExt};
 use serde_json::json;
 use tokio::sync::mpsc;
 
+pub use self::body::{closing, read_whole, BodyError};
 pub use self::conn::{Acceptor, ConnectionSettings};
 use self::events::EventLog;
 pub use self::guard::{check_single, parse_tokens, Denied, Guard, HeaderRefusal};
@@ -244,14 +246,6 @@ fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
     response
 }
 
-/// `response`, saying the connection ends after it. For answers that leave the request's body
-/// unread: the connection cannot carry another request, and a client told so opens a new one
-/// instead of sending down one the server is about to close.
-fn closing(mut response: Response) -> Response {
-    response.headers_mut().insert("connection", HeaderValue::from_static("close"));
-    response
-}
-
 /// The response to refused credentials: the status and challenge the spec asks for (RFC 6750
 /// §3, RFC 9728 §5.1 with OAuth on), and a message that says what to do, never why a token failed.
 fn deny(app: &App, denied: &Denied) -> Response {
@@ -322,16 +316,16 @@ fn check_version(headers: &HeaderMap) -> Result<(), Response> {
 /// The whole body, at most `limit` bytes (a chunked body that runs past it is refused with 413),
 /// within `timeout` (a body that trickles or stops short is refused with 408).
 async fn read_body(body: axum::body::Body, limit: usize, timeout: Duration) -> Result<Bytes, Response> {
-    let read = tokio::time::timeout(timeout, axum::body::to_bytes(body, limit)).await.map_err(|_| {
-        let message = format!("the body did not arrive within --http-body-timeout ({})", humantime::format_duration(timeout));
-        closing(refuse(StatusCode::REQUEST_TIMEOUT, message))
-    })?;
-    read.map_err(|e| {
-        let too_large = std::error::Error::source(&e).is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
-        match too_large {
-            true => refuse(StatusCode::PAYLOAD_TOO_LARGE, format!("the body is over --max-body ({limit} bytes)")),
-            false => refuse(StatusCode::BAD_REQUEST, format!("cannot read the body: {e}")),
+    read_whole(body, limit, timeout).await.map_err(|error| match error {
+        BodyError::TooLarge { announced: Some(length) } => {
+            refuse(StatusCode::PAYLOAD_TOO_LARGE, format!("the body is {length} bytes, over --max-body ({limit} bytes)"))
         }
+        BodyError::TooLarge { announced: None } => refuse(StatusCode::PAYLOAD_TOO_LARGE, format!("the body is over --max-body ({limit} bytes)")),
+        BodyError::TooSlow => {
+            let message = format!("the body did not arrive within --http-body-timeout ({})", humantime::format_duration(timeout));
+            closing(refuse(StatusCode::REQUEST_TIMEOUT, message))
+        }
+        BodyError::Unreadable(e) => refuse(StatusCode::BAD_REQUEST, format!("cannot read the body: {e}")),
     })
 }
 
