@@ -42,18 +42,36 @@ pub fn is_result_uri(uri: &str) -> bool {
 /// The size of a result as `--max-output` counts it: its strings and its bytes.
 pub fn payload_size(result: &CallToolResult) -> u64 {
     let blocks: usize = result.content.iter().map(|b| piece(b).map_or(0, |(_, _, data)| decoded_len(data, b))).sum();
-    let structured = result.structured_content.as_ref().map_or(0, |v| v.to_string().len());
+    let structured = result.structured_content.as_ref().map_or(0, json_len);
     (blocks + structured) as u64
 }
 
+/// Bytes of `value` written as JSON, counted as they are written rather than kept: every call's
+/// result is measured, and few are large.
+fn json_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    serde_json::to_writer(&mut count, value).expect("a JSON value always serialises");
+    count.0
+}
+
 /// The payload of a block that can be kept: its kind, media type and stored text.
-fn piece(block: &ContentBlock) -> Option<(PartKind, Option<String>, &str)> {
+fn piece(block: &ContentBlock) -> Option<(PartKind, Option<&str>, &str)> {
     match block {
-        ContentBlock::Text { text } => Some((PartKind::Text, Some("text/plain".into()), text)),
-        ContentBlock::Image { data, mime_type } | ContentBlock::Audio { data, mime_type } => Some((PartKind::Blob, Some(mime_type.clone()), data)),
+        ContentBlock::Text { text } => Some((PartKind::Text, Some("text/plain"), text)),
+        ContentBlock::Image { data, mime_type } | ContentBlock::Audio { data, mime_type } => Some((PartKind::Blob, Some(mime_type), data)),
         ContentBlock::Resource { resource } => match (&resource.text, &resource.blob) {
-            (Some(text), _) => Some((PartKind::Text, resource.mime_type.clone(), text)),
-            (None, Some(blob)) => Some((PartKind::Blob, resource.mime_type.clone(), blob)),
+            (Some(text), _) => Some((PartKind::Text, resource.mime_type.as_deref(), text)),
+            (None, Some(blob)) => Some((PartKind::Blob, resource.mime_type.as_deref(), blob)),
             (None, None) => None,
         },
         ContentBlock::ResourceLink { .. } => None,
@@ -102,7 +120,7 @@ pub fn by_reference(result: &CallToolResult, id: &str, limit: u64) -> Option<(Ca
                     ContentBlock::Text { .. } => "text".to_owned(),
                     _ => "binary content (base64)".to_owned(),
                 };
-                keep(n, kind, mime_type, data.to_owned(), &mut content, &label);
+                keep(n, kind, mime_type.map(str::to_owned), data.to_owned(), &mut content, &label);
             }
             _ => content.push(block.clone()),
         }
@@ -111,7 +129,7 @@ pub fn by_reference(result: &CallToolResult, id: &str, limit: u64) -> Option<(Ca
     // an output schema MUST return conforming `structuredContent`, and a client validates it.
     // Only past the limit does it go by reference too.
     let mut structured = result.structured_content.clone();
-    if let Some(value) = structured.take_if(|v| v.to_string().len() as u64 > limit) {
+    if let Some(value) = structured.take_if(|v| json_len(v) as u64 > limit) {
         let n = result.content.len();
         keep(n, PartKind::Text, Some("application/json".into()), value.to_string(), &mut content, "structured output (JSON)");
     }
@@ -228,6 +246,16 @@ mod tests {
     /// Base64 pages decode on their own, so a client may decode each as it comes.
     fn decodes(page: &str) -> bool {
         BASE64.decode(page).is_ok()
+    }
+
+    #[test]
+    fn a_result_is_measured_as_its_text_and_its_json() {
+        let structured = json!({ "name": "é\u{1F600}", "quote": "\"\\\n", "n": [1.5, -2, null, true] });
+        assert_eq!(json_len(&structured), structured.to_string().len());
+        let mut result = text_result(10);
+        result.structured_content = Some(structured.clone());
+        result.content.push(ContentBlock::Image { data: "AAAA".repeat(3), mime_type: "image/png".into() });
+        assert_eq!(payload_size(&result), (10 + 9 + structured.to_string().len()) as u64);
     }
 
     fn text_result(len: usize) -> CallToolResult {
