@@ -22,12 +22,24 @@ dist="$plugins/dist"
 langs="${PLUGINS_LANGS:-rust c js python}"
 mkdir -p "$dist"
 
+# Puts FROM at TO whole or not at all: the suites run side by side, and one of them may run this
+# script while another copies from dist/ or serves it (a plain `cp` rewrites the file in place,
+# and a reader then sees its first 64 KiB). An unchanged file is left as it is.
+install_file() {
+    local from="$1" to="$2"
+    cmp -s "$from" "$to" && return
+    local tmp
+    tmp="$(dirname "$to")/.$(basename "$to").$$.tmp"
+    cp "$from" "$tmp"
+    mv -f "$tmp" "$to"
+}
+
 # Copies plugins/NAME's component (from FROM) and its optional manifest into dist/.
 collect() {
     local name="$1" from="$2"
-    cp "$from" "$dist/$name.wasm"
+    install_file "$from" "$dist/$name.wasm"
     if [[ -f "$plugins/$name/$name.toml" ]]; then
-        cp "$plugins/$name/$name.toml" "$dist/$name.toml"
+        install_file "$plugins/$name/$name.toml" "$dist/$name.toml"
     else
         rm -f "$dist/$name.toml"
     fi
