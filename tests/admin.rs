@@ -77,11 +77,22 @@ impl Console {
         Reply { status, set_cookie, body }
     }
 
+    /// The console's `host:port`.
+    fn address(&self) -> &str {
+        self.base.trim_start_matches("http://")
+    }
+
+    /// A connection of its own to the console, reads bounded by `TIMEOUT`.
+    fn connect(&self) -> std::net::TcpStream {
+        let stream = std::net::TcpStream::connect(self.address()).unwrap();
+        stream.set_read_timeout(Some(TIMEOUT)).unwrap();
+        stream
+    }
+
     /// Sends `request` as it is on a connection of its own; the whole answer.
     fn raw(&self, request: &str) -> String {
         use std::io::{Read, Write};
-        let mut stream = std::net::TcpStream::connect(self.base.trim_start_matches("http://")).unwrap();
-        stream.set_read_timeout(Some(TIMEOUT)).unwrap();
+        let mut stream = self.connect();
         stream.write_all(request.as_bytes()).unwrap();
         let mut answer = String::new();
         stream.read_to_string(&mut answer).unwrap();
@@ -182,7 +193,7 @@ fn hostile_admin_requests_are_refused_precisely_and_the_host_keeps_serving() {
     // Refused unread, the body would be taken for the next request: the answer ends the
     // connection (a client reusing it failed under load); one announced too large is refused
     // before it is sent.
-    let host = console.base.trim_start_matches("http://").to_owned();
+    let host = console.address();
     let unread = console.raw(&format!("POST /api/login HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\ncontent-length: 10000000\r\n\r\n"));
     assert!(unread.starts_with("HTTP/1.1 413") && unread.to_ascii_lowercase().contains("connection: close"), "{unread}");
     assert!(unread.contains("the body is 10000000 bytes, over the 16384 bytes an admin request may have"), "{unread}");
@@ -200,10 +211,9 @@ fn a_socket_that_never_sends_a_request_is_closed_and_the_console_keeps_serving()
     use std::io::Read;
     let plugins = example_plugins(&["text"]);
     let console = Console::start(plugins.path(), &[]);
-    let address = console.base.trim_start_matches("http://").to_owned();
     // A slowloris: connected, one byte of a request line, then nothing. The header timeout
     // (10 s) closes it; before, it stayed open for as long as its sender liked.
-    let mut idle = std::net::TcpStream::connect(&address).unwrap();
+    let mut idle = console.connect();
     std::io::Write::write_all(&mut idle, b"G").unwrap();
     idle.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     let mut answer = Vec::new();
@@ -293,9 +303,8 @@ fn a_body_the_action_ignores_leaves_the_connection_usable() {
     use std::io::{Read, Write};
     let plugins = example_plugins(&["text"]);
     let console = Console::start(plugins.path(), &[]);
-    let address = console.base.trim_start_matches("http://").to_owned();
-    let mut stream = std::net::TcpStream::connect(&address).unwrap();
-    stream.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let address = console.address();
+    let mut stream = console.connect();
     let bearer = format!("Bearer {ADMIN_TOKEN}");
     // The headers first and the body in a write of its own, as clients that stream bodies do.
     let head = format!(

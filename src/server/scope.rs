@@ -21,7 +21,7 @@ use super::inline::run_inline_then_spawn;
 use super::load_wait::Needs;
 use super::{Host, Outlet};
 use crate::cancel::CancelHandle;
-use crate::mcp::jsonrpc::{error_message, result_message};
+use crate::mcp::jsonrpc::{error_message, result_message, Outgoing};
 use crate::mcp::types::CallToolResult;
 use crate::mcp::{RequestId, RpcError};
 use crate::principal::Owner;
@@ -212,11 +212,7 @@ impl Scope {
     /// Answers request `id` now.
     pub(super) fn reply(&self, id: &RequestId, answer: Result<Value, RpcError>) {
         answered(&self.span, &answer);
-        let message = match answer {
-            Ok(result) => result_message(id, &result),
-            Err(error) => error_message(Some(id), &error),
-        };
-        self.reply.send(message);
+        self.reply.send(answer_message(id, &answer));
     }
 
     /// Answers `id` with what `answer` comes to, without holding up the next message. Tracked
@@ -229,11 +225,7 @@ impl Scope {
             async move {
                 let answer = answer.await;
                 answered(&Span::current(), &answer);
-                let message = match answer {
-                    Ok(result) => result_message(&id, &result),
-                    Err(error) => error_message(Some(&id), &error),
-                };
-                reply.send(message);
+                reply.send(answer_message(&id, &answer));
             }
             .instrument(span),
         );
@@ -284,10 +276,7 @@ impl Scope {
                 match answer {
                     Some(answer) => {
                         answered(&Span::current(), &answer);
-                        match answer {
-                            Ok(result) => reply.send(result_message(&id, &result)),
-                            Err(error) => reply.send(error_message(Some(&id), &error)),
-                        }
+                        reply.send(answer_message(&id, &answer));
                     }
                     None => {
                         trace::cancelled(&Span::current());
@@ -322,6 +311,14 @@ impl Scope {
             then();
         };
         self.requests.calls.spawn_on(waiting.instrument(self.span.clone()), &self.requests.runtime);
+    }
+}
+
+/// The message answering request `id` with `answer`.
+fn answer_message(id: &RequestId, answer: &Result<impl Answer, RpcError>) -> Outgoing {
+    match answer {
+        Ok(result) => result_message(id, result),
+        Err(error) => error_message(Some(id), error),
     }
 }
 
