@@ -208,7 +208,8 @@ fn client_credentials_reach_tools_in_both_eras_bad_tokens_are_refused_and_keys_r
     let resource = "https://corral.test/mcp";
     let Some(server) = AuthServer::start(&[resource, "https://other.test/mcp"]) else { return };
     // A second trusted issuer that never answers: it must cost nothing to the first one's clients.
-    let dead = format!("http://127.0.0.1:{}", free_port());
+    let (_held, dead_port) = port_nothing_listens_on();
+    let dead = format!("http://127.0.0.1:{dead_port}");
     let plugins = common::example_plugins(&["text", "ticker"]);
     let host = corral(
         plugins.path(),
@@ -353,6 +354,17 @@ fn raw_status(base: &str, authorization: &str) -> u16 {
     let _ = stream.read_to_end(&mut answer);
     let text = String::from_utf8_lossy(&answer);
     text.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("no status in {text:?}"))
+}
+
+/// A port bound and never listened on, kept so while the socket lives: a connection to it is
+/// refused at once, and no server started meanwhile can take it. (A port found free and let go
+/// can be handed to the next server that asks for any port, such as another test's authorization
+/// server, whose metadata then names that very issuer.)
+fn port_nothing_listens_on() -> (tokio::net::TcpSocket, u16) {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = socket.local_addr().unwrap().port();
+    (socket, port)
 }
 
 fn free_port() -> u16 {
