@@ -1,32 +1,26 @@
 #!/usr/bin/env python3
 """Fails when the files of a room import each other in a circle (docs/architecture.md).
 
-Within `src/ROOM`, file A imports file B when A names `crate::ROOM::b…` or `super::b…` (braced
-groups included). A module and the submodules it declares may name each other (the parent
-re-exports, the children use its shared types); every other import must go one way, so the
-files form layers. Prints each circle found; exit status 1 if any.
+Within `src/ROOM`, file A imports file B when A names `crate::ROOM::b…`, `super::b…` or
+`self::b…` (braced groups included); a name a module re-exports (`pub use sub::Name`) stands
+for the file that defines it. Every import must go one way, so the files form layers: a module
+file that re-exports its submodules' names imports them, so what they share lives in a file of
+its own, never in the parent. Test modules (`tests`, `testing`, `#[cfg(test)] mod tests { … }`)
+are the tests' own business. Prints each circle found; exit status 1 if any.
+
+    import_cycles.py [ROOM…]    (no room: every room under src/)
 """
 import re
 import sys
 from pathlib import Path
 
-room = sys.argv[1] if len(sys.argv) > 1 else "server"
-root = Path(__file__).resolve().parent.parent / "src" / room
+SRC = Path(__file__).resolve().parent.parent / "src"
 
 
-def module_of(path: Path) -> tuple:
-    parts = list(path.relative_to(root).with_suffix("").parts)
-    if parts[-1] == "mod":
-        parts.pop()
-    return tuple(parts)
-
-
-files = {module_of(p): p for p in root.rglob("*.rs")}
-
-
-def expand(text: str) -> list:
-    """Paths in a `use` tree: `a::{b, c::d}` -> `a::b`, `a::c::d`."""
-    out = []
+def use_paths(text: str) -> list:
+    """Paths in a `use` tree, whitespace-free but for ` as `: `a::{b, c::d as e}` ->
+    `a::b`, `a::c::d as e`."""
+    text = re.sub(r"\s+", "", re.sub(r"\s+as\s+", "\0", text)).replace("\0", " as ")
     m = re.match(r"^([\w:]*?)::?\{(.*)\}$", text, re.S)
     if not m:
         return [text]
@@ -43,111 +37,170 @@ def expand(text: str) -> list:
         else:
             item += ch
     items.append(item)
+    out = []
     for i in items:
         i = i.strip()
         if i:
-            out.extend(expand(f"{prefix}::{i}" if prefix else i))
+            out.extend(use_paths(f"{prefix}::{i}" if prefix else i))
     return out
 
 
-def reexports(module: tuple) -> dict:
-    """Names a module file re-exports from its submodules (`pub use sub::Name`): name -> sub."""
-    text = files[module].read_text()
-    out = {}
-    for use in re.findall(r"\bpub(?:\([^)]*\))?\s+use\s+([^;]+);", text, re.S):
-        for p in expand(re.sub(r"\s+", "", use)):
-            parts = p.split("::")
-            if parts[0] in ("self",):
-                parts = parts[1:]
-            name = parts[-1].split(" as ")[-1] if " as " in parts[-1] else parts[-1]
-            if "as" in p:
-                name = p.split("as")[-1]
-            if module + (parts[0],) in files:
-                out[name] = module + (parts[0],)
-    return out
+class Room:
+    def __init__(self, name: str):
+        self.name = name
+        self.root = SRC / name
+        self.files = {self.module_of(p): p for p in self.root.rglob("*.rs")}
+        self._reexports = {}
+        self._defined = {}
 
+    def module_of(self, path: Path) -> tuple:
+        parts = list(path.relative_to(self.root).with_suffix("").parts)
+        if parts[-1] == "mod":
+            parts.pop()
+        return tuple(parts)
 
-def resolve(module: tuple, path: str):
-    """The module tuple a path names, relative to `module` (the file's own)."""
-    parts = [p.strip() for p in path.split("::") if p.strip()]
-    if parts[:2] == ["crate", room]:
-        base, rest = (), parts[2:]
-    elif parts and parts[0] == "super":
-        base = module[:-1]
-        rest = parts[1:]
-        while rest and rest[0] == "super":
-            base, rest = base[:-1], rest[1:]
-    elif parts and parts[0] == "self":
-        base, rest = module, parts[1:]
-    else:
+    def reexports(self, module: tuple) -> dict:
+        """Names a module file re-exports from its submodules (`pub use sub::Name`): name -> the
+        submodule's path within the room (followed through re-exports of re-exports)."""
+        if module in self._reexports:
+            return self._reexports[module]
+        out = {}
+        self._reexports[module] = out
+        text = strip(self.files[module].read_text())
+        for use in re.findall(r"\bpub(?:\([^)]*\))?\s+use\s+([^;]+);", text, re.S):
+            for p in use_paths(use):
+                path, _, alias = p.partition(" as ")
+                parts = path.split("::")
+                if parts[0] == "self":
+                    parts = parts[1:]
+                if len(parts) < 2 or module + (parts[0],) not in self.files:
+                    continue
+                name = alias or parts[-1]
+                out[name] = self.resolve(module, "self::" + "::".join(parts))
+        return out
+
+    def defines(self, module: tuple, name: str) -> bool:
+        """Whether the module's own file defines `name` (not through a `use`)."""
+        if module not in self._defined:
+            text = strip(self.files[module].read_text())
+            self._defined[module] = set(re.findall(r"\b(?:struct|enum|union|trait|type|fn|const|static|mod|macro_rules!)\s+(\w+)", text))
+        return name in self._defined[module]
+
+    def glob_target(self, module: tuple, name: str):
+        """Where a name a module re-exports with a glob (`pub use bindings::*`) comes from: the
+        glob's module, when the module's own file does not define it."""
+        if self.defines(module, name):
+            return None
+        text = strip(self.files[module].read_text())
+        for sub in re.findall(r"\bpub(?:\([^)]*\))?\s+use\s+(?:self::)?(\w+)::\*\s*;", text):
+            if module + (sub,) in self.files:
+                return module + (sub,)
         return None
-    target = base
-    for p in rest:
-        if target + (p,) in files:
-            target = target + (p,)
+
+    def resolve(self, module: tuple, path: str):
+        """The module a path names, relative to `module` (the file's own); `None` outside the room."""
+        parts = [p for p in path.partition(" as ")[0].split("::") if p]
+        if parts[:2] == ["crate", self.name]:
+            base, rest = (), parts[2:]
+        elif parts and parts[0] == "super":
+            base, rest = module[:-1], parts[1:]
+            while rest and rest[0] == "super":
+                base, rest = base[:-1], rest[1:]
+        elif parts and parts[0] == "self":
+            base, rest = module, parts[1:]
+        elif parts and module + (parts[0],) in self.files:
+            # A path from a submodule's name (`use store::PgStore` in `postgres/mod.rs`).
+            base, rest = module, parts
         else:
-            # A name the module re-exports names the submodule that defines it.
-            target = reexports(target).get(p, target)
-            break
-    return target
-
-
-edges = {m: set() for m in files}
-for module, path in files.items():
-    text = re.sub(r"//[^\n]*", "", path.read_text())
-    # `#[cfg(test)]` items are the tests' own business.
-    text = text.split("#[cfg(test)]\nmod tests {")[0]
-    paths = []
-    for use in re.findall(r"\buse\s+([^;]+);", text, re.S):
-        paths.extend(expand(re.sub(r"\s+", "", use)))
-    paths.extend(re.findall(r"\b((?:crate::" + room + r"|super)(?:::\w+)+)", text))
-    for p in paths:
-        target = resolve(module, p)
-        if target is None or target == module or target not in files:
-            continue
-        # A parent and its own submodules (at any depth) may name each other.
-        if target == module[: len(target)] or module == target[: len(module)]:
-            continue
-        if module[-1:] in (("tests",), ("testing",)) or target[-1:] == ("testing",):
-            continue
-        edges[module].add(target)
-
-# Tarjan's strongly connected components.
-index, low, on, stack, found = {}, {}, set(), [], []
-sys.setrecursionlimit(10000)
-
-
-def visit(v):
-    index[v] = low[v] = len(index)
-    stack.append(v)
-    on.add(v)
-    for w in edges[v]:
-        if w not in index:
-            visit(w)
-            low[v] = min(low[v], low[w])
-        elif w in on:
-            low[v] = min(low[v], index[w])
-    if low[v] == index[v]:
-        scc = []
-        while True:
-            w = stack.pop()
-            on.discard(w)
-            scc.append(w)
-            if w == v:
+            return None
+        target = base
+        for p in rest:
+            if target + (p,) in self.files:
+                target = target + (p,)
+            else:
+                # A name the module re-exports names the submodule that defines it.
+                if target in self.files:
+                    target = self.reexports(target).get(p) or self.glob_target(target, p) or target
                 break
-        if len(scc) > 1:
-            found.append(scc)
+        return target
+
+    def edges(self) -> dict:
+        edges = {m: set() for m in self.files}
+        for module, path in self.files.items():
+            if module[-1:] in (("tests",), ("testing",)):
+                continue
+            text = strip(path.read_text())
+            inline = set(re.findall(r"\bmod\s+(\w+)\s*\{", text))
+            paths = []
+            for use in re.findall(r"\buse\s+([^;]+);", text, re.S):
+                paths.extend(use_paths(use))
+            paths.extend(re.findall(r"\b((?:crate::" + self.name + r"|super|self)(?:::\w+)+)", text))
+            for p in paths:
+                parts = p.split("::")
+                if parts[0] == "super" and len(parts) > 1 and parts[1] in inline:
+                    # Inside an inline `mod` of this file: `super::` is the file itself.
+                    continue
+                target = self.resolve(module, p)
+                if target is None or target == module or target not in self.files:
+                    continue
+                if target[-1:] == ("testing",):
+                    continue
+                edges[module].add(target)
+        return edges
 
 
-for v in files:
-    if v not in index:
-        visit(v)
+def strip(text: str) -> str:
+    """The text without comments and without its inline test modules (`#[cfg(test)] mod NAME { … }`, last in a file)."""
+    text = re.sub(r"//[^\n]*", "", text)
+    return re.split(r"#\[cfg\(test\)\]\s*mod \w+\s*\{", text)[0]
 
-name = lambda m: "::".join((room,) + m)
-for scc in found:
-    members = set(scc)
-    print(f"error: import circle in src/{room}: " + ", ".join(sorted(name(m) for m in scc)), file=sys.stderr)
-    for m in sorted(scc):
-        for t in sorted(edges[m] & members):
-            print(f"  {name(m)} -> {name(t)}", file=sys.stderr)
-sys.exit(1 if found else 0)
+
+def circles(edges: dict) -> list:
+    """Tarjan's strongly connected components of more than one file."""
+    index, low, on, stack, found = {}, {}, set(), [], []
+    sys.setrecursionlimit(10000)
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            scc = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                scc.append(w)
+                if w == v:
+                    break
+            if len(scc) > 1:
+                found.append(scc)
+
+    for v in edges:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def check(name: str) -> bool:
+    room = Room(name)
+    edges = room.edges()
+    show = lambda m: "::".join((name,) + m)
+    found = circles(edges)
+    for scc in found:
+        members = set(scc)
+        print(f"error: import circle in src/{name}: " + ", ".join(sorted(show(m) for m in scc)), file=sys.stderr)
+        for m in sorted(scc):
+            for t in sorted(edges[m] & members):
+                print(f"  {show(m)} -> {show(t)}", file=sys.stderr)
+    return not found
+
+
+rooms = sys.argv[1:] or sorted(p.name for p in SRC.iterdir() if p.is_dir())
+ok = all([check(room) for room in rooms])
+sys.exit(0 if ok else 1)

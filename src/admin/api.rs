@@ -13,8 +13,8 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 
 use super::auth::{self, Caller};
-use super::filter::TaskFilter;
-use super::refusal::Refusal;
+use super::filter::TaskQuery;
+use super::refusal::ApiRefusal;
 use super::{assets, tasks, Admin};
 use crate::transport::http::{closing, read_whole, BodyError};
 
@@ -39,7 +39,7 @@ pub(super) fn router(admin: Arc<Admin>) -> Router {
         .route("/api/replicas", get(replicas))
         .route("/api/sessions", get(sessions))
         .route("/api/events", get(events))
-        .fallback(|| async { Refusal::new(StatusCode::NOT_FOUND, "no such page or endpoint; the API is described at /api/openapi.json") })
+        .fallback(|| async { ApiRefusal::new(StatusCode::NOT_FOUND, "no such page or endpoint; the API is described at /api/openapi.json") })
         .layer(axum::middleware::from_fn(bounded_body))
         .with_state(admin)
 }
@@ -61,24 +61,24 @@ async fn bounded_body(request: axum::extract::Request, next: axum::middleware::N
     next.run(axum::extract::Request::from_parts(parts, axum::body::Body::from(body))).await
 }
 
-fn body_refusal(error: BodyError) -> Refusal {
+fn body_refusal(error: BodyError) -> ApiRefusal {
     let over = format!("over the {MAX_BODY} bytes an admin request may have");
     match error {
-        BodyError::TooLarge { announced: Some(length) } => Refusal::new(StatusCode::PAYLOAD_TOO_LARGE, format!("the body is {length} bytes, {over}")),
-        BodyError::TooLarge { announced: None } => Refusal::new(StatusCode::PAYLOAD_TOO_LARGE, format!("the body is {over}")),
-        BodyError::TooSlow => Refusal::new(StatusCode::REQUEST_TIMEOUT, format!("the body did not arrive within {} s", BODY_TIMEOUT.as_secs())),
-        BodyError::Unreadable(e) => Refusal::bad_request(format!("cannot read the body: {e}")),
+        BodyError::TooLarge { announced: Some(length) } => ApiRefusal::new(StatusCode::PAYLOAD_TOO_LARGE, format!("the body is {length} bytes, {over}")),
+        BodyError::TooLarge { announced: None } => ApiRefusal::new(StatusCode::PAYLOAD_TOO_LARGE, format!("the body is {over}")),
+        BodyError::TooSlow => ApiRefusal::new(StatusCode::REQUEST_TIMEOUT, format!("the body did not arrive within {} s", BODY_TIMEOUT.as_secs())),
+        BodyError::Unreadable(e) => ApiRefusal::bad_request(format!("cannot read the body: {e}")),
     }
 }
 
 /// Host/Origin, then the caller.
-async fn caller(admin: &Admin, headers: &HeaderMap) -> Result<Caller, Refusal> {
+async fn caller(admin: &Admin, headers: &HeaderMap) -> Result<Caller, ApiRefusal> {
     admin.auth.check_origin(headers)?;
     admin.auth.caller(headers).await
 }
 
 /// [`caller`], then the checks of an action.
-async fn actor(admin: &Admin, headers: &HeaderMap) -> Result<Caller, Refusal> {
+async fn actor(admin: &Admin, headers: &HeaderMap) -> Result<Caller, ApiRefusal> {
     let caller = caller(admin, headers).await?;
     admin.auth.check_action(&caller, headers)?;
     Ok(caller)
@@ -103,12 +103,12 @@ async fn openapi() -> Response {
     ([(header::CONTENT_TYPE, "application/json")], assets::OPENAPI).into_response()
 }
 
-async fn login(State(admin): State<Arc<Admin>>, headers: HeaderMap, body: Bytes) -> Result<Response, Refusal> {
+async fn login(State(admin): State<Arc<Admin>>, headers: HeaderMap, body: Bytes) -> Result<Response, ApiRefusal> {
     admin.auth.check_origin(&headers)?;
     auth::check_json(&headers)?;
-    let body: Value = serde_json::from_slice(&body).map_err(|e| Refusal::bad_request(format!("the body is not JSON: {e}")))?;
+    let body: Value = serde_json::from_slice(&body).map_err(|e| ApiRefusal::bad_request(format!("the body is not JSON: {e}")))?;
     let Some(token) = body.get("token").and_then(Value::as_str) else {
-        return Err(Refusal::bad_request("missing `token`: send {\"token\": \"…\"}, an admin token's value"));
+        return Err(ApiRefusal::bad_request("missing `token`: send {\"token\": \"…\"}, an admin token's value"));
     };
     let (cookie, caller) = admin.auth.login(token)?;
     tracing::info!(admin = %caller.who, "signed in to the admin console");
@@ -117,7 +117,7 @@ async fn login(State(admin): State<Arc<Admin>>, headers: HeaderMap, body: Bytes)
     Ok(response)
 }
 
-async fn logout(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<Response, Refusal> {
+async fn logout(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<Response, ApiRefusal> {
     actor(&admin, &headers).await?;
     admin.auth.logout(&headers);
     let mut response = Json(json!({ "signedOut": true })).into_response();
@@ -125,28 +125,28 @@ async fn logout(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<R
     Ok(response)
 }
 
-async fn session(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<Json<Value>, Refusal> {
+async fn session(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<Json<Value>, ApiRefusal> {
     let caller = caller(&admin, &headers).await?;
     Ok(Json(json!({ "who": caller.who, "csrf": caller.csrf })))
 }
 
-async fn list_tasks(State(admin): State<Arc<Admin>>, headers: HeaderMap, RawQuery(query): RawQuery) -> Result<Json<Value>, Refusal> {
+async fn list_tasks(State(admin): State<Arc<Admin>>, headers: HeaderMap, RawQuery(query): RawQuery) -> Result<Json<Value>, ApiRefusal> {
     caller(&admin, &headers).await?;
-    let filter = TaskFilter::parse(query.as_deref())?;
+    let filter = TaskQuery::parse(query.as_deref())?;
     let page = tasks::list(&admin.host, &filter).await.map_err(unavailable)?;
     Ok(Json(serde_json::to_value(page).expect("views serialize")))
 }
 
-async fn show_task(State(admin): State<Arc<Admin>>, headers: HeaderMap, Path(id): Path<String>) -> Result<Json<Value>, Refusal> {
+async fn show_task(State(admin): State<Arc<Admin>>, headers: HeaderMap, Path(id): Path<String>) -> Result<Json<Value>, ApiRefusal> {
     caller(&admin, &headers).await?;
     tasks::check_id(&id)?;
     match tasks::detail(&admin.host, &id).await.map_err(unavailable)? {
         Some(detail) => Ok(Json(detail)),
-        None => Err(Refusal::new(StatusCode::NOT_FOUND, format!("no task `{id}`"))),
+        None => Err(ApiRefusal::new(StatusCode::NOT_FOUND, format!("no task `{id}`"))),
     }
 }
 
-async fn cancel_task(State(admin): State<Arc<Admin>>, headers: HeaderMap, Path(id): Path<String>) -> Result<Json<Value>, Refusal> {
+async fn cancel_task(State(admin): State<Arc<Admin>>, headers: HeaderMap, Path(id): Path<String>) -> Result<Json<Value>, ApiRefusal> {
     let caller = actor(&admin, &headers).await?;
     tasks::check_id(&id)?;
     let row = tasks::cancel(&admin.host, &id).await?;
@@ -154,30 +154,30 @@ async fn cancel_task(State(admin): State<Arc<Admin>>, headers: HeaderMap, Path(i
     Ok(Json(serde_json::to_value(row).expect("views serialize")))
 }
 
-async fn plugins(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<Json<Value>, Refusal> {
+async fn plugins(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<Json<Value>, ApiRefusal> {
     caller(&admin, &headers).await?;
     Ok(Json(json!({ "loaded": admin.host.plugins_loaded(), "plugins": admin.host.plugin_views() })))
 }
 
-async fn reload(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<Json<Value>, Refusal> {
+async fn reload(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<Json<Value>, ApiRefusal> {
     let caller = actor(&admin, &headers).await?;
     let changed = (admin.reload)().await;
     tracing::info!(admin = %caller.who, changed, "plugins reloaded from the admin console");
     Ok(Json(json!({ "changed": changed, "plugins": admin.host.plugin_views() })))
 }
 
-async fn tools(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<Json<Value>, Refusal> {
+async fn tools(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<Json<Value>, ApiRefusal> {
     caller(&admin, &headers).await?;
     Ok(Json(json!({ "tools": admin.host.tool_views() })))
 }
 
-async fn replicas(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<Json<Value>, Refusal> {
+async fn replicas(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<Json<Value>, ApiRefusal> {
     caller(&admin, &headers).await?;
     let view = admin.host.replica_views().await.map_err(unavailable)?;
     Ok(Json(serde_json::to_value(view).expect("views serialize")))
 }
 
-async fn sessions(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<Json<Value>, Refusal> {
+async fn sessions(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<Json<Value>, ApiRefusal> {
     caller(&admin, &headers).await?;
     Ok(Json(json!({ "sessions": admin.host.session_views() })))
 }
@@ -188,13 +188,12 @@ async fn events(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Response
     }
     match admin.hub.subscribe(admin.stopping.clone()) {
         Some(stream) => stream.into_response(),
-        None => {
-            Refusal::new(StatusCode::SERVICE_UNAVAILABLE, format!("{} event streams are open already; close one", super::events::MAX_CLIENTS)).into_response()
-        }
+        None => ApiRefusal::new(StatusCode::SERVICE_UNAVAILABLE, format!("{} event streams are open already; close one", super::events::MAX_CLIENTS))
+            .into_response(),
     }
 }
 
 /// The task store did not answer.
-fn unavailable(e: String) -> Refusal {
-    Refusal::new(StatusCode::SERVICE_UNAVAILABLE, format!("the task store did not answer: {e}"))
+fn unavailable(e: String) -> ApiRefusal {
+    ApiRefusal::new(StatusCode::SERVICE_UNAVAILABLE, format!("the task store did not answer: {e}"))
 }

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use axum::http::{HeaderMap, StatusCode};
 use subtle::ConstantTimeEq;
 
-use super::refusal::Refusal;
+use super::refusal::ApiRefusal;
 use crate::principal::{Owner, Principal, Wire};
 use crate::transport::http::{Denied, Guard};
 
@@ -75,18 +75,18 @@ impl Auth {
     }
 
     /// Host and Origin (DNS rebinding, cross-site requests), each header once.
-    pub fn check_origin(&self, headers: &HeaderMap) -> Result<(), Refusal> {
-        crate::transport::http::check_single(headers).map_err(|(s, m)| Refusal::new(s, m))?;
-        self.guard.check_origin(headers).map_err(|(s, m)| Refusal::new(s, m))
+    pub fn check_origin(&self, headers: &HeaderMap) -> Result<(), ApiRefusal> {
+        crate::transport::http::check_single(headers).map_err(|(s, m)| ApiRefusal::new(s, m))?;
+        self.guard.check_origin(headers).map_err(|(s, m)| ApiRefusal::new(s, m))
     }
 
     /// The caller of a request: a bearer token, else the session cookie.
-    pub async fn caller(&self, headers: &HeaderMap) -> Result<Caller, Refusal> {
+    pub async fn caller(&self, headers: &HeaderMap) -> Result<Caller, ApiRefusal> {
         if headers.contains_key("authorization") {
             return self.bearer(headers).await;
         }
         let Some(id) = cookie(headers, COOKIE) else {
-            return Err(Refusal::new(StatusCode::UNAUTHORIZED, "not signed in: sign in with an admin token, or send `Authorization: Bearer TOKEN`"));
+            return Err(ApiRefusal::new(StatusCode::UNAUTHORIZED, "not signed in: sign in with an admin token, or send `Authorization: Bearer TOKEN`"));
         };
         let mut logins = self.logins.lock().unwrap();
         match logins.get_mut(id) {
@@ -96,31 +96,33 @@ impl Auth {
             }
             Some(_) => {
                 logins.remove(id);
-                Err(Refusal::new(StatusCode::UNAUTHORIZED, "the sign-in expired: sign in again"))
+                Err(ApiRefusal::new(StatusCode::UNAUTHORIZED, "the sign-in expired: sign in again"))
             }
-            None => Err(Refusal::new(StatusCode::UNAUTHORIZED, "the sign-in is unknown (the host restarted, or it was signed out): sign in again")),
+            None => Err(ApiRefusal::new(StatusCode::UNAUTHORIZED, "the sign-in is unknown (the host restarted, or it was signed out): sign in again")),
         }
     }
 
     /// The holder of the request's bearer token: an admin token's name, or an OAuth user whose
     /// token is for the console, grants its scope and carries its group.
-    async fn bearer(&self, headers: &HeaderMap) -> Result<Caller, Refusal> {
+    async fn bearer(&self, headers: &HeaderMap) -> Result<Caller, ApiRefusal> {
         let Some(oauth) = &self.oauth else {
-            let who = self.guard.token_holder(headers).map_err(|(s, m)| Refusal::new(s, m))?;
+            let who = self.guard.token_holder(headers).map_err(|(s, m)| ApiRefusal::new(s, m))?;
             return Ok(Caller { who, csrf: None });
         };
         let insufficient = |message: String| {
-            Refusal::new(StatusCode::FORBIDDEN, message).with_challenge(format!("Bearer error=\"insufficient_scope\", scope=\"{}\"", oauth.scope))
+            ApiRefusal::new(StatusCode::FORBIDDEN, message).with_challenge(format!("Bearer error=\"insufficient_scope\", scope=\"{}\"", oauth.scope))
         };
         let principal = match self.guard.authenticate(headers).await {
             Ok(Some(principal)) => principal,
-            Ok(None) | Err(Denied::Missing) => return Err(Refusal::new(StatusCode::UNAUTHORIZED, "missing bearer token: send `Authorization: Bearer TOKEN`")),
-            Err(Denied::Invalid) => return Err(Refusal::new(StatusCode::UNAUTHORIZED, "invalid bearer token")),
+            Ok(None) | Err(Denied::Missing) => {
+                return Err(ApiRefusal::new(StatusCode::UNAUTHORIZED, "missing bearer token: send `Authorization: Bearer TOKEN`"))
+            }
+            Err(Denied::Invalid) => return Err(ApiRefusal::new(StatusCode::UNAUTHORIZED, "invalid bearer token")),
             Err(Denied::InsufficientScope(_)) => {
                 return Err(insufficient(format!("insufficient_scope: the access token does not grant the scope {}", oauth.scope)))
             }
             Err(Denied::Unavailable) => {
-                return Err(Refusal::new(StatusCode::SERVICE_UNAVAILABLE, "the token's authorization server cannot be reached now; try again later"))
+                return Err(ApiRefusal::new(StatusCode::SERVICE_UNAVAILABLE, "the token's authorization server cannot be reached now; try again later"))
             }
         };
         if let (Principal::User(user), Some(group)) = (&principal, &oauth.group) {
@@ -137,29 +139,29 @@ impl Auth {
 
     /// The checks of a request that changes something, once its caller is known: a cookie-borne
     /// one must carry its sign-in's CSRF token and a JSON body type.
-    pub fn check_action(&self, caller: &Caller, headers: &HeaderMap) -> Result<(), Refusal> {
+    pub fn check_action(&self, caller: &Caller, headers: &HeaderMap) -> Result<(), ApiRefusal> {
         let Some(expected) = &caller.csrf else { return Ok(()) };
         let presented = headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok());
         let Some(presented) = presented else {
-            return Err(Refusal::new(
+            return Err(ApiRefusal::new(
                 StatusCode::FORBIDDEN,
                 "missing X-Corral-CSRF header: an action on the session cookie needs the CSRF token `GET /api/session` gives (a cross-site form cannot send it)",
             ));
         };
         if !bool::from(presented.as_bytes().ct_eq(expected.as_bytes())) {
-            return Err(Refusal::new(StatusCode::FORBIDDEN, "the X-Corral-CSRF header does not match this sign-in's CSRF token"));
+            return Err(ApiRefusal::new(StatusCode::FORBIDDEN, "the X-Corral-CSRF header does not match this sign-in's CSRF token"));
         }
         check_json(headers)
     }
 
     /// Signs in with `token`: the new sign-in's cookie value and caller.
-    pub fn login(&self, token: &str) -> Result<(String, Caller), Refusal> {
+    pub fn login(&self, token: &str) -> Result<(String, Caller), ApiRefusal> {
         let mut headers = HeaderMap::new();
-        let value = format!("Bearer {token}").parse().map_err(|_| Refusal::new(StatusCode::UNAUTHORIZED, "invalid admin token"))?;
+        let value = format!("Bearer {token}").parse().map_err(|_| ApiRefusal::new(StatusCode::UNAUTHORIZED, "invalid admin token"))?;
         headers.insert("authorization", value);
         let who = match self.guard.token_holder(&headers) {
             Ok(who) => who,
-            Err(_) => return Err(Refusal::new(StatusCode::UNAUTHORIZED, "invalid admin token")),
+            Err(_) => return Err(ApiRefusal::new(StatusCode::UNAUTHORIZED, "invalid admin token")),
         };
         let (id, csrf) = (random_token(), random_token());
         let mut logins = self.logins.lock().unwrap();
@@ -183,14 +185,14 @@ impl Auth {
 
 /// A body that changes something must be JSON: a cross-site form (or a "simple" fetch) cannot
 /// send that type without the browser asking first, which this listener never allows.
-pub fn check_json(headers: &HeaderMap) -> Result<(), Refusal> {
+pub fn check_json(headers: &HeaderMap) -> Result<(), ApiRefusal> {
     let kind = headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("");
     let essence = kind.split(';').next().unwrap_or("").trim();
     if essence.eq_ignore_ascii_case("application/json") {
         return Ok(());
     }
     let shown = if kind.is_empty() { "none".to_owned() } else { format!("`{kind}`") };
-    Err(Refusal::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, format!("Content-Type {shown}: an admin action takes `application/json`")))
+    Err(ApiRefusal::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, format!("Content-Type {shown}: an admin action takes `application/json`")))
 }
 
 /// The `Set-Cookie` value of a sign-in (`None`: the one that clears it).

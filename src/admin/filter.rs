@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::refusal::Refusal;
+use super::refusal::ApiRefusal;
 use crate::tasks::{TaskCursor, TaskStatus};
 
 /// Bytes of a whole query string at most.
@@ -20,7 +20,7 @@ const KEYS: [&str; 8] = ["status", "owner", "tool", "plugin", "older_than", "new
 
 /// Which tasks to list, newest first.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct TaskFilter {
+pub struct TaskQuery {
     /// Any of these statuses (empty: all).
     pub statuses: Vec<TaskStatus>,
     /// The owner key, exactly.
@@ -39,7 +39,7 @@ pub struct TaskFilter {
     pub before: Option<TaskCursor>,
 }
 
-impl TaskFilter {
+impl TaskQuery {
     /// The task store's filter, with ages counted back from `now` (ms since the Unix epoch).
     pub fn store_filter(&self, now: i64) -> crate::tasks::TaskFilter {
         let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
@@ -54,38 +54,38 @@ impl TaskFilter {
     }
 
     /// Reads `query` (the part after `?`, possibly absent).
-    pub fn parse(query: Option<&str>) -> Result<TaskFilter, Refusal> {
-        let mut filter = TaskFilter { limit: DEFAULT_LIMIT, ..TaskFilter::default() };
+    pub fn parse(query: Option<&str>) -> Result<TaskQuery, ApiRefusal> {
+        let mut filter = TaskQuery { limit: DEFAULT_LIMIT, ..TaskQuery::default() };
         let Some(query) = query.filter(|q| !q.is_empty()) else { return Ok(filter) };
         if query.len() > MAX_QUERY {
-            return Err(Refusal::bad_request(format!("the query is {} bytes, over the {MAX_QUERY} a task filter may have", query.len())));
+            return Err(ApiRefusal::bad_request(format!("the query is {} bytes, over the {MAX_QUERY} a task filter may have", query.len())));
         }
         let mut seen: Vec<&'static str> = Vec::new();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (raw_key, raw_value) = pair.split_once('=').unwrap_or((pair, ""));
-            let name = decode(raw_key).map_err(|why| Refusal::bad_request(format!("a filter name {why}")))?;
+            let name = decode(raw_key).map_err(|why| ApiRefusal::bad_request(format!("a filter name {why}")))?;
             let Some(&key) = KEYS.iter().find(|k| **k == name) else {
                 let shown: String = name.chars().take(64).collect();
-                return Err(Refusal::bad_request(format!("unknown filter `{shown}`; the filters are {}", KEYS.join(", "))));
+                return Err(ApiRefusal::bad_request(format!("unknown filter `{shown}`; the filters are {}", KEYS.join(", "))));
             };
             if seen.contains(&key) {
-                return Err(Refusal::bad_request(format!("filter `{key}` is given twice; give it once (`status` takes a comma-separated list)")));
+                return Err(ApiRefusal::bad_request(format!("filter `{key}` is given twice; give it once (`status` takes a comma-separated list)")));
             }
             seen.push(key);
-            let value = decode(raw_value).map_err(|why| Refusal::bad_request(format!("filter `{key}`: the value {why}")))?;
+            let value = decode(raw_value).map_err(|why| ApiRefusal::bad_request(format!("filter `{key}`: the value {why}")))?;
             if value.len() > MAX_VALUE {
-                return Err(Refusal::bad_request(format!("filter `{key}` is {} bytes long, over {MAX_VALUE}", value.len())));
+                return Err(ApiRefusal::bad_request(format!("filter `{key}` is {} bytes long, over {MAX_VALUE}", value.len())));
             }
             if value.is_empty() {
-                return Err(Refusal::bad_request(format!("filter `{key}` is empty; leave it out to match everything")));
+                return Err(ApiRefusal::bad_request(format!("filter `{key}` is empty; leave it out to match everything")));
             }
             filter.set(key, value)?;
         }
         Ok(filter)
     }
 
-    fn set(&mut self, key: &str, value: String) -> Result<(), Refusal> {
-        let bad = |why: String| Refusal::bad_request(format!("filter `{key}`: {why}"));
+    fn set(&mut self, key: &str, value: String) -> Result<(), ApiRefusal> {
+        let bad = |why: String| ApiRefusal::bad_request(format!("filter `{key}`: {why}"));
         match key {
             "status" => {
                 for part in value.split(',') {
@@ -153,17 +153,17 @@ mod tests {
     use super::*;
 
     fn refused(query: &str) -> String {
-        TaskFilter::parse(Some(query)).unwrap_err().message
+        TaskQuery::parse(Some(query)).unwrap_err().message
     }
 
     #[test]
     fn a_filter_reads_every_key() {
-        let f = TaskFilter::parse(Some("status=working,input_required&tool=tick&owner=token%3Aops&older_than=5m&limit=20&before=s17")).unwrap();
+        let f = TaskQuery::parse(Some("status=working,input_required&tool=tick&owner=token%3Aops&older_than=5m&limit=20&before=s17")).unwrap();
         assert_eq!(f.statuses, vec![TaskStatus::Working, TaskStatus::InputRequired]);
         assert_eq!((f.tool.as_deref(), f.owner.as_deref()), (Some("tick"), Some("token:ops")));
         assert_eq!((f.older_than, f.limit, f.before), (Some(Duration::from_secs(300)), 20, TaskCursor::parse("s17")));
         assert!(refused("before=17").starts_with("filter `before`: `17` is not a cursor"));
-        assert_eq!(TaskFilter::parse(None).unwrap().limit, DEFAULT_LIMIT);
+        assert_eq!(TaskQuery::parse(None).unwrap().limit, DEFAULT_LIMIT);
     }
 
     #[test]

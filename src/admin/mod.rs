@@ -47,7 +47,7 @@ use crate::transport::http::{Acceptor, ConnectionSettings, Guard};
 const MAX_CONNECTIONS: usize = 256;
 
 pub use auth::AdminOAuth;
-pub use filter::TaskFilter;
+pub use filter::TaskQuery;
 
 /// Reloads the plugins from where the host loaded them; true when what is served changed.
 pub type Reload = Arc<dyn Fn() -> BoxFuture<'static, bool> + Send + Sync>;

@@ -8,7 +8,7 @@ use serde_json::json;
 
 /// A refused request.
 #[derive(Debug)]
-pub struct Refusal {
+pub struct ApiRefusal {
     /// The HTTP status.
     pub status: StatusCode,
     /// What was wrong, in a sentence.
@@ -18,25 +18,25 @@ pub struct Refusal {
     pub challenge: Option<String>,
 }
 
-impl Refusal {
+impl ApiRefusal {
     /// A refusal with `status`.
-    pub fn new(status: StatusCode, message: impl Into<String>) -> Refusal {
-        Refusal { status, message: message.into(), challenge: None }
+    pub fn new(status: StatusCode, message: impl Into<String>) -> ApiRefusal {
+        ApiRefusal { status, message: message.into(), challenge: None }
     }
 
     /// The refusal with `challenge` as its `WWW-Authenticate`.
-    pub fn with_challenge(mut self, challenge: String) -> Refusal {
+    pub fn with_challenge(mut self, challenge: String) -> ApiRefusal {
         self.challenge = Some(challenge);
         self
     }
 
     /// 400 with `message`.
-    pub fn bad_request(message: impl Into<String>) -> Refusal {
-        Refusal::new(StatusCode::BAD_REQUEST, message)
+    pub fn bad_request(message: impl Into<String>) -> ApiRefusal {
+        ApiRefusal::new(StatusCode::BAD_REQUEST, message)
     }
 }
 
-impl IntoResponse for Refusal {
+impl IntoResponse for ApiRefusal {
     fn into_response(self) -> Response {
         let mut response = (self.status, Json(json!({ "error": { "status": self.status.as_u16(), "message": self.message } }))).into_response();
         match self.challenge.as_deref().and_then(|c| HeaderValue::from_str(c).ok()) {

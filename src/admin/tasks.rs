@@ -6,8 +6,8 @@ use axum::http::StatusCode;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::filter::TaskFilter;
-use super::refusal::Refusal;
+use super::filter::TaskQuery;
+use super::refusal::ApiRefusal;
 use crate::server::operator::CancelRefusal;
 use crate::server::Host;
 use crate::tasks::TaskStatus;
@@ -19,7 +19,7 @@ const MAX_ID: usize = 128;
 
 /// One page of tasks, newest first.
 #[derive(Serialize)]
-pub struct TaskPage {
+pub struct TaskListing {
     /// The tasks.
     pub tasks: Vec<TaskRow>,
     /// Where the next page starts (pass it as `before`); `None` on the last page.
@@ -27,18 +27,18 @@ pub struct TaskPage {
 }
 
 /// Refuses a task id no task can have, naming it.
-pub fn check_id(id: &str) -> Result<(), Refusal> {
+pub fn check_id(id: &str) -> Result<(), ApiRefusal> {
     if id.len() > MAX_ID || id.is_empty() || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
         let shown: String = id.chars().take(40).collect();
-        return Err(Refusal::bad_request(format!("`{shown}` is not a task id (letters, digits, `-`; at most {MAX_ID} bytes)")));
+        return Err(ApiRefusal::bad_request(format!("`{shown}` is not a task id (letters, digits, `-`; at most {MAX_ID} bytes)")));
     }
     Ok(())
 }
 
 /// The tasks `filter` selects.
-pub async fn list(host: &Host, filter: &TaskFilter) -> Result<TaskPage, String> {
+pub async fn list(host: &Host, filter: &TaskQuery) -> Result<TaskListing, String> {
     let (tasks, next) = host.operator_tasks(&filter.store_filter(crate::tasks::now_ms()), filter.before, filter.limit).await?;
-    Ok(TaskPage { tasks, next })
+    Ok(TaskListing { tasks, next })
 }
 
 /// The newest `limit` unfinished tasks (the event producer's watch).
@@ -61,13 +61,13 @@ pub async fn detail(host: &Host, id: &str) -> Result<Option<Value>, String> {
 }
 
 /// Cancels task `id` through the store.
-pub async fn cancel(host: &Host, id: &str) -> Result<TaskRow, Refusal> {
+pub async fn cancel(host: &Host, id: &str) -> Result<TaskRow, ApiRefusal> {
     host.operator_cancel(id).await.map_err(|e| match e {
-        CancelRefusal::NotFound => Refusal::new(StatusCode::NOT_FOUND, format!("no task `{id}`")),
+        CancelRefusal::NotFound => ApiRefusal::new(StatusCode::NOT_FOUND, format!("no task `{id}`")),
         CancelRefusal::Ended(status) => {
-            Refusal::new(StatusCode::CONFLICT, format!("task `{id}` is already {status}: only a working or input_required task can be cancelled"))
+            ApiRefusal::new(StatusCode::CONFLICT, format!("task `{id}` is already {status}: only a working or input_required task can be cancelled"))
         }
-        CancelRefusal::Store(e) => Refusal::new(StatusCode::SERVICE_UNAVAILABLE, format!("the task store did not answer: {e}")),
+        CancelRefusal::Store(e) => ApiRefusal::new(StatusCode::SERVICE_UNAVAILABLE, format!("the task store did not answer: {e}")),
     })
 }
 

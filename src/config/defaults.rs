@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use super::{parse_duration, parse_size};
+use super::values::{parse_duration, parse_size};
 
 /// `--timeout`, [`Limits::timeout`](super::Limits::timeout): wall-clock limit of one call.
 pub const TIMEOUT: &str = "30s";

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::limits::Limits;
 use super::permissions::{DirGrant, EnvVar, NetPattern, Permissions};
-use super::{check_positive, parse_duration, parse_memory, parse_size, Limits};
+use super::values::{check_positive, parse_duration, parse_memory, parse_size};
 
 /// What a manifest says, applied over the host's defaults.
 #[derive(Clone, Debug, Default, PartialEq)]

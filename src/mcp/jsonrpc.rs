@@ -250,12 +250,23 @@ pub struct Outgoing {
     // A `String` behind the `Arc`, not an `Arc<str>`: making one of those would copy the text,
     // and a large result's text is most of what a call costs to answer.
     text: Arc<String>,
-    answer: Option<Answer>,
+    kind: Kind,
+}
+
+/// Which of JSON-RPC's three messages an [`Outgoing`] is.
+#[derive(Clone, Debug)]
+enum Kind {
+    /// A response, and what it says about itself.
+    Response(ResponseFacts),
+    /// A request to the client: its answer is awaited, so it is never dropped.
+    Request,
+    /// A notification: a transport whose client does not read may drop it (and count it).
+    Notification,
 }
 
 /// What a response says about itself.
 #[derive(Clone, Debug)]
-struct Answer {
+struct ResponseFacts {
     /// The request it answers (`None`: one whose id could not be read).
     id: Option<RequestId>,
     /// Its error's code, and the error's `data.retryAfterSeconds` when it has one.
@@ -284,9 +295,21 @@ struct Call<'a, P: Serialize> {
 }
 
 impl Outgoing {
-    fn new(message: &impl Serialize, answer: Option<Answer>) -> Outgoing {
+    fn new(message: &impl Serialize, kind: Kind) -> Outgoing {
         let text = serde_json::to_string(message).expect("messages serialize: their maps have string keys");
-        Outgoing { text: Arc::new(text), answer }
+        Outgoing { text: Arc::new(text), kind }
+    }
+
+    fn answer(&self) -> Option<&ResponseFacts> {
+        match &self.kind {
+            Kind::Response(answer) => Some(answer),
+            Kind::Request | Kind::Notification => None,
+        }
+    }
+
+    /// Whether this is a notification (no response, no request awaiting one).
+    pub fn is_notification(&self) -> bool {
+        matches!(self.kind, Kind::Notification)
     }
 
     /// The message's JSON text.
@@ -307,41 +330,41 @@ impl Outgoing {
 
     /// Whether this is the response to request `id`.
     pub fn answers(&self, id: &RequestId) -> bool {
-        self.answer.as_ref().is_some_and(|a| a.id.as_ref() == Some(id))
+        self.answer().is_some_and(|a| a.id.as_ref() == Some(id))
     }
 
     /// A response's error code, when it is an error response.
     pub fn error_code(&self) -> Option<i32> {
-        self.answer.as_ref().and_then(|a| a.error).map(|(code, _)| code)
+        self.answer().and_then(|a| a.error).map(|(code, _)| code)
     }
 
     /// The seconds an error response's `data.retryAfterSeconds` asks a client to wait.
     pub fn retry_after(&self) -> Option<u64> {
-        self.answer.as_ref().and_then(|a| a.error).and_then(|(_, retry)| retry)
+        self.answer().and_then(|a| a.error).and_then(|(_, retry)| retry)
     }
 }
 
 /// The answer to request `id`: `result`.
 pub fn result_message(id: &RequestId, result: &impl Serialize) -> Outgoing {
     let message = Response { id: Some(id), jsonrpc: "2.0", error: None, result: Some(result) };
-    Outgoing::new(&message, Some(Answer { id: Some(id.clone()), error: None }))
+    Outgoing::new(&message, Kind::Response(ResponseFacts { id: Some(id.clone()), error: None }))
 }
 
 /// The error answer to request `id` (`null` when the id could not be read).
 pub fn error_message(id: Option<&RequestId>, error: &RpcError) -> Outgoing {
     let message = Response::<()> { id, jsonrpc: "2.0", error: Some(error), result: None };
     let retry_after = error.data.as_ref().and_then(|d| d.get("retryAfterSeconds")).and_then(Value::as_u64);
-    Outgoing::new(&message, Some(Answer { id: id.cloned(), error: Some((error.code, retry_after)) }))
+    Outgoing::new(&message, Kind::Response(ResponseFacts { id: id.cloned(), error: Some((error.code, retry_after)) }))
 }
 
 /// A request from corral to the client (`elicitation/create`, `sampling/createMessage`, …).
 pub fn request_message(id: &RequestId, method: &str, params: &impl Serialize) -> Outgoing {
-    Outgoing::new(&Call { id: Some(id), jsonrpc: "2.0", method, params }, None)
+    Outgoing::new(&Call { id: Some(id), jsonrpc: "2.0", method, params }, Kind::Request)
 }
 
 /// A notification from corral to the client.
 pub fn notification(method: &str, params: &impl Serialize) -> Outgoing {
-    Outgoing::new(&Call { id: None, jsonrpc: "2.0", method, params }, None)
+    Outgoing::new(&Call { id: None, jsonrpc: "2.0", method, params }, Kind::Notification)
 }
 
 #[cfg(test)]

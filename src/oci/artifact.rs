@@ -56,7 +56,7 @@ pub struct Descriptor {
 impl Descriptor {
     /// The descriptor of `bytes` as a blob of `media_type`.
     pub fn of(media_type: &str, bytes: &[u8]) -> Descriptor {
-        Descriptor { media_type: media_type.to_owned(), digest: super::sha256_digest(bytes), size: bytes.len() as u64, annotations: BTreeMap::new() }
+        Descriptor { media_type: media_type.to_owned(), digest: super::digest::sha256_digest(bytes), size: bytes.len() as u64, annotations: BTreeMap::new() }
     }
 }
 

@@ -12,8 +12,9 @@ use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, RegistryOperation};
 
 use super::artifact::{Descriptor, OCI_MANIFEST};
+use super::digest::sha256_digest;
+use super::reference::OciRef;
 use super::reference::ReferenceError;
-use super::{sha256_digest, OciRef};
 
 /// The media types a manifest is asked for in.
 const ACCEPTED_MANIFESTS: [&str; 2] = [OCI_MANIFEST, "application/vnd.docker.distribution.manifest.v2+json"];

@@ -109,7 +109,7 @@ impl PublicKey {
 
 fn fingerprint(key: &VerifyingKey) -> String {
     let der = key.to_public_key_der().expect("a P-256 key always encodes");
-    super::sha256_digest(der.as_bytes())
+    super::digest::sha256_digest(der.as_bytes())
 }
 
 /// A private key that publishes signatures.

@@ -11,8 +11,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::live::Registry;
 use super::load::{load_files_serving, LoadSettings};
-use super::Registry;
 use crate::runtime::Runtime;
 
 /// Loads `files` (from `dir`, for the log) into `registry` on a new thread, which ends when the

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::catalog::{stamp, Catalog, Plugin, PromptEntry, Refusal, RefusalKind, ResourceEntry, Stamp, TemplateEntry, ToolEntry};
 use super::checks::{check_name, check_prompt, compile_schema, prepare_schema_checks};
 use super::uri::{check_uri, UriTemplate};
-use super::{stamp, Catalog, Plugin, PromptEntry, Refusal, RefusalKind, ResourceEntry, Stamp, TemplateEntry, ToolEntry};
 use crate::config::{self, Limits, ManifestError};
 use crate::runtime::{CallContext, Failure, LoadError, PluginCode, Prompt, Resource, ResourceTemplate, Runtime, Silent, Tool};
 

@@ -4,8 +4,9 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use super::catalog::{stamp, Catalog, Refusal};
+use super::live::Registry;
 use super::load::{load_plugin, LoadSettings};
-use super::{stamp, Catalog, Refusal, Registry};
 use crate::runtime::Runtime;
 
 /// Reloads the plugins named in `changed` (their `.wasm` or manifest changed, appeared or

@@ -12,8 +12,9 @@ use std::time::Duration;
 use notify_debouncer_mini::notify::{RecommendedWatcher, RecursiveMode};
 use notify_debouncer_mini::{new_debouncer, DebounceEventResult, DebouncedEventKind, Debouncer};
 
+use super::live::Registry;
 use super::load::{plugin_name, LoadSettings};
-use super::{reload, Registry};
+use super::reload::reload;
 use crate::runtime::Runtime;
 
 /// How long a file must stay unchanged before it is loaded.

@@ -1,19 +1,21 @@
 //! What a call carries down into the runtime, and the per-call store state.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
 use wasmtime::component::ResourceTable;
 use wasmtime::ResourceLimiter;
+use wasmtime_wasi::sockets::WasiSocketsCtxView;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings::{self, ElicitResponse, LogLevel, RequestError, SamplingRequest, SamplingResponse};
+use super::denials::Denials;
 use super::failure::Stopped;
 use super::input::{self, InputRequest, InputResponse, Keyed, Root};
-use super::network::{HttpGuard, NetGuard};
+use super::network::{HttpGuard, LookupView, NetGuard};
 use super::time_limit::TimeLimit;
 use crate::cancel::CancelHandle;
 use crate::config::Limits;
@@ -21,7 +23,7 @@ use crate::telemetry::trace;
 
 /// What a guest's request to the client (`elicit`, `sample`) comes back with, once the client
 /// answered. The guest waits in the host meanwhile.
-pub type Answer<T> = BoxFuture<'static, Result<T, RequestError>>;
+pub type ClientAnswer<T> = BoxFuture<'static, Result<T, RequestError>>;
 
 /// Receives what a guest reports while it runs and carries its requests to the client. The
 /// server turns these into MCP notifications and requests.
@@ -35,19 +37,19 @@ pub trait CallObserver: Send + Sync {
     fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>);
 
     /// Asks the user to fill in a form. By default there is nobody to ask.
-    fn elicit(&self, task: Option<&str>, message: String, requested_schema: String) -> Answer<ElicitResponse> {
+    fn elicit(&self, task: Option<&str>, message: String, requested_schema: String) -> ClientAnswer<ElicitResponse> {
         let _ = (task, message, requested_schema);
         nobody_to_ask()
     }
 
     /// Asks the client's model for a message. By default there is nobody to ask.
-    fn sample(&self, task: Option<&str>, request: SamplingRequest) -> Answer<SamplingResponse> {
+    fn sample(&self, task: Option<&str>, request: SamplingRequest) -> ClientAnswer<SamplingResponse> {
         let _ = (task, request);
         nobody_to_ask()
     }
 
     /// Asks the client for its roots (`roots/list`). By default there is nobody to ask.
-    fn roots(&self, task: Option<&str>) -> Answer<Vec<Root>> {
+    fn roots(&self, task: Option<&str>) -> ClientAnswer<Vec<Root>> {
         let _ = task;
         nobody_to_ask()
     }
@@ -56,12 +58,12 @@ pub trait CallObserver: Send + Sync {
     /// checked). By default each goes to [`CallObserver::elicit`], [`CallObserver::sample`] or
     /// [`CallObserver::roots`] in turn, the first failure failing the whole `ask`: that is how a
     /// client that takes one request at a time (2025-11-25) answers it.
-    fn ask(&self, task: Option<&str>, requests: Keyed<InputRequest>) -> Answer<Keyed<InputResponse>> {
+    fn ask(&self, task: Option<&str>, requests: Keyed<InputRequest>) -> ClientAnswer<Keyed<InputResponse>> {
         // The answers are futures that do nothing until polled: created here, awaited in order.
-        let asked: Vec<(String, Answer<InputResponse>)> = requests
+        let asked: Vec<(String, ClientAnswer<InputResponse>)> = requests
             .into_iter()
             .map(|(key, request)| {
-                let answer: Answer<InputResponse> = match request {
+                let answer: ClientAnswer<InputResponse> = match request {
                     InputRequest::Elicit { message, requested_schema } => {
                         let answer = self.elicit(task, message, requested_schema);
                         Box::pin(async move { answer.await.map(InputResponse::Elicit) })
@@ -109,7 +111,7 @@ pub trait CallObserver: Send + Sync {
     }
 }
 
-fn nobody_to_ask<T: Send + 'static>() -> Answer<T> {
+fn nobody_to_ask<T: Send + 'static>() -> ClientAnswer<T> {
     Box::pin(std::future::ready(Err(RequestError::Unavailable("no MCP client is connected to this call".into()))))
 }
 
@@ -156,29 +158,6 @@ impl CallContext {
     /// A context for a call that `cancel` stops (a request, a task), under `limits.timeout`.
     pub fn for_request(limits: Limits, cancel: CancelHandle, observer: Arc<dyn CallObserver>) -> CallContext {
         CallContext { limits, cancel, observer, denials: Arc::default(), usage: Arc::default(), time_limit: TimeLimit::default() }
-    }
-}
-
-/// What the sandbox refused a guest, each in a sentence naming the grant that would allow it.
-#[derive(Default)]
-pub struct Denials(Mutex<Vec<String>>);
-
-/// A guest retrying in a loop must not grow the list without bound.
-const MAX_DENIALS: usize = 16;
-
-impl Denials {
-    /// Records one refusal (each once, at most a few).
-    pub fn record(&self, what: String) {
-        let mut list = self.0.lock().unwrap();
-        if list.len() < MAX_DENIALS && !list.contains(&what) {
-            tracing::debug!("{what}");
-            list.push(what);
-        }
-    }
-
-    /// The refusals recorded so far, leaving none.
-    pub fn take(&self) -> Vec<String> {
-        std::mem::take(&mut *self.0.lock().unwrap())
     }
 }
 
@@ -239,6 +218,11 @@ pub(crate) struct CallState {
 #[derive(Debug, thiserror::Error)]
 #[error("memory limit of {0} bytes reached")]
 struct MemoryCapReached(u64);
+
+/// A call's name lookups, through its network guard (the linker's view of `ip-name-lookup`).
+pub(crate) fn lookup_view(state: &mut CallState) -> LookupView<'_> {
+    LookupView::new(WasiSocketsCtxView { ctx: state.wasi.sockets(), table: &mut state.table }, &state.net)
+}
 
 impl ResourceLimiter for CallState {
     fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
@@ -435,7 +419,7 @@ impl CallState {
     /// the observer says the call must stop for input it cannot have yet.
     fn until_input<T: Send + 'static>(
         &self,
-        answer: Answer<T>,
+        answer: ClientAnswer<T>,
     ) -> impl std::future::Future<Output = wasmtime::Result<Result<T, RequestError>>> + Send + 'static {
         let observer = self.observer.clone();
         async move {

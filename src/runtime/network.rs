@@ -20,7 +20,7 @@ use wasmtime_wasi::p2::{DynPollable, SocketError};
 use wasmtime_wasi::sockets::{SocketAddrUse, WasiSocketsCtxView};
 use wasmtime_wasi_http::{WasiBody, WasiHttpHooks};
 
-use super::call::{CallState, Denials};
+use super::denials::Denials;
 use crate::config::NetPattern;
 
 /// The network policy of one call, and what it resolved so far.
@@ -95,8 +95,11 @@ pub(crate) struct LookupView<'a> {
     guard: &'a NetGuard,
 }
 
-pub(crate) fn lookup_view(state: &mut CallState) -> LookupView<'_> {
-    LookupView { sockets: WasiSocketsCtxView { ctx: state.wasi.sockets(), table: &mut state.table }, guard: &state.net }
+impl<'a> LookupView<'a> {
+    /// A call's lookups through `guard`.
+    pub(crate) fn new(sockets: WasiSocketsCtxView<'a>, guard: &'a NetGuard) -> LookupView<'a> {
+        LookupView { sockets, guard }
+    }
 }
 
 impl LookupHost for LookupView<'_> {

@@ -431,9 +431,9 @@ impl Listener for Shared {
         initialized
     }
 
-    fn describe(&self) -> Option<super::operator::SessionView> {
+    fn describe(&self) -> Option<super::session_view::SessionView> {
         let client = self.client.lock().unwrap().clone();
-        Some(super::operator::SessionView::new(&self.owner, client, self.opened_at, self.requests.in_flight()))
+        Some(super::session_view::SessionView::new(&self.owner, client, self.opened_at, self.requests.in_flight()))
     }
 
     fn resource_updated(&self, uri: &str, may_hear: &dyn Fn(&Owner) -> bool) -> bool {

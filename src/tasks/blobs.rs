@@ -10,11 +10,6 @@
 //! looping on a large tool fills the disk for the whole TTL. The store checks it as it writes,
 //! so the bound holds across replicas sharing a store, and a keep past it writes nothing.
 
-use super::engine::{Engine, EngineError};
-use super::model::now_ms;
-use super::runner::TaskControl;
-use super::store::StoreError;
-
 /// The most bytes of one part a page holds (text: UTF-8 bytes; binary: base64 characters).
 pub const RESULT_PAGE_BYTES: usize = 256 * 1024;
 
@@ -90,11 +85,25 @@ impl QuotaBound {
     }
 }
 
+/// A keep the quota refuses: which bound, its value, what it holds already and what the keep
+/// would add (the store reports it as its `OverQuota` error).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Overrun {
+    /// Which bound.
+    pub bound: QuotaBound,
+    /// Its value in bytes.
+    pub limit: u64,
+    /// The bytes kept already under it.
+    pub kept: u64,
+    /// The bytes this keep would add.
+    pub size: u64,
+}
+
 impl ResultQuota {
     /// Whether `size` more bytes may be kept when `mine` are kept for the owner and `all` for
     /// everyone; the refusal names the bound passed (the owner's first).
-    pub fn admit(&self, size: u64, mine: u64, all: u64) -> Result<(), StoreError> {
-        let over = |bound, limit: u64, kept: u64| (kept.saturating_add(size) > limit).then_some(StoreError::OverQuota { bound, limit, kept, size });
+    pub fn admit(&self, size: u64, mine: u64, all: u64) -> Result<(), Overrun> {
+        let over = |bound, limit: u64, kept: u64| (kept.saturating_add(size) > limit).then_some(Overrun { bound, limit, kept, size });
         match over(QuotaBound::PerOwner, self.per_owner, mine).or_else(|| over(QuotaBound::Total, self.total, all)) {
             Some(e) => Err(e),
             None => Ok(()),
@@ -162,39 +171,6 @@ pub fn pages(kind: PartKind, data: &str, max: usize) -> Vec<&str> {
     pages
 }
 
-impl Engine {
-    /// Keeps `parts` of the result `id` for `owner` until `expires_at` (ms since the epoch;
-    /// `None`: until deleted): a plain call's large result, read back with [`Engine::result_page`].
-    /// Past the [`ResultQuota`] it is not kept ([`StoreError::OverQuota`]).
-    pub async fn keep_result(&self, owner: &str, id: &str, expires_at: Option<i64>, parts: Vec<ResultPart>) -> Result<(), EngineError> {
-        Ok(self.inner.store.keep_result(owner, id, expires_at, parts, self.inner.settings.result_quota).await?)
-    }
-
-    /// The bytes of results kept now, by every owner (for `/metrics`).
-    pub async fn result_bytes_kept(&self) -> Result<u64, EngineError> {
-        Ok(self.inner.store.result_bytes_kept().await?)
-    }
-
-    /// Page `page` of part `part` of the result `id`, if `owner` owns it and it has not expired.
-    pub async fn result_page(&self, owner: &str, id: &str, part: u32, page: u32) -> Result<Option<ResultPage>, EngineError> {
-        Ok(self.inner.store.result_page(owner, id, part, page, now_ms()).await?)
-    }
-
-    /// When something kept now for the default task TTL (`--task-ttl`) expires.
-    pub fn default_expiry(&self) -> i64 {
-        now_ms().saturating_add(self.inner.settings.default_ttl.as_millis() as i64)
-    }
-}
-
-impl TaskControl {
-    /// Keeps `parts` of this task's result with the task: owned by its owner and deleted with it
-    /// (`expires_at` is the task's expiry). Written before the task ends, so a client that sees
-    /// the task ended can read them.
-    pub async fn keep_result(&self, expires_at: Option<i64>, parts: Vec<ResultPart>) -> Result<(), EngineError> {
-        Ok(self.store.keep_result(&self.live.owner, &self.live.id, expires_at, parts, self.result_quota).await?)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -221,10 +197,12 @@ mod tests {
         let quota = ResultQuota { per_owner: 100, total: 150 };
         assert!(quota.admit(40, 60, 60).is_ok(), "exactly at both bounds is within them");
         let e = quota.admit(41, 60, 60).unwrap_err();
-        assert!(matches!(e, StoreError::OverQuota { bound: QuotaBound::PerOwner, limit: 100, kept: 60, size: 41 }), "{e:?}");
+        assert_eq!(e, Overrun { bound: QuotaBound::PerOwner, limit: 100, kept: 60, size: 41 });
+        let e = crate::tasks::StoreError::from(e);
         assert!(e.to_string().contains("--max-result-bytes-per-client"), "{e}");
         let e = quota.admit(10, 0, 145).unwrap_err();
-        assert!(matches!(e, StoreError::OverQuota { bound: QuotaBound::Total, .. }), "{e:?}");
+        assert_eq!(e.bound, QuotaBound::Total);
+        let e = crate::tasks::StoreError::from(e);
         assert!(e.to_string().contains("--max-result-bytes ("), "{e}");
     }
 }

@@ -8,31 +8,33 @@
 //! shutdown token fires, when [`Engine::shutdown`] is called or when the `Engine` is dropped.
 //! `shutdown` also waits for them and then closes the store.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 use super::audit;
+use super::blobs::{ResultPage, ResultPart};
+use super::capacity::{Counts, Reservation};
+use super::error::EngineError;
+use super::events::TaskEvents;
 use super::finish::FinishOnDrop;
-use super::health::StoreHealth;
+use super::input::Inputs;
 use super::model::{now_ms, Outcome, Task, TaskStatus};
-use super::pending::{self, PendingEnds};
-use super::recovering::Recovering;
-use super::relay::Relays;
-use super::runner::{Launch, Live, LocalRun, TaskControl, TaskEvents, TaskRunner};
+use super::operator::{TaskCursor, TaskDetail, TaskFilter, TaskPage};
+use super::runner::{Launch, TaskRunner};
 use super::runners::Runners;
 use super::settings::TaskSettings;
-use super::store::{StoreError, StoreEvent, TaskStore};
-use super::work;
+use super::state::Inner;
+use super::store::{Replica, StoreError, StoreEvent, TaskStore};
+use super::{follow, recovery, work};
 use crate::audit::Transition;
-use crate::cancel::{CancelHandle, Wake};
+use crate::cancel::Wake;
 use crate::telemetry::trace;
-use tracing::Instrument;
 
 /// A task call that passed the protocol checks.
 pub struct Admission {
@@ -64,63 +66,6 @@ pub struct Admission {
     pub owner_cap: Option<usize>,
 }
 
-/// Why the engine refused or failed a request. The messages are what clients read.
-#[derive(Debug, thiserror::Error)]
-pub enum EngineError {
-    /// No such task for this owner.
-    #[error("task not found")]
-    NotFound,
-    /// The task's TTL has passed.
-    #[error("task has expired")]
-    Expired,
-    /// The task already ended (`tasks/cancel` of an ended task).
-    #[error("task is already {0}")]
-    Terminal(&'static str),
-    /// `max_queued` tasks are waiting already.
-    #[error("the host is overloaded: {queued} tasks are waiting (limit {limit}); try again later")]
-    Overloaded {
-        /// Tasks waiting now.
-        queued: usize,
-        /// `max_queued`.
-        limit: usize,
-    },
-    /// The owner has `max_per_owner` unfinished tasks already.
-    #[error("too many unfinished tasks: you have {active} (limit {limit}); wait for some to end or cancel them")]
-    OwnerLimit {
-        /// The owner's unfinished tasks in this host.
-        active: usize,
-        /// `max_per_owner`.
-        limit: usize,
-    },
-    /// The engine is shutting down and takes no new tasks.
-    #[error("the host is shutting down; try again later")]
-    ShuttingDown,
-    /// The store failed.
-    #[error(transparent)]
-    Store(StoreError),
-}
-
-impl From<StoreError> for EngineError {
-    /// A store that counts the caps across replicas (PostgreSQL) refuses an insert beyond them
-    /// with the same errors as this host's own count.
-    fn from(e: StoreError) -> EngineError {
-        match e {
-            StoreError::Full { queued, limit } => EngineError::Overloaded { queued, limit },
-            StoreError::OwnerFull { active, limit } => EngineError::OwnerLimit { active, limit },
-            e => EngineError::Store(e),
-        }
-    }
-}
-
-/// Tasks this process has queued and is running.
-#[derive(Default, Clone, Copy, Debug)]
-pub struct Counts {
-    /// Admitted (or recovered) and waiting for a worker.
-    pub queued: usize,
-    /// On a worker now.
-    pub running: usize,
-}
-
 /// The task engine; see the module doc.
 pub struct Engine {
     pub(super) inner: Arc<Inner>,
@@ -128,44 +73,6 @@ pub struct Engine {
     stop: CancellationToken,
     /// The workers and the reaper, waited for by [`Engine::shutdown`].
     tracker: TaskTracker,
-}
-
-pub(super) struct Inner {
-    pub(super) store: Arc<dyn TaskStore>,
-    pub(super) runners: Runners,
-    pub(super) settings: TaskSettings,
-    pub(super) runner: Arc<dyn TaskRunner>,
-    /// Wakes a running task's work when it is cancelled.
-    pub(super) wake: Wake,
-    pub(super) live: Mutex<HashMap<String, Arc<Live>>>,
-    pub(super) counts: Mutex<Counts>,
-    /// Unfinished tasks per owner in this host.
-    pub(super) per_owner: Mutex<HashMap<String, usize>>,
-    /// To the workers. Unbounded as a channel, bounded in fact: every send follows a reserved
-    /// `counts.queued` slot, and admission refuses beyond `max_queued` (recovery adds the
-    /// orphans it claims, at most the tasks a dead host had).
-    pub(super) queue: mpsc::UnboundedSender<Queued>,
-    /// Wakes `work::spread` (a shared store only): another host admitted a task, or a worker
-    /// here went idle, so this host may take tasks that wait on a busy replica.
-    pub(super) spread: Arc<tokio::sync::Notify>,
-    /// Tasks admitted here that run on another replica, whose status changes this host relays
-    /// to the session that created them.
-    pub(super) relays: Relays,
-    /// Bumped whenever this host records answers to a task's questions, so a guest waiting here
-    /// for them reads them at once (answers recorded elsewhere come as [`StoreEvent::Answered`]).
-    pub(super) answered: watch::Sender<u64>,
-    /// Ends of runs the store could not take yet, written by `pending::flush` once it answers.
-    pub(super) pending: PendingEnds,
-    /// What this host has seen of the store: pings, failures, since when it answers.
-    pub(super) health: StoreHealth,
-    /// Recovered tasks whose verdict waits for their plugin; reads of them wait for it.
-    pub(super) recovering: Recovering,
-}
-
-/// A queued task: its id and owner (every store read is scoped by owner).
-pub(super) struct Queued {
-    pub(super) id: String,
-    pub(super) owner: String,
 }
 
 impl Engine {
@@ -181,45 +88,30 @@ impl Engine {
         shutdown: CancellationToken,
     ) -> Result<Engine, EngineError> {
         let (queue, receiver) = mpsc::unbounded_channel();
-        let inner = Arc::new(Inner {
-            store,
-            runners,
-            settings,
-            runner,
-            wake,
-            live: Mutex::new(HashMap::new()),
-            counts: Mutex::new(Counts::default()),
-            per_owner: Mutex::new(HashMap::new()),
-            queue,
-            spread: Arc::new(tokio::sync::Notify::new()),
-            relays: Relays::default(),
-            answered: watch::channel(0).0,
-            pending: PendingEnds::default(),
-            health: StoreHealth::default(),
-            recovering: Recovering::default(),
-        });
+        let inner = Arc::new(Inner::new(store, runners, settings, runner, wake, queue));
         let engine = Engine { inner: inner.clone(), stop: shutdown.child_token(), tracker: TaskTracker::new() };
         let receiver = Arc::new(tokio::sync::Mutex::new(receiver));
         for _ in 0..inner.settings.max_running.max(1) {
             engine.tracker.spawn(work::worker(inner.clone(), receiver.clone(), engine.stop.clone()));
         }
-        engine.tracker.spawn(work::reaper(inner.clone(), engine.stop.clone()));
-        engine.tracker.spawn(pending::flush(inner.clone(), engine.stop.clone()));
+        engine.tracker.spawn(recovery::reaper(inner.clone(), engine.stop.clone()));
+        let (pending, stop) = (inner.pending.clone(), engine.stop.clone());
+        engine.tracker.spawn(async move { pending.flush(stop).await });
         if let Some(changes) = inner.store.subscribe() {
-            engine.tracker.spawn(work::follow(inner.clone(), changes, engine.stop.clone()));
-            engine.tracker.spawn(work::spread(inner.clone(), engine.stop.clone()));
+            engine.tracker.spawn(follow::follow(inner.clone(), changes, engine.stop.clone()));
+            engine.tracker.spawn(follow::spread(inner.clone(), engine.stop.clone()));
         } else {
-            engine.tracker.spawn(work::outside_cancels(inner.clone(), engine.stop.clone()));
+            engine.tracker.spawn(follow::outside_cancels(inner.clone(), engine.stop.clone()));
         }
         // On an error the engine is dropped, which stops what was spawned.
-        let later = inner.recover().await?;
+        let later = recovery::recover(&inner).await?;
         if !later.is_empty() {
             // Their tools' plugins are still loading: decided when each is in, not before start.
             let (inner, stop) = (inner.clone(), engine.stop.clone());
             engine.tracker.spawn(async move {
                 tokio::select! {
                     _ = stop.cancelled() => {}
-                    _ = inner.settle(later) => {}
+                    _ = recovery::settle(&inner, later) => {}
                 }
             });
         }
@@ -234,13 +126,13 @@ impl Engine {
         self.stop.cancel();
         self.tracker.close();
         self.tracker.wait().await;
-        self.inner.flush_before(self.inner.settings.shutdown_grace).await;
+        self.inner.pending.flush_before(self.inner.settings.shutdown_grace).await;
         self.inner.store.close().await;
     }
 
     /// Tasks queued and running in this process now.
     pub fn counts(&self) -> Counts {
-        *self.inner.counts.lock().unwrap()
+        self.inner.capacity.counts()
     }
 
     /// Task ends waiting for the store to answer again, and how many were dropped so far
@@ -256,29 +148,24 @@ impl Engine {
 
     /// The operator's list (`TaskStore::list_all`), with the live messages of the tasks
     /// running here: the admin console.
-    pub async fn list_all(
-        &self,
-        filter: &crate::tasks::TaskFilter,
-        after: Option<crate::tasks::TaskCursor>,
-        limit: usize,
-    ) -> Result<crate::tasks::TaskPage, EngineError> {
+    pub async fn list_all(&self, filter: &TaskFilter, after: Option<TaskCursor>, limit: usize) -> Result<TaskPage, EngineError> {
         let mut page = self.inner.store.list_all(filter, after, limit).await?;
-        page.tasks = page.tasks.into_iter().map(|t| self.inner.with_live_message(t)).collect();
+        page.tasks = page.tasks.into_iter().map(|t| self.inner.live.with_message(t)).collect();
         Ok(page)
     }
 
     /// Everything the store knows of task `id`, whoever owns it (`TaskStore::inspect`), with
     /// its live message.
-    pub async fn inspect(&self, id: &str) -> Result<Option<crate::tasks::TaskDetail>, EngineError> {
+    pub async fn inspect(&self, id: &str) -> Result<Option<TaskDetail>, EngineError> {
         let detail = self.inner.store.inspect(id).await?;
         Ok(detail.map(|mut d| {
-            d.task = self.inner.with_live_message(d.task);
+            d.task = self.inner.live.with_message(d.task);
             d
         }))
     }
 
     /// The replicas sharing the store (`None` on SQLite); see [`TaskStore::replicas`].
-    pub async fn replicas(&self) -> Result<Option<Vec<crate::tasks::Replica>>, EngineError> {
+    pub async fn replicas(&self) -> Result<Option<Vec<Replica>>, EngineError> {
         Ok(self.inner.store.replicas().await?)
     }
 
@@ -289,7 +176,7 @@ impl Engine {
 
     /// Whether this process runs (or has queued) `owner`'s task `id`; asks no store.
     pub fn runs(&self, owner: &str, id: &str) -> bool {
-        self.inner.live.lock().unwrap().get(id).is_some_and(|live| live.owner == owner)
+        self.inner.live.runs(owner, id)
     }
 
     /// Admits a task: durable record first, then the queue (or, for a call that already runs,
@@ -307,7 +194,7 @@ impl Engine {
         if let Some(key) = &admission.idempotency_key {
             if let Some(existing) = inner.store.find_by_key(&admission.owner, key).await? {
                 if !existing.is_expired(now_ms()) {
-                    return Ok(inner.with_live_message(existing));
+                    return Ok(inner.live.with_message(existing));
                 }
                 // The key's old task expired but is not purged yet; it must go before the
                 // key can name a new one.
@@ -317,8 +204,8 @@ impl Engine {
         let running = matches!(admission.launch, Launch::Running { .. });
         let owner_cap = admission.owner_cap;
         let reserved = match running {
-            true => Reservation::running(inner, &admission.owner, owner_cap)?,
-            false => Reservation::take(inner, &admission.owner, owner_cap)?,
+            true => Reservation::running(&inner.capacity, &admission.owner, owner_cap)?,
+            false => Reservation::take(&inner.capacity, &admission.owner, owner_cap)?,
         };
         let now = now_ms();
         let max_ttl = inner.settings.max_ttl.as_millis() as i64;
@@ -371,7 +258,7 @@ impl Engine {
                     Launch::Queue => inner.enqueue(&task, None, events),
                     Launch::QueueFor(run) => inner.enqueue(&task, Some(run), events),
                     Launch::Running { cancel, run } => {
-                        let live = inner.make_live(&task, None, events, cancel);
+                        let live = inner.live.insert(&task, events, cancel);
                         tracker.spawn(work::run_adopted(inner.clone(), live, task.clone(), run, stop));
                     }
                 }
@@ -390,7 +277,7 @@ impl Engine {
         if task.is_expired(now_ms()) {
             return Err(EngineError::Expired);
         }
-        Ok(self.inner.with_live_message(task))
+        Ok(self.inner.live.with_message(task))
     }
 
     /// The task, if `owner` owns it and it has not expired, with its outcome once it has ended:
@@ -404,7 +291,7 @@ impl Engine {
         if task.status.is_terminal() && outcome.is_none() {
             return Err(StoreError::MissingOutcome { id: id.to_owned() }.into());
         }
-        Ok((self.inner.with_live_message(task), outcome))
+        Ok((self.inner.live.with_message(task), outcome))
     }
 
     /// Who owns task `id`, whoever asks (for a principal the policy lets steer every task);
@@ -430,14 +317,14 @@ impl Engine {
     pub async fn list(&self, owner: &str, after: i64, limit: usize) -> Result<Vec<Task>, EngineError> {
         let now = now_ms();
         let tasks = self.inner.store.list(owner, after, limit).await?;
-        Ok(tasks.into_iter().filter(|t| !t.is_expired(now)).map(|t| self.inner.with_live_message(t)).collect())
+        Ok(tasks.into_iter().filter(|t| !t.is_expired(now)).map(|t| self.inner.live.with_message(t)).collect())
     }
 
     /// Waits until the task has ended, then returns it with its outcome.
     pub async fn result(&self, owner: &str, id: &str) -> Result<(Task, Outcome), EngineError> {
         loop {
             // Subscribed before the read, so an end between the two is not missed.
-            let done = self.inner.live.lock().unwrap().get(id).map(|live| live.done.subscribe());
+            let done = self.inner.live.ended(id);
             let changes = self.inner.store.subscribe();
             let task = self.get(owner, id).await?;
             if task.status.is_terminal() {
@@ -471,7 +358,7 @@ impl Engine {
         }
         // Stop the work first: the store write below takes a commit, and a cancelled worker
         // never stores an outcome of its own, so nothing can overwrite `cancelled`.
-        let live = inner.live.lock().unwrap().get(id).cloned();
+        let live = inner.live.get(id);
         if let Some(live) = &live {
             live.stop();
         }
@@ -484,8 +371,41 @@ impl Engine {
             live.announce(&cancelled);
         }
         // Waiters on `tasks/result` can answer now; the work winds down on its own.
-        inner.retire(id);
+        inner.live.retire(id);
         Ok(cancelled)
+    }
+
+    /// Keeps `parts` of the result `id` for `owner` until `expires_at` (ms since the epoch;
+    /// `None`: until deleted): a plain call's large result, read back with [`Engine::result_page`].
+    /// Past the [`ResultQuota`](super::ResultQuota) it is not kept ([`StoreError::OverQuota`]).
+    pub async fn keep_result(&self, owner: &str, id: &str, expires_at: Option<i64>, parts: Vec<ResultPart>) -> Result<(), EngineError> {
+        Ok(self.inner.store.keep_result(owner, id, expires_at, parts, self.inner.settings.result_quota).await?)
+    }
+
+    /// The bytes of results kept now, by every owner (for `/metrics`).
+    pub async fn result_bytes_kept(&self) -> Result<u64, EngineError> {
+        Ok(self.inner.store.result_bytes_kept().await?)
+    }
+
+    /// Page `page` of part `part` of the result `id`, if `owner` owns it and it has not expired.
+    pub async fn result_page(&self, owner: &str, id: &str, part: u32, page: u32) -> Result<Option<ResultPage>, EngineError> {
+        Ok(self.inner.store.result_page(owner, id, part, page, now_ms()).await?)
+    }
+
+    /// When something kept now for the default task TTL (`--task-ttl`) expires.
+    pub fn default_expiry(&self) -> i64 {
+        now_ms().saturating_add(self.inner.settings.default_ttl.as_millis() as i64)
+    }
+
+    /// Whether the store is reachable from here now: `Err` says why not (a failed or slow
+    /// ping, or task ends waiting in memory for it). Pings at most once a second.
+    pub async fn store_reachable(&self) -> Result<(), String> {
+        self.inner.health.reachable(self.inner.pending.len()).await
+    }
+
+    /// The handle through which tasks ask and are answered.
+    pub fn inputs(&self) -> Inputs {
+        self.inner.inputs.clone()
     }
 }
 
@@ -508,145 +428,5 @@ async fn wait_for_change(mut changes: tokio::sync::broadcast::Receiver<StoreEven
 impl Drop for Engine {
     fn drop(&mut self) {
         self.stop.cancel();
-    }
-}
-
-impl Inner {
-    /// Makes `task` live in this process and hands it to the workers. Its queue and owner
-    /// slots are already reserved.
-    pub(super) fn enqueue(&self, task: &Task, local_run: Option<LocalRun>, events: Option<Arc<dyn TaskEvents>>) {
-        self.make_live(task, local_run, events, CancelHandle::new(self.wake.clone()));
-        if self.queue.send(Queued { id: task.id.clone(), owner: task.owner.clone() }).is_err() {
-            // The workers stopped (shutdown): the task stays `working` in the store for the
-            // next host to recover.
-            tracing::warn!(task = %task.id, "the engine is shutting down; the task waits for the next start");
-            self.counts.lock().unwrap().queued -= 1;
-            self.retire(&task.id);
-        }
-    }
-
-    /// Makes `task` live in this process, stopped through `cancel`.
-    pub(super) fn make_live(&self, task: &Task, local_run: Option<LocalRun>, events: Option<Arc<dyn TaskEvents>>, cancel: CancelHandle) -> Arc<Live> {
-        let live = Arc::new(Live {
-            id: task.id.clone(),
-            owner: task.owner.clone(),
-            cancel,
-            local_run: Mutex::new(local_run),
-            stopped: Default::default(),
-            events,
-            message: Mutex::new(None),
-            done: watch::channel(false).0,
-        });
-        self.live.lock().unwrap().insert(task.id.clone(), live.clone());
-        live
-    }
-
-    /// The control a run of `live` gets: every write fenced on this host.
-    pub(super) fn control(self: &Arc<Self>, live: &Arc<Live>) -> TaskControl {
-        TaskControl {
-            live: live.clone(),
-            store: self.store.clone(),
-            runner: self.runners.id().into(),
-            result_quota: self.settings.result_quota,
-            audit: self.settings.audit.clone(),
-        }
-    }
-
-    /// Shows the newest progress message of a task that is still working.
-    pub(super) fn with_live_message(&self, mut task: Task) -> Task {
-        if !task.status.is_terminal() {
-            if let Some(message) = self.live.lock().unwrap().get(&task.id).and_then(|l| l.message.lock().unwrap().clone()) {
-                task.status_message = Some(message);
-            }
-        }
-        task
-    }
-
-    /// Marks a task ended in memory: wakes `tasks/result` waiters and forgets the live state.
-    pub(super) fn retire(&self, id: &str) {
-        let live = self.live.lock().unwrap().remove(id);
-        if let Some(live) = live {
-            live.done.send_replace(true);
-            self.release_owner_slot(&live.owner);
-        }
-    }
-
-    fn release_owner_slot(&self, owner: &str) {
-        let mut per_owner = self.per_owner.lock().unwrap();
-        if let Some(active) = per_owner.get_mut(owner) {
-            *active = active.saturating_sub(1);
-            if *active == 0 {
-                per_owner.remove(owner);
-            }
-        }
-    }
-}
-
-/// A queue (or running) slot and an owner slot, given back on drop unless
-/// [`Reservation::keep`] is called.
-pub(super) struct Reservation {
-    inner: Option<(Arc<Inner>, String)>,
-    /// Whether the slot is a running one (a call adopted as it runs) rather than a queued one.
-    running: bool,
-}
-
-impl Reservation {
-    /// Reserves a slot within the caps, or says which cap refuses. The locks are not held
-    /// across the durable insert, so concurrent admissions can share one commit.
-    fn take(inner: &Arc<Inner>, owner: &str, owner_cap: Option<usize>) -> Result<Reservation, EngineError> {
-        Reservation::within_caps(inner, owner, owner_cap, false)
-    }
-
-    /// Reserves a running slot for a call that already runs: within the owner's cap, but not
-    /// the queue's (it waits in no queue) nor `max_running`'s (its guest is mid-run, and
-    /// stopping it to wait for a worker would throw its work away; the plugin's
-    /// `max-concurrency` and the instance pool bound it instead).
-    fn running(inner: &Arc<Inner>, owner: &str, owner_cap: Option<usize>) -> Result<Reservation, EngineError> {
-        Reservation::within_caps(inner, owner, owner_cap, true)
-    }
-
-    fn within_caps(inner: &Arc<Inner>, owner: &str, owner_cap: Option<usize>, running: bool) -> Result<Reservation, EngineError> {
-        let mut counts = inner.counts.lock().unwrap();
-        if !running && counts.queued >= inner.settings.max_queued {
-            return Err(EngineError::Overloaded { queued: counts.queued, limit: inner.settings.max_queued });
-        }
-        let mut per_owner = inner.per_owner.lock().unwrap();
-        let active = per_owner.entry(owner.to_owned()).or_default();
-        let limit = owner_cap.map_or(inner.settings.max_per_owner, |cap| cap.min(inner.settings.max_per_owner));
-        if *active >= limit {
-            return Err(EngineError::OwnerLimit { active: *active, limit });
-        }
-        *active += 1;
-        match running {
-            true => counts.running += 1,
-            false => counts.queued += 1,
-        }
-        Ok(Reservation { inner: Some((inner.clone(), owner.to_owned())), running })
-    }
-
-    /// Reserves without the caps, for an orphan recovery claimed.
-    pub(super) fn force(inner: &Arc<Inner>, owner: &str) -> Reservation {
-        inner.counts.lock().unwrap().queued += 1;
-        *inner.per_owner.lock().unwrap().entry(owner.to_owned()).or_default() += 1;
-        Reservation { inner: Some((inner.clone(), owner.to_owned())), running: false }
-    }
-
-    /// The slots now belong to a queued task (the worker and `retire` give them back).
-    pub(super) fn keep(mut self) {
-        self.inner = None;
-    }
-}
-
-impl Drop for Reservation {
-    fn drop(&mut self) {
-        if let Some((inner, owner)) = self.inner.take() {
-            let mut counts = inner.counts.lock().unwrap();
-            match self.running {
-                true => counts.running -= 1,
-                false => counts.queued -= 1,
-            }
-            drop(counts);
-            inner.release_owner_slot(&owner);
-        }
     }
 }

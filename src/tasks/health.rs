@@ -15,10 +15,10 @@
 //! dead. Without the wait, each replica took the others' tasks as the store came back and
 //! failed the runs that had completed meanwhile as interrupted.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::engine::{Engine, Inner};
+use super::store::TaskStore;
 
 /// The longest a ping may take before the store counts as unreachable.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(1);
@@ -28,12 +28,20 @@ const CHECK_EVERY: Duration = Duration::from_secs(1);
 
 /// What this host has seen of its store: the last ping's answer, and whether the store has
 /// answered without a failure in between, since when.
-#[derive(Default)]
 pub(super) struct StoreHealth {
+    store: Arc<dyn TaskStore>,
+    /// Whether the store is shared by replicas that tell the living by heartbeat.
+    shared: bool,
+    /// How long the store must have answered before this host claims anything, when `shared`.
+    host_expiry: Duration,
     /// The last ping: when, and `None` when the store answered.
     last_ping: tokio::sync::Mutex<Option<(Instant, Option<String>)>>,
-    answering: Mutex<Answering>,
+    answering: Streak,
 }
+
+/// The failures and answers seen of the store, in order: whether it answers now, and since when.
+#[derive(Default)]
+struct Streak(Mutex<Answering>);
 
 /// Whether the store answers this host, and since when.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -48,6 +56,11 @@ enum Answering {
 }
 
 impl StoreHealth {
+    /// Nothing seen yet of `store`; `shared` and `host_expiry` as the module doc says.
+    pub(super) fn new(store: Arc<dyn TaskStore>, shared: bool, host_expiry: Duration) -> StoreHealth {
+        StoreHealth { store, shared, host_expiry, last_ping: Default::default(), answering: Default::default() }
+    }
+
     /// Whether the last ping (if any) found the store; never waits.
     fn last_ok(&self) -> bool {
         match self.last_ping.try_lock() {
@@ -59,12 +72,24 @@ impl StoreHealth {
 
     /// A store call failed as an unreachable store does.
     pub(super) fn failed(&self) {
-        *self.answering.lock().unwrap() = Answering::Failing;
+        self.answering.failed();
     }
 
     /// The store answered a ping.
     fn answered(&self) {
-        let mut answering = self.answering.lock().unwrap();
+        self.answering.answered();
+    }
+}
+
+impl Streak {
+    /// A store call failed as an unreachable store does.
+    fn failed(&self) {
+        *self.0.lock().unwrap() = Answering::Failing;
+    }
+
+    /// The store answered a ping.
+    fn answered(&self) {
+        let mut answering = self.0.lock().unwrap();
         if *answering == Answering::Failing {
             *answering = Answering::Since(Instant::now());
         }
@@ -73,7 +98,7 @@ impl StoreHealth {
     /// Whether the store has answered, with no failure in between, for at least `span` (or
     /// never failed).
     fn answered_for(&self, span: Duration) -> bool {
-        match *self.answering.lock().unwrap() {
+        match *self.0.lock().unwrap() {
             Answering::Always => true,
             Answering::Failing => false,
             Answering::Since(at) => at.elapsed() >= span,
@@ -81,32 +106,29 @@ impl StoreHealth {
     }
 }
 
-impl Engine {
+impl StoreHealth {
     /// Whether the store is reachable from here now: `Err` says why not (a failed or slow
-    /// ping, or task ends waiting in memory for it). Pings at most every [`CHECK_EVERY`].
-    pub async fn store_reachable(&self) -> Result<(), String> {
-        let inner = &self.inner;
-        let pending = inner.pending.len();
+    /// ping, or `pending` task ends waiting in memory for it). Pings at most every
+    /// [`CHECK_EVERY`].
+    pub(super) async fn reachable(&self, pending: usize) -> Result<(), String> {
         if pending > 0 {
             return Err(format!("{pending} task ends wait for the task store to answer again"));
         }
-        let mut last = inner.health.last_ping.lock().await;
+        let mut last = self.last_ping.lock().await;
         if let Some((at, problem)) = &*last {
             if at.elapsed() < CHECK_EVERY {
                 return problem.clone().map_or(Ok(()), Err);
             }
         }
-        let problem = inner.ping_store().await.err();
+        let problem = self.ping().await.err();
         *last = Some((Instant::now(), problem.clone()));
         problem.map_or(Ok(()), Err)
     }
-}
 
-impl Inner {
     /// Pings the store (bounded by [`CHECK_TIMEOUT`]) and records what it found. `Err` names
     /// the problem as a probe may read it: not the store's own words (which may name hosts and
     /// users); the log has those.
-    pub(super) async fn ping_store(&self) -> Result<(), String> {
+    pub(super) async fn ping(&self) -> Result<(), String> {
         let problem = match tokio::time::timeout(CHECK_TIMEOUT, self.store.ping()).await {
             Ok(Ok(())) => None,
             Ok(Err(e)) => {
@@ -119,18 +141,19 @@ impl Inner {
             }
         };
         match problem {
-            None => self.health.answered(),
-            Some(_) => self.health.failed(),
+            None => self.answered(),
+            Some(_) => self.failed(),
         }
         problem.map_or(Ok(()), Err)
     }
 
-    /// Whether this host may take on tasks it did not admit (see the module doc).
-    pub(super) fn may_claim(&self) -> bool {
+    /// Whether this host may take on tasks it did not admit, with `pending` task ends waiting
+    /// for the store (see the module doc).
+    pub(super) fn may_claim(&self, pending: usize) -> bool {
         // Hosts that tell the living by lock files (SQLite) see a dead host at once, whatever
         // the store did meanwhile.
-        let heard_the_others = !self.runners.is_shared() || self.health.answered_for(self.settings.host_expiry);
-        self.pending.len() == 0 && self.health.last_ok() && heard_the_others
+        let heard_the_others = !self.shared || self.answering.answered_for(self.host_expiry);
+        pending == 0 && self.last_ok() && heard_the_others
     }
 }
 
@@ -140,16 +163,16 @@ mod tests {
 
     #[test]
     fn after_a_failure_the_store_must_answer_for_the_whole_span() {
-        let health = StoreHealth::default();
+        let health = Streak::default();
         assert!(health.answered_for(Duration::from_secs(3600)), "never failed");
         health.failed();
         assert!(!health.answered_for(Duration::ZERO), "failing");
         health.answered();
         assert!(health.answered_for(Duration::ZERO));
         assert!(!health.answered_for(Duration::from_secs(3600)), "answering for less than the span");
-        let since = *health.answering.lock().unwrap();
+        let since = *health.0.lock().unwrap();
         health.answered();
-        assert_eq!(*health.answering.lock().unwrap(), since, "a later answer does not restart the span");
+        assert_eq!(*health.0.lock().unwrap(), since, "a later answer does not restart the span");
         health.failed();
         assert!(!health.answered_for(Duration::ZERO), "a new failure restarts it");
     }

@@ -14,45 +14,52 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
+use tokio::sync::watch;
 
-use super::engine::{Engine, EngineError, Inner};
-use super::store::{StoreEvent, TaskQuestion};
+use super::error::EngineError;
+use super::store::{StoreEvent, TaskQuestion, TaskStore};
 
 /// The engine's side of task input; cheap to clone.
 #[derive(Clone)]
-pub struct Inputs(Arc<Inner>);
-
-impl Engine {
-    /// The handle through which tasks ask and are answered.
-    pub fn inputs(&self) -> Inputs {
-        Inputs(self.inner.clone())
-    }
+pub struct Inputs {
+    store: Arc<dyn TaskStore>,
+    /// Bumped whenever this host records answers to a task's questions, so a guest waiting here
+    /// for them reads them at once (answers recorded elsewhere come as [`StoreEvent::Answered`]).
+    answered: Arc<watch::Sender<u64>>,
+    /// How often a waiting guest reads its answers again when no notification came.
+    poll_interval: Duration,
 }
 
 impl Inputs {
+    /// Questions kept in `store`; a guest waiting for answers reads them again at least every
+    /// `poll_interval`.
+    pub(super) fn new(store: Arc<dyn TaskStore>, poll_interval: Duration) -> Inputs {
+        Inputs { store, answered: Arc::new(watch::channel(0).0), poll_interval }
+    }
+
     /// Keeps `questions` (key, request) as what task `id` now waits for.
     pub async fn ask(&self, id: &str, questions: Vec<(String, Value)>) -> Result<(), EngineError> {
-        Ok(self.0.store.keep_questions(id, questions).await?)
+        Ok(self.store.keep_questions(id, questions).await?)
     }
 
     /// Task `id`'s kept questions, answered or not, in the order they were asked.
     pub async fn questions(&self, id: &str) -> Result<Vec<TaskQuestion>, EngineError> {
-        Ok(self.0.store.questions(id).await?)
+        Ok(self.store.questions(id).await?)
     }
 
     /// Task `id`'s questions that have no answer yet, in the order they were asked. The caller
     /// has checked that the asker owns the task.
     pub async fn outstanding(&self, id: &str) -> Result<Vec<TaskQuestion>, EngineError> {
-        let questions = self.0.store.questions(id).await?;
+        let questions = self.store.questions(id).await?;
         Ok(questions.into_iter().filter(|q| q.answer.is_none()).collect())
     }
 
     /// Records `answers` (key, answer, already checked) for task `id`'s outstanding questions and
     /// wakes its guest; keys not outstanding are ignored. Returns the keys recorded.
     pub async fn answer(&self, id: &str, answers: Vec<(String, Value)>) -> Result<Vec<String>, EngineError> {
-        let recorded = self.0.store.answer_questions(id, answers).await?;
+        let recorded = self.store.answer_questions(id, answers).await?;
         if !recorded.is_empty() {
-            self.0.answered.send_modify(|n| *n += 1);
+            self.answered.send_modify(|n| *n += 1);
         }
         Ok(recorded)
     }
@@ -60,17 +67,17 @@ impl Inputs {
     /// Waits until every one of task `id`'s questions `keys` has an answer, then forgets them
     /// and returns the answers, in the order of `keys`.
     pub async fn answers(&self, id: &str, keys: &[String]) -> Result<Vec<(String, Value)>, EngineError> {
-        let fallback = self.0.settings.poll_interval.max(Duration::from_millis(10));
+        let fallback = self.poll_interval.max(Duration::from_millis(10));
         loop {
             // Subscribed before the read, so answers recorded in between wake the wait.
-            let mut here = self.0.answered.subscribe();
+            let mut here = self.answered.subscribe();
             here.borrow_and_update();
-            let elsewhere = self.0.store.subscribe();
-            let questions = self.0.store.questions(id).await?;
+            let elsewhere = self.store.subscribe();
+            let questions = self.store.questions(id).await?;
             let answered: Option<Vec<(String, Value)>> =
                 keys.iter().map(|key| questions.iter().find(|q| &q.key == key).and_then(|q| q.answer.clone()).map(|a| (key.clone(), a))).collect();
             if let Some(answers) = answered {
-                self.0.store.drop_questions(id, keys.to_vec()).await?;
+                self.store.drop_questions(id, keys.to_vec()).await?;
                 return Ok(answers);
             }
             let heard = async {
@@ -95,7 +102,7 @@ impl Inputs {
 
     /// Forgets task `id`'s questions `keys` (the guest stopped waiting), off the caller's path.
     pub fn withdraw(&self, id: &str, keys: Vec<String>) {
-        let (store, id) = (self.0.store.clone(), id.to_owned());
+        let (store, id) = (self.store.clone(), id.to_owned());
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
                 if let Err(e) = store.drop_questions(&id, keys).await {

@@ -12,13 +12,17 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use super::engine::Inner;
+use super::events::TaskEvents;
 use super::model::{Progress, Task, TaskStatus};
-use super::runner::TaskEvents;
+use super::store::TaskStore;
 
-/// The tasks this host relays, by id.
-#[derive(Default)]
-pub(super) struct Relays(Mutex<HashMap<String, Relay>>);
+/// The tasks this host relays, by id, and the store it reads them from.
+pub(super) struct Relays {
+    relays: Mutex<HashMap<String, Relay>>,
+    store: Arc<dyn TaskStore>,
+    /// This host's runner id, named by the relay spans.
+    runner: Arc<str>,
+}
 
 struct Relay {
     owner: String,
@@ -30,30 +34,33 @@ struct Relay {
 }
 
 impl Relays {
+    /// Relays nothing yet; reads relayed tasks from `store`, as host `runner`.
+    pub(super) fn new(store: Arc<dyn TaskStore>, runner: Arc<str>) -> Relays {
+        Relays { relays: Mutex::default(), store, runner }
+    }
+
     /// Relays `task`'s changes to `events` from now on; `task` is what the session knows.
     pub(super) fn watch(&self, task: &Task, events: Arc<dyn TaskEvents>) {
-        self.0.lock().unwrap().insert(task.id.clone(), Relay { owner: task.owner.clone(), events, told: task.status, token: task.progress_token.clone() });
+        self.relays.lock().unwrap().insert(task.id.clone(), Relay { owner: task.owner.clone(), events, told: task.status, token: task.progress_token.clone() });
     }
 
     pub(super) fn is_watched(&self, id: &str) -> bool {
-        self.0.lock().unwrap().contains_key(id)
+        self.relays.lock().unwrap().contains_key(id)
     }
 
     pub(super) fn ids(&self) -> Vec<String> {
-        self.0.lock().unwrap().keys().cloned().collect()
+        self.relays.lock().unwrap().keys().cloned().collect()
     }
-}
 
-impl Inner {
     /// Reads relayed task `id` and tells its session if its status moved; an ended (or purged)
     /// task is relayed no further.
     pub(super) async fn relay(&self, id: &str) {
-        let Some(owner) = self.relays.0.lock().unwrap().get(id).map(|r| r.owner.clone()) else { return };
+        let Some(owner) = self.relays.lock().unwrap().get(id).map(|r| r.owner.clone()) else { return };
         let task = match self.store.get(&owner, id).await {
             Ok(task) => task,
             Err(e) => return tracing::warn!(task = %id, "reading a task that runs on another replica failed: {e}"),
         };
-        let mut relays = self.relays.0.lock().unwrap();
+        let mut relays = self.relays.lock().unwrap();
         let Some(task) = task else {
             relays.remove(id);
             return;
@@ -62,7 +69,7 @@ impl Inner {
         if task.status != relay.told {
             relay.told = task.status;
             let parent = task.trace_context.as_deref().and_then(crate::telemetry::trace::Carrier::from_stored);
-            let _relayed = crate::telemetry::trace::task_relay(parent.as_ref(), id, self.runners.id()).entered();
+            let _relayed = crate::telemetry::trace::task_relay(parent.as_ref(), id, &self.runner).entered();
             relay.events.status_changed(&task);
         }
         if task.status.is_terminal() {
@@ -73,8 +80,7 @@ impl Inner {
     /// Hands `progress` of relayed task `id` to its session, with the request's progress
     /// token; the message is read from the task's row when it was too large to be sent.
     pub(super) async fn relay_progress(&self, id: &str, progress: &Progress, message_in_row: bool) {
-        let Some((owner, events, token)) = self.relays.0.lock().unwrap().get(id).and_then(|r| Some((r.owner.clone(), r.events.clone(), r.token.clone()?)))
-        else {
+        let Some((owner, events, token)) = self.relays.lock().unwrap().get(id).and_then(|r| Some((r.owner.clone(), r.events.clone(), r.token.clone()?))) else {
             return;
         };
         let mut progress = progress.clone();

@@ -1,27 +1,12 @@
-//! Checkpoints and retry boundaries: what a task stores as it goes so that it can resume after
-//! a crash, and whether a task its host left unfinished runs again.
+//! Whether a task its host left unfinished runs again: the retry boundaries checkpoints make.
 //!
 //! A checkpoint is the plugin's own progress state, opaque here, stored with the task in the
 //! same transaction as its progress message (so the two never disagree), replacing the one
 //! before. Each is a safe retry boundary: a task that runs again after an interruption is given
 //! its last checkpoint, and whatever it did after that checkpoint is done again.
 
-use futures_util::future::BoxFuture;
-
-use super::engine::EngineError;
 use super::model::Task;
-use super::runner::{TaskControl, TaskRunner};
-
-/// How a tool's task may run again after its host died: its plugin's manifest says.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Recovery {
-    /// `resumable = true`: a task that has checkpointed runs again from its last checkpoint
-    /// even if its tool is not idempotent.
-    pub resumable: bool,
-    /// `retries = N`: at most N runs after the first (attempts are counted in the store);
-    /// `None`: no bound.
-    pub retries: Option<u32>,
-}
+use super::runner::TaskRunner;
 
 /// What recovery does with a task its host left unfinished.
 #[derive(Debug, PartialEq, Eq)]
@@ -51,30 +36,13 @@ pub(super) async fn verdict(runner: &dyn TaskRunner, task: &Task, started: bool)
     Verdict::Interrupt("interrupted by a host restart before it finished".into())
 }
 
-/// The default [`TaskRunner::recovery`]: no manifest says anything.
-pub(super) fn no_recovery() -> BoxFuture<'static, Recovery> {
-    Box::pin(async { Recovery::default() })
-}
-
-impl TaskControl {
-    /// Stores `state` as the task's checkpoint with its current progress message, replacing
-    /// the previous one. Returns the checkpoint's number (1 for the first), or `None` when the
-    /// task has ended (or another host took it): nothing was stored.
-    pub async fn checkpoint(&self, state: Vec<u8>) -> Result<Option<u64>, EngineError> {
-        let message = self.live.message.lock().unwrap().clone();
-        Ok(self.store.checkpoint(&self.live.id, &self.runner, state, message.as_deref()).await?)
-    }
-
-    /// The task's last checkpoint and its number, if it has one: what a resumed run starts from.
-    pub async fn last_checkpoint(&self) -> Result<Option<(u64, Vec<u8>)>, EngineError> {
-        Ok(self.store.checkpoint_state(&self.live.id).await?)
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use futures_util::future::BoxFuture;
+
     use super::*;
-    use crate::tasks::runner::Finished;
+    use crate::tasks::control::TaskControl;
+    use crate::tasks::runner::{Finished, Recovery};
 
     /// A runner whose tool is idempotent or not, under a manifest's recovery settings.
     struct Policy(bool, Recovery);

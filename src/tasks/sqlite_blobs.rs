@@ -43,7 +43,7 @@ pub(super) fn keep(
 ) -> rusqlite::Result<StoreResult<()>> {
     let (mine, all) = c.prepare_cached(KEPT)?.query_row(params![owner, id], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))?;
     if let Err(refused) = quota.admit(parts_size(parts), mine as u64, all as u64) {
-        return Ok(Err(refused));
+        return Ok(Err(refused.into()));
     }
     c.execute("DELETE FROM result_pages WHERE id = ?1", params![id])?;
     let mut insert = c.prepare_cached(

@@ -5,7 +5,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::model::{OutcomeKind, TaskStatus};
 use super::operator::{Purged, TaskCursor, TaskDetail, TaskFilter, TaskPage, MAX_PAGE};
-use super::sqlite::{read_task, AFTER_COLUMNS, COLUMNS};
+use super::sqlite_rows::{read_task, AFTER_COLUMNS, COLUMNS};
 
 /// A page of the tasks that pass `filter`, newest first, older than `after`.
 pub(super) fn list_all(c: &Connection, filter: &TaskFilter, after: Option<TaskCursor>, limit: usize) -> rusqlite::Result<TaskPage> {

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 
-use super::blobs::{QuotaBound, ResultPage, ResultPart, ResultQuota};
+use super::blobs::{Overrun, QuotaBound, ResultPage, ResultPart, ResultQuota};
 pub use super::model::TaskQuestion;
 use super::model::{Outcome, Progress, Task, TaskStatus};
 use super::operator::{Purged, TaskCursor, TaskDetail, TaskFilter, TaskPage};
@@ -136,6 +136,12 @@ pub enum StoreError {
         /// The task.
         id: String,
     },
+}
+
+impl From<Overrun> for StoreError {
+    fn from(Overrun { bound, limit, kept, size }: Overrun) -> StoreError {
+        StoreError::OverQuota { bound, limit, kept, size }
+    }
 }
 
 /// A change to a task that a store shared by several hosts tells every host about

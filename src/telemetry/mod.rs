@@ -24,24 +24,16 @@ pub mod logs;
 mod otlp;
 mod sampling;
 mod spans;
+mod switch;
 pub mod trace;
 mod vars;
-
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::Layer;
 
 pub use logs::LogFormat;
-
-/// Whether traces are exported by this process: set once, by [`init`].
-static ENABLED: AtomicBool = AtomicBool::new(false);
-
-/// Whether this process exports traces (an OTLP endpoint is configured).
-pub fn enabled() -> bool {
-    ENABLED.load(Ordering::Relaxed)
-}
+pub use switch::enabled;
 
 /// What [`init`] started; dropping it flushes the spans still queued (bounded by the exporter's
 /// timeout) and stops the exporter's thread.
@@ -65,7 +57,7 @@ impl Drop for Telemetry {
 pub fn init(level: &str, format: LogFormat) -> anyhow::Result<Telemetry> {
     let exporter = export::Exporter::from_env()?;
     let spans = exporter.as_ref().map(|exporter| spans::SpanLayer::new(exporter.sink(), exporter.sampling()).with_filter(trace::only_host_spans()));
-    ENABLED.store(exporter.is_some(), Ordering::Relaxed);
+    switch::set(exporter.is_some());
     tracing_subscriber::registry().with(logs::layer(level, format)).with(spans).init();
     if let Some(exporter) = &exporter {
         tracing::info!(endpoint = %exporter.endpoint(), protocol = exporter.protocol(), "exporting traces over OTLP");

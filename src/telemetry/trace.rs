@@ -4,7 +4,7 @@
 //! span `{mcp.method.name} {target}` with `mcp.method.name`, `jsonrpc.request.id`,
 //! `gen_ai.tool.name`, `mcp.session.id`, `mcp.protocol.version`, `network.transport`,
 //! `error.type`, …), and corral's own attributes under `corral.`. Every span here is a `tracing`
-//! span of [`TARGET`], made only when traces are exported ([`super::enabled`]); otherwise each
+//! span of [`TARGET`], made only when traces are exported ([`super::switch::enabled`]); otherwise each
 //! constructor returns a disabled span and costs a branch.
 //!
 //! Context comes in as W3C `traceparent`/`tracestate`, from `params._meta` (what the SDKs send,
@@ -39,7 +39,7 @@ pub fn only_host_spans() -> tracing_subscriber::filter::Targets {
 
 /// The id of the trace the current span belongs to, when traces are exported and there is one.
 pub fn current_trace_id() -> Option<String> {
-    if !super::enabled() {
+    if !super::switch::enabled() {
         return None;
     }
     trace_id(&Span::current())
@@ -56,7 +56,7 @@ pub fn carrier(span: &Span) -> Option<Carrier> {
 }
 
 fn context(span: &Span) -> Option<opentelemetry::trace::SpanContext> {
-    if !super::enabled() || span.is_disabled() {
+    if !super::switch::enabled() || span.is_disabled() {
         return None;
     }
     super::spans::context_of(span).filter(|context| context.is_valid())
@@ -117,7 +117,7 @@ pub struct Request<'a> {
 
 /// The server span of a request: a child of the caller's context when it sent a valid one.
 pub fn request(request: Request<'_>) -> Span {
-    if !super::enabled() {
+    if !super::switch::enabled() {
         return Span::none();
     }
     let params = request.params;
@@ -293,7 +293,7 @@ pub fn task_admit(tool: &str) -> Span {
 /// The span of one run of a task on `replica`, a child of the request that created it (its
 /// stored context), whichever replica runs it and however many times.
 pub fn task_run(parent: Option<&Carrier>, task: &str, tool: &str, attempt: u32, queue_wait_ms: i64, replica: &str) -> Span {
-    if !super::enabled() {
+    if !super::switch::enabled() {
         return Span::none();
     }
     tracing::info_span!(
@@ -313,7 +313,7 @@ pub fn task_run(parent: Option<&Carrier>, task: &str, tool: &str, attempt: u32, 
 
 /// The span of a task's progress relayed to a client waiting on another replica.
 pub fn task_relay(parent: Option<&Carrier>, task: &str, replica: &str) -> Span {
-    if !super::enabled() {
+    if !super::switch::enabled() {
         return Span::none();
     }
     tracing::info_span!(

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Duration;
 
-use super::lines::LineOutlet;
+use super::lines::{Blocking, LineOutlet, Sink};
 use super::stdout::{Drain, Stdout, DRAIN_MARGIN};
 use crate::mcp::jsonrpc::{self, Outgoing, PARSE_ERROR};
 use crate::mcp::{Incoming, Rejected, RpcError};
@@ -76,7 +76,7 @@ where
     R: Read + Send + 'static,
     W: Write + Send + 'static,
 {
-    serve_draining(host, input, output, settings, shutdown, None).await
+    serve_draining(host, input, Blocking(output), settings, shutdown, None).await
 }
 
 /// Serves one session on the process's own stdin and stdout, as [`serve_with`] does; once the
@@ -89,19 +89,18 @@ pub async fn serve_process(host: Arc<Host>, settings: StdioSettings, shutdown: i
     serve_draining(host, io::stdin(), output, settings, shutdown, Some(drain)).await
 }
 
-async fn serve_draining<R, W>(
+async fn serve_draining<R>(
     host: Arc<Host>,
     input: R,
-    output: W,
+    output: impl Sink,
     settings: StdioSettings,
     shutdown: impl Future<Output = ()>,
     drain: Option<Arc<Drain>>,
 ) -> anyhow::Result<()>
 where
     R: Read + Send + 'static,
-    W: Write + Send + 'static,
 {
-    let lines = Arc::new(LineOutlet::new(output));
+    let lines = Arc::new(LineOutlet::new(output)?);
     let outlet: Arc<dyn Outlet> = lines.clone();
     let last_lines = lines.clone();
     // Over stdio the one client is the local user, so its tasks survive a host restart.
@@ -135,17 +134,24 @@ where
         drain.begin();
     }
     session.finish(settings.shutdown_grace, WIND_DOWN).await;
-    if drain.is_some() {
-        // What the session wrote last goes out before the process exits, unless the client
-        // leaves it unread past the deadline (the write gives up then; this waits a little
-        // longer, for the lock a stuck write holds).
-        let _ = tokio::time::timeout(settings.shutdown_grace + DRAIN_MARGIN * 2, tokio::task::spawn_blocking(move || last_lines.release())).await;
-    }
+    // What the session wrote last goes out before the process exits, unless the client leaves
+    // it unread past the deadline (the stdout gives up then; this waits for that, and an
+    // embedder's blocking writer no longer than that either).
+    let wait = settings.shutdown_grace + DRAIN_MARGIN * 2;
+    let finishing = last_lines.clone();
+    let deadline = std::time::Instant::now() + wait;
+    let _ = tokio::time::timeout(wait + DRAIN_MARGIN, tokio::task::spawn_blocking(move || finishing.finish(deadline))).await;
     if let Some(given_up) = drain.as_ref().map(|d| d.given_up()).filter(|n| *n > 0) {
         tracing::warn!(
             "the client did not read its output: {given_up} writes to stdout were given up after the shutdown grace ({}) and {}",
             humantime::format_duration(settings.shutdown_grace),
             humantime::format_duration(DRAIN_MARGIN)
+        );
+    }
+    if let Some(dropped) = Some(last_lines.dropped()).filter(|n| *n > 0) {
+        tracing::warn!(
+            "the client did not read its output: {dropped} notifications were dropped while more than {} MiB waited for it",
+            super::lines::MAX_BACKLOG >> 20
         );
     }
 
@@ -178,6 +184,9 @@ impl Reader {
     fn serve_lines<R: Read>(&self, mut input: BufReader<R>) {
         let mut buf = Vec::new();
         loop {
+            // A client that does not read its output gets no further request read: the
+            // back-pressure a blocking write would have given.
+            self.lines.wait_for_backlog();
             let message = match read_line(&mut input, &mut buf, self.max_line) {
                 Ok(Line::End) => return,
                 Ok(Line::TooLong(length)) => Err(Rejected {

@@ -11,15 +11,20 @@
 //! cut off at the end of the grace to be answered with the shutdown error) once it has begun.
 //! Past the deadline a write fails at once, and what it carried is dropped and counted.
 //!
+//! The waiting happens on the output's writer thread ([`super::lines`]), never on a runtime
+//! worker: a send writes what fits and leaves the rest to that thread.
+//!
 //! While it waits it also watches stdin: a client that closed its end while corral was blocked
 //! writing to it (lines still unread) begins the shutdown itself ([`Drain::hung_up`]); the
 //! reading thread, blocked in that write, could not see the end of its input.
 
-use std::io::{self, Write};
+use std::io;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use super::lines::Sink;
 
 /// How long past the shutdown grace the output may still take to be written.
 pub(super) const DRAIN_MARGIN: Duration = Duration::from_secs(1);
@@ -86,6 +91,18 @@ impl Stdout {
         }
         Stdout { drain, watch_input: true }
     }
+}
+
+impl Sink for Stdout {
+    /// One `write(2)`: on a pipe or socket it never waits, and says `WouldBlock` when full.
+    fn write_now(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        // SAFETY: writes from a live slice of the given length.
+        let written = unsafe { libc::write(STDOUT, bytes.as_ptr().cast(), bytes.len()) };
+        match written {
+            n if n >= 0 => Ok(n as usize),
+            _ => Err(io::Error::last_os_error()),
+        }
+    }
 
     /// Waits until stdout has room (or has failed: the write that follows says how), or fails
     /// with `TimedOut` once the shutdown's deadline has passed.
@@ -107,7 +124,7 @@ impl Stdout {
                 libc::pollfd { fd: if self.watch_input { STDIN } else { -1 }, events: 0, revents: 0 },
             ];
             // SAFETY: two valid pollfd entries, and their count.
-            let ready = off_the_runtime(|| unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, wait.as_millis().max(1) as libc::c_int) });
+            let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, wait.as_millis().max(1) as libc::c_int) };
             if ready < 0 {
                 let e = io::Error::last_os_error();
                 if e.kind() == io::ErrorKind::Interrupted {
@@ -127,38 +144,6 @@ impl Stdout {
                 return Ok(());
             }
         }
-    }
-}
-
-impl Write for Stdout {
-    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        loop {
-            // SAFETY: writes from a live slice of the given length.
-            let written = unsafe { libc::write(STDOUT, bytes.as_ptr().cast(), bytes.len()) };
-            if written >= 0 {
-                return Ok(written as usize);
-            }
-            let e = io::Error::last_os_error();
-            match e.kind() {
-                io::ErrorKind::Interrupted => continue,
-                io::ErrorKind::WouldBlock => self.wait_for_room()?,
-                _ => return Err(e),
-            }
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-/// Runs `wait` (a blocking wait) so that the runtime goes on meanwhile: on a worker of the
-/// multi-threaded runtime its other tasks, timers and signals move to another thread (the
-/// grace timer and SIGTERM must not wait behind a client that does not read).
-fn off_the_runtime<T>(wait: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
-        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(wait),
-        _ => wait(),
     }
 }
 

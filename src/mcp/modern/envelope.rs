@@ -7,7 +7,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{
+use super::names::{
     supported_versions, CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LOG_LEVEL_KEY, MODERN_PROTOCOL_VERSION, PROTOCOL_VERSION_KEY, TASKS_EXTENSION,
     UNSUPPORTED_VERSION,
 };

@@ -8,7 +8,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use serde_json::{Map, Value};
 
-use super::{HEADER_MISMATCH, PROTOCOL_VERSION_KEY};
+use super::names::{HEADER_MISMATCH, PROTOCOL_VERSION_KEY};
 use crate::mcp::RpcError;
 
 /// The era's headers of one POST, as sent (`None`: absent).

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::SERVER_INFO_KEY;
+use super::names::SERVER_INFO_KEY;
 
 /// `resultType` of a finished request.
 pub const COMPLETE: &str = "complete";

@@ -15,7 +15,7 @@ use deadpool_postgres::Pool;
 use tokio_util::sync::CancellationToken;
 
 use super::pool::get;
-use super::store::{read_task, COLUMNS};
+use super::rows::{read_task, COLUMNS};
 use crate::tasks::model::Task;
 use crate::tasks::store::{StoreEvent, StoreResult};
 

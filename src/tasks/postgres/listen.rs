@@ -13,14 +13,12 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_postgres::AsyncMessage;
 use tokio_util::sync::CancellationToken;
 
-use super::describe;
-use super::notify::{ANSWERED, PROGRESS, PROGRESS_IN_ROW};
+use super::channel::{ANSWERED, CHANNEL, PROGRESS, PROGRESS_IN_ROW};
+use super::errors::describe;
 use super::pool::Target;
 use crate::tasks::model::TaskStatus;
 use crate::tasks::store::StoreEvent;
 
-/// The channel every status write notifies.
-pub(super) const CHANNEL: &str = "corral_tasks";
 /// How long the listener waits before connecting again after losing its connection.
 const RECONNECT_AFTER: Duration = Duration::from_millis(500);
 

@@ -25,20 +25,13 @@ use deadpool_postgres::Pool;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::listen::CHANNEL;
+use super::channel::{CHANNEL, PROGRESS, PROGRESS_IN_ROW};
 use super::pool::get;
 use crate::tasks::model::{now_ms, Progress};
 use crate::tasks::store::StoreResult;
 
 /// PostgreSQL refuses a payload of 8000 bytes or more; a batch is cut into payloads below this.
 const PAYLOAD_MAX: usize = 7900;
-
-/// What a payload line says of a progress report whose message is in the task's row.
-pub(super) const PROGRESS_IN_ROW: &str = "progress-row";
-/// What a payload line says of a task whose questions got answers: `"<id> answered"`.
-pub(super) const ANSWERED: &str = "answered";
-/// What a payload line says of a progress report.
-pub(super) const PROGRESS: &str = "progress";
 
 /// One thing to tell the other replicas.
 enum Note {

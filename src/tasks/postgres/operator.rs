@@ -4,7 +4,7 @@
 use deadpool_postgres::Pool;
 
 use super::pool::get;
-use super::store::{read_task, AFTER_COLUMNS, COLUMNS};
+use super::rows::{read_task, AFTER_COLUMNS, COLUMNS};
 use crate::tasks::model::{OutcomeKind, TaskStatus};
 use crate::tasks::operator::{Purged, TaskCursor, TaskDetail, TaskFilter, TaskPage, MAX_PAGE};
 use crate::tasks::store::{StoreResult, TaskQuestion};

@@ -55,7 +55,7 @@ impl Target {
 
     /// The pool for store calls; connections are made on demand. With `asynchronous`, every
     /// transaction on them commits with `synchronous_commit = off` unless its statement asks for
-    /// the flush itself (see [`PgOptions::synchronous_commit`](super::PgOptions::synchronous_commit));
+    /// the flush itself (see [`PgOptions::synchronous_commit`](super::options::PgOptions::synchronous_commit));
     /// the connections of [`Target::connect`] (migrations, `LISTEN`) keep the server's default.
     pub(super) fn pool(&self, max_size: usize, asynchronous: bool) -> StoreResult<Pool> {
         let mut config = self.config.clone();

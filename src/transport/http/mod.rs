@@ -105,8 +105,8 @@ impl App {
         let client = StreamClient::of(identity.clone(), peer);
         self.streams.open(client).map_err(|refusal| {
             let status = match refusal {
-                streams::Refusal::Client { .. } => StatusCode::TOO_MANY_REQUESTS,
-                streams::Refusal::All { .. } => StatusCode::SERVICE_UNAVAILABLE,
+                streams::StreamRefusal::Client { .. } => StatusCode::TOO_MANY_REQUESTS,
+                streams::StreamRefusal::All { .. } => StatusCode::SERVICE_UNAVAILABLE,
             };
             let error = RpcError::new(jsonrpc::INVALID_REQUEST, refusal.message());
             let mut response = json_message(status, jsonrpc::error_message(id, &error));

@@ -63,21 +63,21 @@ impl StreamClient {
 
 /// Why a stream was not opened.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Refusal {
+pub(super) enum StreamRefusal {
     /// The client holds `limit` streams already.
     Client { limit: usize },
     /// Streams hold every slot they may; the rest are kept for other requests.
     All { limit: usize },
 }
 
-impl Refusal {
+impl StreamRefusal {
     /// What the client is told, naming the bound.
     pub(super) fn message(&self) -> String {
         match self {
-            Refusal::Client { limit } => {
+            StreamRefusal::Client { limit } => {
                 format!("this client holds {limit} open event streams, the most one client may (--max-streams-per-client); close one first")
             }
-            Refusal::All { limit } => {
+            StreamRefusal::All { limit } => {
                 format!("{limit} event streams are open, the most this server keeps (three quarters of --max-connections); try again later")
             }
         }
@@ -112,17 +112,17 @@ impl Streams {
     }
 
     /// A place for one more of `client`'s streams, or why not.
-    pub(super) fn open(self: &Arc<Self>, client: StreamClient) -> Result<StreamSlot, Refusal> {
+    pub(super) fn open(self: &Arc<Self>, client: StreamClient) -> Result<StreamSlot, StreamRefusal> {
         let mut open = self.open.lock().unwrap();
         if open.all >= self.total {
             tracing::warn!("refused an event stream: {} are open (three quarters of --max-connections)", open.all);
-            return Err(Refusal::All { limit: self.total });
+            return Err(StreamRefusal::All { limit: self.total });
         }
         let limit = self.settings.per_client.max(1);
         let held = open.by_client.entry(client.clone()).or_default();
         if *held >= limit {
             tracing::info!("refused an event stream: the client holds {limit} (--max-streams-per-client)");
-            return Err(Refusal::Client { limit });
+            return Err(StreamRefusal::Client { limit });
         }
         *held += 1;
         open.all += 1;
@@ -160,7 +160,7 @@ mod tests {
     fn a_client_holds_at_most_its_bound_and_a_closed_stream_frees_its_place() {
         let streams = Streams::new(StreamSettings { per_client: 2, ..StreamSettings::default() }, 100);
         let first: Vec<StreamSlot> = (0..2).map(|_| streams.open(address(1)).expect("within the bound")).collect();
-        assert_eq!(streams.open(address(1)).err(), Some(Refusal::Client { limit: 2 }));
+        assert_eq!(streams.open(address(1)).err(), Some(StreamRefusal::Client { limit: 2 }));
         let other = streams.open(address(2)).expect("another address has places of its own");
         drop(first);
         assert!(streams.open(address(1)).is_ok(), "closed streams give their places back");
@@ -174,8 +174,8 @@ mod tests {
         let token = || StreamClient::of(Some(Principal::Token("ci".into())), Some(PeerAddr(SocketAddr::from(([10, 0, 0, 9], 1)))));
         assert_ne!(token(), address(9), "an authenticated client is not its address");
         let held: Vec<StreamSlot> = (0..6).map(|_| streams.open(token()).expect("within the total")).collect();
-        assert_eq!(streams.open(address(3)).err(), Some(Refusal::All { limit: 6 }), "a quarter of 8 connections is kept");
-        assert!(Refusal::All { limit: 6 }.message().contains("--max-connections"));
+        assert_eq!(streams.open(address(3)).err(), Some(StreamRefusal::All { limit: 6 }), "a quarter of 8 connections is kept");
+        assert!(StreamRefusal::All { limit: 6 }.message().contains("--max-connections"));
         drop(held);
         assert!(streams.open(address(3)).is_ok());
     }

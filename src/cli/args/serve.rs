@@ -1,193 +1,17 @@
-//! Every flag of every subcommand, parsed and validated in one place.
-//!
-//! As in ripgrep's `flags/`, a flag is checked where it is parsed: a count that must be positive
-//! has a parser that refuses zero, so clap names the flag in the error and nothing downstream
-//! clamps or reinterprets a value. Defaults come from [`config::defaults`] (durations and sizes)
-//! or from the `Default` impl of the settings they fill (counts), never from a second literal.
-//! Turning these arguments into the host's settings is a separate step, in [`super::host`].
+//! `corral serve`: the server's own flags (HTTP and OAuth, the console, the audit trail, the
+//! policy, the 2026-07-28 era's knobs).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::Args;
 
+use super::{HostArgs, TaskArgs};
 use crate::audit::Destination;
-use crate::config::{self, defaults, Limits};
+use crate::config::{self, defaults};
 use crate::identity::{self, IssuerUrl};
-use crate::oci::client::Access;
-use crate::runtime::EngineSettings;
 use crate::server::{ServerOptions, StateSecret};
-use crate::tasks::{Durability, TaskCursor, TaskSettings, TaskStatus, MAX_PAGE};
 use crate::transport::http::{ConnectionSettings, StreamSettings};
-
-/// The `corral` command line.
-#[derive(Parser)]
-#[command(name = "corral", version, about = "Serve WebAssembly component plugins as MCP tools, sandboxed and time-limited.")]
-#[command(long_about = "Serve WebAssembly component plugins as MCP tools, sandboxed and time-limited.\n\n\
-Each *.wasm file in the plugin directory is a component implementing the corral:plugin WIT world\n\
-(wit/plugin.wit). A NAME.toml beside NAME.wasm may set [limits] (timeout, task-timeout, fuel,\n\
-memory, max-concurrency) and [permissions] (dirs, env, network). Every call runs in a fresh\n\
-instance under those limits, with nothing but what the manifest grants.\n\n\
-Every flag can also be set through the environment variable named in its help.")]
-pub struct Cli {
-    /// Host log verbosity on stderr: error, warn, info, debug or trace (RUST_LOG overrides it).
-    #[arg(long, global = true, env = "CORRAL_LOG_LEVEL", default_value = "info")]
-    pub log_level: String,
-
-    /// Host log format on stderr: `text` for people, `json` for log collectors (one object a line).
-    #[arg(long, global = true, env = "CORRAL_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
-    pub log_format: LogFormat,
-
-    /// The subcommand to run.
-    #[command(subcommand)]
-    pub command: Command,
-}
-
-pub use crate::telemetry::LogFormat;
-
-/// The subcommands.
-#[derive(Subcommand)]
-#[allow(clippy::large_enum_variant, reason = "parsed once per process; boxing `serve`'s flags would buy nothing")]
-pub enum Command {
-    /// Serve the plugins' tools over MCP on stdin/stdout, or over HTTP with --http.
-    Serve(ServeArgs),
-    /// List the tools the plugins offer, with their task policy and limits.
-    Tools(ToolsArgs),
-    /// Call one tool locally and print its result; exits 1 when the tool reports an error.
-    Call(CallArgs),
-    /// Precompile every plugin into the compile cache, so the next start maps instead of compiling.
-    Compile(CompileArgs),
-    /// Show a plugin's contract version, imports, tools and whether the host would serve it;
-    /// exits 1 when it would refuse it.
-    Inspect(InspectArgs),
-    /// Create a plugin project (Rust, JavaScript, Python or C) that builds on the first try.
-    New(NewArgs),
-    /// Fetch a plugin from an OCI registry, verify its digests and signature, and pin it in
-    /// the plugin directory's corral.lock.
-    Pull(PullArgs),
-    /// Publish a component (and its manifest) to an OCI registry, optionally signed with a cosign key.
-    Publish(PublishArgs),
-    /// Look after the tasks in a task store (a SQLite file or PostgreSQL), beside the hosts that
-    /// run them: list, show, print results, cancel, purge, watch.
-    Tasks(TasksArgs),
-}
-
-/// The flags every command that loads the plugin directory shares.
-#[derive(Args)]
-pub struct HostArgs {
-    /// Directory of plugins (*.wasm, with optional NAME.toml manifests).
-    #[arg(long, env = "CORRAL_PLUGINS", value_name = "DIR")]
-    pub plugins: PathBuf,
-    /// Default wall-clock limit per call, e.g. 30s or 500ms.
-    #[arg(long, env = "CORRAL_TIMEOUT", default_value = defaults::TIMEOUT, value_parser = config::parse_duration)]
-    pub timeout: Duration,
-    /// Default wall-clock limit of a call run as a task.
-    #[arg(long, env = "CORRAL_TASK_TIMEOUT", default_value = defaults::TASK_TIMEOUT, value_parser = config::parse_duration)]
-    pub task_timeout: Duration,
-    /// Default fuel per call (about one unit per WebAssembly instruction).
-    #[arg(long, env = "CORRAL_FUEL", default_value_t = Limits::default().fuel, value_parser = config::parse_positive::<u64>)]
-    pub fuel: u64,
-    /// Default memory cap per instance, e.g. 64MiB.
-    #[arg(long, env = "CORRAL_MEMORY", default_value = defaults::MEMORY, value_parser = config::parse_size)]
-    pub memory: u64,
-    /// Default number of calls of one plugin that may run at once; more wait their turn.
-    #[arg(long, env = "CORRAL_MAX_CONCURRENCY", default_value_t = Limits::default().max_concurrency, value_parser = config::parse_positive::<usize>)]
-    pub max_concurrency: usize,
-    /// The most memory any manifest may grant one instance.
-    #[arg(long, env = "CORRAL_MEMORY_CEILING", default_value = defaults::MEMORY_CEILING, value_parser = config::parse_size)]
-    pub memory_ceiling: u64,
-    /// Instances that may exist at once across all plugins.
-    #[arg(long, env = "CORRAL_MAX_INSTANCES", default_value_t = EngineSettings::default().max_instances, value_parser = config::parse_positive::<u32>)]
-    pub max_instances: u32,
-    /// Epoch tick: how quickly a deadline or a cancellation stops a running guest.
-    #[arg(long, env = "CORRAL_EPOCH_TICK", default_value = defaults::EPOCH_TICK, value_parser = config::parse_duration)]
-    pub epoch_tick: Duration,
-    /// How long a request that needs the plugins (`tools/list`, `tools/call`, ...) waits for
-    /// them while they still load at start, e.g. 30s; `initialize` and `ping` never wait.
-    #[arg(long, env = "CORRAL_LOAD_WAIT", default_value = "30s", value_parser = config::parse_duration)]
-    pub load_wait: Duration,
-    /// Largest tool result passed to a client, e.g. 16MiB.
-    #[arg(long, env = "CORRAL_MAX_OUTPUT", default_value = defaults::MAX_OUTPUT, value_parser = config::parse_size)]
-    pub max_output: u64,
-    /// Largest tool result sent inline, e.g. 256KiB; a larger one (up to --max-output) is kept
-    /// and answered with its beginning and a corral://results/… link to read in pages.
-    #[arg(long, env = "CORRAL_INLINE_RESULT_LIMIT", default_value = defaults::INLINE_RESULT, value_parser = config::parse_size)]
-    pub inline_result_limit: u64,
-    /// Where precompiled plugins are kept, keyed by content and engine configuration.
-    /// No plugin may be granted write access to it.
-    /// [default: a per-user cache directory, e.g. ~/.cache/corral]
-    #[arg(long, env = "CORRAL_CACHE_DIR", value_name = "DIR")]
-    pub cache_dir: Option<PathBuf>,
-    /// Compile every plugin at every start instead of using the compile cache.
-    #[arg(long, env = "CORRAL_NO_CACHE", conflicts_with = "cache_dir")]
-    pub no_cache: bool,
-}
-
-/// What a stored task survives (`--db-sync`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum DbSync {
-    /// The host being killed: commits reach the OS, not necessarily the disk.
-    Process,
-    /// Power loss: every commit waits for fsync.
-    Power,
-}
-
-impl From<DbSync> for Durability {
-    fn from(sync: DbSync) -> Durability {
-        match sync {
-            DbSync::Process => Durability::Process,
-            DbSync::Power => Durability::Power,
-        }
-    }
-}
-
-/// The task store's and the task engine's flags.
-#[derive(Args)]
-pub struct TaskArgs {
-    /// Task database: a SQLite file (`:memory:` keeps tasks only while the host runs), or
-    /// `postgres://user:password@host/db` (also `postgresql://`; TLS as `?sslmode=` says) for
-    /// several replicas sharing one PostgreSQL database.
-    /// [default: a per-user data directory, e.g. ~/.local/share/corral/tasks.db]
-    #[arg(long, env = "CORRAL_DB", value_name = "PATH|URL")]
-    pub db: Option<PathBuf>,
-    /// What a stored task survives: `process` (the host being killed) or `power` (power loss;
-    /// every commit waits for fsync).
-    #[arg(long, env = "CORRAL_DB_SYNC", value_enum, default_value_t = DbSync::Process)]
-    pub db_sync: DbSync,
-    /// Tasks running at once.
-    #[arg(long, env = "CORRAL_MAX_RUNNING", default_value_t = TaskSettings::default().max_running, value_parser = config::parse_positive::<usize>)]
-    pub max_running: usize,
-    /// Tasks waiting for a worker; more are refused as overloaded.
-    #[arg(long, env = "CORRAL_MAX_QUEUED", default_value_t = TaskSettings::default().max_queued)]
-    pub max_queued: usize,
-    /// Unfinished tasks one client (a session, or a token's holder) may have at once.
-    #[arg(long, env = "CORRAL_MAX_TASKS_PER_CLIENT", default_value_t = TaskSettings::default().max_per_owner, value_parser = config::parse_positive::<usize>)]
-    pub max_tasks_per_client: usize,
-    /// Most bytes of large results kept by reference for one client (a session, or a token's
-    /// holder), e.g. 256MiB; past it a large result is answered with a `result-not-kept` error.
-    #[arg(long, env = "CORRAL_MAX_RESULT_BYTES_PER_CLIENT", default_value = defaults::MAX_RESULT_BYTES_PER_CLIENT, value_parser = config::parse_size)]
-    pub max_result_bytes_per_client: u64,
-    /// Most bytes of large results kept by reference for all clients together (across replicas
-    /// sharing a PostgreSQL --db), e.g. 2GiB.
-    #[arg(long, env = "CORRAL_MAX_RESULT_BYTES", default_value = defaults::MAX_RESULT_BYTES, value_parser = config::parse_size)]
-    pub max_result_bytes: u64,
-    /// How long a task and its result are kept when the client asks for no TTL.
-    #[arg(long, env = "CORRAL_TASK_TTL", default_value = defaults::TASK_TTL, value_parser = config::parse_duration)]
-    pub task_ttl: Duration,
-    /// The longest TTL a client may ask for.
-    #[arg(long, env = "CORRAL_TASK_MAX_TTL", default_value = defaults::TASK_MAX_TTL, value_parser = config::parse_duration)]
-    pub task_max_ttl: Duration,
-    /// Poll interval suggested to clients.
-    #[arg(long, env = "CORRAL_TASK_POLL_INTERVAL", default_value = defaults::TASK_POLL_INTERVAL, value_parser = config::parse_duration)]
-    pub task_poll_interval: Duration,
-    /// How often expired tasks are deleted.
-    #[arg(long, env = "CORRAL_TASK_REAP_EVERY", default_value = defaults::TASK_REAP_EVERY, value_parser = config::parse_duration)]
-    pub task_reap_every: Duration,
-    /// With a PostgreSQL --db: a replica whose heartbeat is older than this is dead, and a live
-    /// one claims its unfinished tasks.
-    #[arg(long, env = "CORRAL_HOST_EXPIRY", default_value = "15s", value_parser = config::parse_duration)]
-    pub host_expiry: Duration,
-}
 
 /// The Streamable HTTP transport's flags.
 #[derive(Args)]
@@ -413,289 +237,6 @@ fn parse_audit_destination(s: &str) -> Result<Destination, String> {
     }
 }
 
-/// `corral tools`.
-#[derive(Args)]
-pub struct ToolsArgs {
-    /// The plugin directory, limits and runtime.
-    #[command(flatten)]
-    pub host: HostArgs,
-    /// Print JSON (tools, limits and refused plugins) instead of a table.
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// `corral tasks`.
-#[derive(Args)]
-pub struct TasksArgs {
-    /// What to do.
-    #[command(subcommand)]
-    pub command: TasksCommand,
-}
-
-/// The `corral tasks` subcommands.
-#[derive(Subcommand)]
-pub enum TasksCommand {
-    /// The tasks of every client, newest first, a page at a time.
-    List(TasksListArgs),
-    /// Everything known of one task (its arguments only with --arguments).
-    Show(TasksShowArgs),
-    /// The result of an ended task, whole (a result kept by reference is read page by page).
-    #[command(name = "result")]
-    Outcome(TasksIdArgs),
-    /// Cancel a task: stored `cancelled`, and the host running it stops its guest.
-    Cancel(TasksIdArgs),
-    /// Delete ended tasks: those named, or with --expired every task past its TTL.
-    Purge(TasksPurgeArgs),
-    /// Follow the tasks live: each new task and each change, until Ctrl-C.
-    Watch(TasksWatchArgs),
-}
-
-/// The store and the output format, which every `corral tasks` subcommand takes.
-#[derive(Args, Clone)]
-pub struct TaskStoreArgs {
-    /// The task database the hosts use: a SQLite file, or a `postgres://` URL (as `corral serve
-    /// --db`). A file that does not exist is an error, never created.
-    /// [default: a per-user data directory, e.g. ~/.local/share/corral/tasks.db]
-    #[arg(long, env = "CORRAL_DB", value_name = "PATH|URL")]
-    pub db: Option<PathBuf>,
-    /// Print JSON for scripts (field names in the README) instead of a table.
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// Which tasks `list` and `watch` show.
-#[derive(Args)]
-pub struct TaskFilterArgs {
-    /// Only tasks with this status (working, input_required, completed, failed, cancelled);
-    /// repeat it or separate with commas for several.
-    #[arg(long, value_delimiter = ',', value_parser = parse_task_status)]
-    pub status: Vec<TaskStatus>,
-    /// Only the tasks of this owner, as the store keeps it (the `owner` field).
-    #[arg(long)]
-    pub owner: Option<String>,
-    /// Only tasks of this tool (as served, namespace included).
-    #[arg(long)]
-    pub tool: Option<String>,
-    /// Only tasks of this plugin.
-    #[arg(long)]
-    pub plugin: Option<String>,
-    /// Only tasks created longer ago than this, e.g. 1h.
-    #[arg(long, value_parser = config::parse_duration)]
-    pub older_than: Option<Duration>,
-    /// Only tasks created within this, e.g. 10m.
-    #[arg(long, value_parser = config::parse_duration)]
-    pub newer_than: Option<Duration>,
-}
-
-/// `corral tasks list`.
-#[derive(Args)]
-pub struct TasksListArgs {
-    /// The store and format.
-    #[command(flatten)]
-    pub store: TaskStoreArgs,
-    /// Which tasks.
-    #[command(flatten)]
-    pub filter: TaskFilterArgs,
-    /// Tasks per page (at most 1000).
-    #[arg(long, default_value_t = 50, value_parser = parse_page_size)]
-    pub limit: usize,
-    /// Where to go on: the `next` cursor a previous page printed.
-    #[arg(long, value_parser = parse_task_cursor)]
-    pub cursor: Option<TaskCursor>,
-}
-
-/// `corral tasks show`.
-#[derive(Args)]
-pub struct TasksShowArgs {
-    /// The store and format.
-    #[command(flatten)]
-    pub store: TaskStoreArgs,
-    /// The task's id.
-    pub id: String,
-    /// Show the call's arguments too (they may hold what the caller would not have shown).
-    #[arg(long)]
-    pub arguments: bool,
-}
-
-/// `corral tasks result` and `cancel`.
-#[derive(Args)]
-pub struct TasksIdArgs {
-    /// The store and format.
-    #[command(flatten)]
-    pub store: TaskStoreArgs,
-    /// The task's id.
-    pub id: String,
-}
-
-/// `corral tasks purge`.
-#[derive(Args)]
-pub struct TasksPurgeArgs {
-    /// The store and format.
-    #[command(flatten)]
-    pub store: TaskStoreArgs,
-    /// Delete every task (and kept result) whose TTL has passed, as the hosts' reaper does.
-    #[arg(long, required_unless_present = "ids")]
-    pub expired: bool,
-    /// The ended tasks to delete; a task that has not ended is refused (cancel it first).
-    #[arg(value_name = "ID")]
-    pub ids: Vec<String>,
-}
-
-/// `corral tasks watch`.
-#[derive(Args)]
-pub struct TasksWatchArgs {
-    /// The store and format (`--json`: one JSON line per change).
-    #[command(flatten)]
-    pub store: TaskStoreArgs,
-    /// Which tasks.
-    #[command(flatten)]
-    pub filter: TaskFilterArgs,
-    /// The newest tasks followed at most.
-    #[arg(long, default_value_t = 100, value_parser = parse_page_size)]
-    pub limit: usize,
-    /// How often the store is read, e.g. 250ms.
-    #[arg(long, default_value = "500ms", value_parser = parse_watch_interval)]
-    pub interval: Duration,
-}
-
-fn parse_task_status(s: &str) -> Result<TaskStatus, String> {
-    TaskStatus::parse(s).ok_or_else(|| {
-        let known: Vec<&str> = TaskStatus::ALL.iter().map(|s| s.as_str()).collect();
-        format!("no task status is called {s:?}; the statuses are {}", known.join(", "))
-    })
-}
-
-fn parse_page_size(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(n) if (1..=MAX_PAGE).contains(&n) => Ok(n),
-        _ => Err(format!("{s:?} is not a page size: give a whole number from 1 to {MAX_PAGE}")),
-    }
-}
-
-fn parse_task_cursor(s: &str) -> Result<TaskCursor, String> {
-    TaskCursor::parse(s).ok_or_else(|| format!("{s:?} is not a cursor `corral tasks list` printed (such as s42)"))
-}
-
-fn parse_watch_interval(s: &str) -> Result<Duration, String> {
-    let every = config::parse_duration(s)?;
-    if every < Duration::from_millis(50) {
-        return Err(format!("{s:?} is too short: read the store at most every 50ms"));
-    }
-    Ok(every)
-}
-
-/// `corral compile`.
-#[derive(Args)]
-pub struct CompileArgs {
-    /// The plugin directory, limits and runtime.
-    #[command(flatten)]
-    pub host: HostArgs,
-}
-
-/// `corral call`.
-#[derive(Args)]
-pub struct CallArgs {
-    /// The plugin directory, limits and runtime.
-    #[command(flatten)]
-    pub host: HostArgs,
-    /// The tool to call.
-    pub tool: String,
-    /// Arguments as a JSON object.
-    #[arg(default_value = "{}")]
-    pub arguments: String,
-}
-
-/// Flags shared by `pull` and `publish`: how registries are reached.
-#[derive(Args)]
-pub struct RegistryArgs {
-    /// A registry reached over plain HTTP (loopback registries always are); repeatable.
-    #[arg(long = "insecure-registry", env = "CORRAL_INSECURE_REGISTRIES", value_delimiter = ',', value_name = "HOST:PORT")]
-    pub insecure_registry: Vec<String>,
-    /// A bearer token for the registry; without it the docker config file
-    /// ($DOCKER_CONFIG/config.json or ~/.docker/config.json) is read. Never logged.
-    #[arg(long, env = "CORRAL_REGISTRY_TOKEN", hide_env_values = true, value_name = "TOKEN")]
-    pub registry_token: Option<String>,
-}
-
-impl RegistryArgs {
-    /// The registry access these flags describe.
-    pub fn access(&self) -> Access {
-        Access { insecure: self.insecure_registry.clone(), token: self.registry_token.clone(), docker_config: None }
-    }
-}
-
-/// `corral pull`'s flags.
-#[derive(Args)]
-pub struct PullArgs {
-    /// The plugin: oci://HOST[:PORT]/REPO:TAG or oci://HOST[:PORT]/REPO@sha256:DIGEST.
-    #[arg(value_name = "REFERENCE")]
-    pub reference: String,
-    /// The plugin directory it is written to (NAME.wasm, NAME.toml, corral.lock).
-    #[arg(long, env = "CORRAL_PLUGINS", value_name = "DIR")]
-    pub plugins: PathBuf,
-    /// Verify the cosign signature with this public key (PEM, ECDSA P-256, as `cosign
-    /// generate-key-pair` writes cosign.pub); an unsigned artifact is then refused, and so is one
-    /// whose signature was made for another repository (see --signed-identity).
-    #[arg(long, env = "CORRAL_COSIGN_KEY", value_name = "cosign.pub")]
-    pub key: Option<PathBuf>,
-    /// Refuse artifacts without a valid signature (needs --key).
-    #[arg(long, env = "CORRAL_REQUIRE_SIGNATURES")]
-    pub require_signatures: bool,
-    /// The repository the signature must name, when REFERENCE is a mirror of where it was
-    /// signed, e.g. ghcr.io/acme/search [default: REFERENCE's own repository].
-    #[arg(long, env = "CORRAL_SIGNED_IDENTITY", value_name = "HOST[:PORT]/REPO", value_parser = parse_signed_identity, requires = "key")]
-    pub signed_identity: Option<String>,
-    /// The plugin's name in the directory [default: the repository's last path segment].
-    #[arg(long)]
-    pub name: Option<String>,
-    /// Prefix the plugin's tool and prompt names (`NAMESPACE_tool`); written to NAME.toml.
-    #[arg(long)]
-    pub namespace: Option<String>,
-    /// Move a pinned tag to the digest it names now (or re-pin NAME to another reference).
-    #[arg(long)]
-    pub update: bool,
-    /// The largest component accepted, e.g. 64MiB.
-    #[arg(long, env = "CORRAL_MAX_PLUGIN_SIZE", default_value = defaults::MAX_PLUGIN_SIZE, value_parser = config::parse_size)]
-    pub max_plugin_size: u64,
-    /// The largest OCI manifest accepted (the artifact's and its signature's), e.g. 4MiB.
-    #[arg(long, env = "CORRAL_MAX_MANIFEST_SIZE", default_value = defaults::MAX_MANIFEST_SIZE, value_parser = config::parse_size)]
-    pub max_manifest_size: u64,
-    /// How long the whole pull may take, from connecting to the registry to the last byte.
-    #[arg(long, env = "CORRAL_PULL_TIMEOUT", default_value = defaults::PULL_TIMEOUT, value_parser = config::parse_duration)]
-    pub pull_timeout: Duration,
-    // Undocumented on purpose: clap would show a doc comment on a flattened group as help text.
-    #[allow(missing_docs)]
-    #[command(flatten)]
-    pub registry: RegistryArgs,
-}
-
-/// `corral publish`'s flags.
-#[derive(Args)]
-pub struct PublishArgs {
-    /// The component to publish.
-    #[arg(value_name = "FILE.wasm")]
-    pub file: PathBuf,
-    /// Where: oci://HOST[:PORT]/REPO:TAG.
-    #[arg(value_name = "REFERENCE")]
-    pub reference: String,
-    /// The plugin manifest (limits, permissions, namespace) to publish with it.
-    #[arg(long, value_name = "NAME.toml")]
-    pub manifest: Option<PathBuf>,
-    /// Sign with this private key (cosign's encrypted cosign.key, password in COSIGN_PASSWORD,
-    /// or an unencrypted PEM ECDSA P-256 key).
-    #[arg(long, value_name = "cosign.key")]
-    pub sign_key: Option<PathBuf>,
-    // Undocumented on purpose: clap would show a doc comment on a flattened group as help text.
-    #[allow(missing_docs)]
-    #[command(flatten)]
-    pub registry: RegistryArgs,
-}
-
-/// `--signed-identity`: `HOST[:PORT]/REPO`, no tag.
-fn parse_signed_identity(text: &str) -> Result<String, String> {
-    crate::oci::reference::parse_repository(text).map_err(|e| e.to_string())
-}
-
 /// `--state-secret` / `CORRAL_STATE_SECRET`: hex, at least 32 bytes. A parser of its own because
 /// clap quotes a refused value in its error, and this value is a key: the error names the flag,
 /// the variable and what is wrong, never the text.
@@ -715,7 +256,6 @@ impl clap::builder::TypedValueParser for SecretParser {
     }
 }
 
-/// `--state-secret-file`: a file whose text is the hex key.
 /// `--public-url`: an absolute http(s) URL with a host, without query or fragment; a trailing
 /// slash is dropped so that `/mcp` appends cleanly.
 fn parse_public_url(text: &str) -> Result<String, String> {
@@ -783,58 +323,38 @@ fn parse_leeway(text: &str) -> Result<Duration, String> {
     Ok(leeway)
 }
 
+/// `--state-secret-file`: a file whose text is the hex key.
 fn parse_state_secret_file(path: &str) -> Result<StateSecret, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the state secret file {path}: {e}"))?;
     StateSecret::from_hex(&text).map_err(|e| format!("{path}: {e}"))
 }
 
-// Undocumented on purpose: clap turns doc comments into help text; the `inspect` variant of `cli::args::Command` holds this command's.
-#[allow(missing_docs)]
-#[derive(clap::Args)]
-pub struct InspectArgs {
-    /// The component to inspect; a manifest NAME.toml beside it is read as `serve` would.
-    #[arg(value_name = "FILE.wasm")]
-    pub file: PathBuf,
-    /// Print JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
-    /// The compile cache `serve` uses, so a second inspect maps the plugin instead of compiling
-    /// it. [default: the per-user cache directory, e.g. ~/.cache/corral]
-    #[arg(long, env = "CORRAL_CACHE_DIR", value_name = "DIR")]
-    pub cache_dir: Option<std::path::PathBuf>,
-    /// Compile the plugin afresh, without the compile cache.
-    #[arg(long, env = "CORRAL_NO_CACHE", conflicts_with = "cache_dir")]
-    pub no_cache: bool,
+/// A policy file as `--policy` names it, read and compiled once at start (a broken file is a
+/// usage error naming the file, line and key).
+#[derive(Clone, Debug)]
+pub struct PolicyFile {
+    /// Where it is, for the watcher.
+    pub path: PathBuf,
+    /// What it says now.
+    pub policy: crate::policy::Policy,
 }
 
-// Undocumented on purpose: clap turns doc comments on a value enum into help text for each value.
-#[allow(missing_docs)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Lang {
-    Rust,
-    Js,
-    Python,
-    C,
-}
-
-// Undocumented on purpose: clap turns doc comments into help text; the `new` variant of `cli::args::Command` holds this command's.
-#[allow(missing_docs)]
-#[derive(clap::Args)]
-pub struct NewArgs {
-    /// The plugin's name: 1-64 characters of a-z, 0-9, `-` and `_`, starting with a letter.
-    /// It names the directory, the component (NAME.wasm) and the starter tool.
-    pub name: String,
-    /// The language of the project.
-    #[arg(long, value_enum, default_value = "rust")]
-    pub lang: Lang,
-    /// The directory to create the project in.
-    #[arg(long, value_name = "DIR", default_value = ".")]
-    pub dir: PathBuf,
+fn parse_policy_file(path: &str) -> Result<PolicyFile, String> {
+    let path = PathBuf::from(path);
+    let policy = crate::policy::load(&path).map_err(|e| e.to_string())?;
+    Ok(PolicyFile { path, policy })
 }
 
 #[cfg(test)]
 mod tests {
+    use clap::error::ErrorKind;
+    use clap::Parser;
+
     use super::*;
+    use crate::cli::args::{Cli, Command};
+    use crate::config::Limits;
+    use crate::runtime::EngineSettings;
+    use crate::tasks::{Durability, TaskSettings};
 
     #[test]
     fn an_admin_port_alone_listens_on_loopback() {
@@ -842,7 +362,6 @@ mod tests {
         assert_eq!(parse_admin_addr("[::1]:9090").unwrap(), "[::1]:9090".parse().unwrap());
         assert!(parse_admin_addr("nine").unwrap_err().contains("neither a port nor an address"));
     }
-    use clap::error::ErrorKind;
 
     fn serve(extra: &[&str]) -> Result<ServeArgs, clap::Error> {
         let argv = ["corral", "serve", "--plugins", "p"].into_iter().chain(extra.iter().copied());
@@ -938,34 +457,6 @@ mod tests {
         assert!(serve(&["--state-secret", &"ab".repeat(32)]).unwrap().state_secret.is_some());
     }
 
-    fn pull(extra: &[&str]) -> Result<PullArgs, clap::Error> {
-        let argv = ["corral", "pull", "oci://127.0.0.1:5000/corral/x:1", "--plugins", "p"].into_iter().chain(extra.iter().copied());
-        match Cli::try_parse_from(argv)?.command {
-            Command::Pull(args) => Ok(args),
-            _ => unreachable!("the argv names `pull`"),
-        }
-    }
-
-    #[test]
-    fn pull_bounds_have_the_shared_defaults_and_refuse_zero() {
-        let args = pull(&[]).unwrap();
-        assert_eq!(args.max_plugin_size, defaults::size(defaults::MAX_PLUGIN_SIZE));
-        assert_eq!(args.max_manifest_size, defaults::size(defaults::MAX_MANIFEST_SIZE));
-        assert_eq!(args.pull_timeout, defaults::duration(defaults::PULL_TIMEOUT));
-        for (flag, zero) in [("--max-plugin-size", "0B"), ("--max-manifest-size", "0B"), ("--pull-timeout", "0s")] {
-            assert!(pull(&[flag, zero]).is_err(), "{flag} {zero} was accepted");
-        }
-    }
-
-    #[test]
-    fn signed_identity_is_a_repository_and_needs_a_key() {
-        let args = pull(&["--key", "k.pub", "--signed-identity", "ghcr.io/acme/search"]).unwrap();
-        assert_eq!(args.signed_identity.as_deref(), Some("ghcr.io/acme/search"));
-        let e = pull(&["--key", "k.pub", "--signed-identity", "ghcr.io/acme/search:1"]).err().unwrap().to_string();
-        assert!(e.contains("--signed-identity") && e.contains("names a tag"), "{e}");
-        assert_eq!(pull(&["--signed-identity", "ghcr.io/acme/search"]).err().map(|e| e.kind()), Some(ErrorKind::MissingRequiredArgument));
-    }
-
     #[test]
     fn connection_flags_have_the_transport_defaults_and_refuse_zero() {
         let args = serve(&[]).unwrap();
@@ -980,20 +471,4 @@ mod tests {
             assert!(serve(&[flag, "0s"]).err().unwrap().to_string().contains("must be greater than zero"), "{flag}");
         }
     }
-}
-
-/// A policy file as `--policy` names it, read and compiled once at start (a broken file is a
-/// usage error naming the file, line and key).
-#[derive(Clone, Debug)]
-pub struct PolicyFile {
-    /// Where it is, for the watcher.
-    pub path: PathBuf,
-    /// What it says now.
-    pub policy: crate::policy::Policy,
-}
-
-fn parse_policy_file(path: &str) -> Result<PolicyFile, String> {
-    let path = PathBuf::from(path);
-    let policy = crate::policy::load(&path).map_err(|e| e.to_string())?;
-    Ok(PolicyFile { path, policy })
 }
