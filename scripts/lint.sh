@@ -53,4 +53,8 @@ echo "== import circles"
 for room in mcp config oci audit policy identity telemetry registry server transport admin cli; do
     python3 scripts/import_cycles.py "$room" || status=1
 done
+
+# The systemd unit, the Kubernetes manifests and the MCP Registry's server.json, checked as
+# systemd, Kubernetes and the registry would.
+./scripts/check-deploy.sh || status=1
 exit "$status"
