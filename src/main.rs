@@ -5,9 +5,9 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use corral::cli::args::{Cli, Command};
-use corral::cli::{call, compile, inspect, new, publish, pull, serve, tasks, tools};
+use corral::cli::{call, compile, completions, inspect, new, publish, pull, serve, tasks, tools};
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -46,5 +46,7 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Pull(args) => pull::run(args).await,
         Command::Publish(args) => publish::run(args).await,
         Command::Tasks(args) => tasks::run(args).await,
+        Command::Completions(args) => completions::completions(args, Cli::command(), &mut std::io::stdout().lock()).map(|()| ExitCode::SUCCESS),
+        Command::Man(args) => completions::man(args, Cli::command(), &mut std::io::stdout().lock()).map(|()| ExitCode::SUCCESS),
     }
 }

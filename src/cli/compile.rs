@@ -14,9 +14,9 @@ pub fn run(args: CompileArgs) -> anyhow::Result<ExitCode> {
     let mut failed = 0;
     for file in &files {
         let started = std::time::Instant::now();
-        let bytes = std::fs::read(file).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
+        let source = runtime.read_plugin(file).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
         let name = file.file_stem().unwrap_or_default().to_string_lossy();
-        let status = match runtime.compile_cached(&name, &bytes) {
+        let status = match runtime.compile_source(&name, &source) {
             Ok((_, outcome)) => describe(outcome),
             Err(e) => {
                 failed += 1;

@@ -6,6 +6,7 @@
 pub mod args;
 pub mod call;
 pub mod compile;
+pub mod completions;
 pub mod host;
 pub mod inspect;
 pub mod new;
@@ -15,3 +16,4 @@ pub mod serve;
 pub mod tasks;
 mod templates;
 pub mod tools;
+pub mod version;

@@ -326,11 +326,12 @@ fn compile(file: &Path, runtime: &Runtime, settings: &LoadSettings) -> Result<Co
     let stamp = stamp(file);
     let refuse = Refuser { name: &name, file, stamp };
     let manifest = config::plugin_manifest(file, &settings.defaults, settings.memory_ceiling, &settings.protected).map_err(|e| refuse.manifest(e))?;
-    let bytes = std::fs::read(file).map_err(|e| refuse.plugin(RefusalKind::InvalidComponent, format!("cannot read {}: {e}", file.display())))?;
-    super::lock::check_pinned(file, &bytes).map_err(|e| refuse.plugin(RefusalKind::DigestMismatch, e))?;
+    let source = runtime.read_plugin(file).map_err(|e| refuse.plugin(RefusalKind::InvalidComponent, format!("cannot read {}: {e}", file.display())))?;
+    super::lock::check_pinned(file, &source.digest()).map_err(|e| refuse.plugin(RefusalKind::DigestMismatch, e))?;
     let started = std::time::Instant::now();
     let code = runtime
-        .compile(&name, &bytes)
+        .compile_source(&name, &source)
+        .map(|(code, _)| code)
         .map_err(|e| match e {
             LoadError::InvalidComponent(m) => refuse.plugin(RefusalKind::InvalidComponent, format!("not a valid component: {m}")),
             LoadError::MissingImport(m) => refuse.plugin(RefusalKind::MissingImport, format!("imports something the host does not provide: {m}")),

@@ -190,15 +190,15 @@ pub fn target(pinned: Option<&LockEntry>, request: &PullRequest<'_>, current: &s
     target
 }
 
-/// Checks a plugin's bytes against the lock of its directory: `Ok` when the lock does not list
-/// it or its digest matches; otherwise the error names the file and both digests.
-pub fn check_pinned(file: &Path, bytes: &[u8]) -> Result<(), String> {
+/// Checks a plugin's digest (`sha256:<hex>` of its bytes) against the lock of its directory:
+/// `Ok` when the lock does not list it or the digests match; otherwise the error names the file
+/// and both digests.
+pub fn check_pinned(file: &Path, actual: &str) -> Result<(), String> {
     let dir = file.parent().unwrap_or(Path::new("."));
     let name = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     // An unreadable lock fails closed: the pins it holds cannot be checked.
     let lock = read_cached(dir).map_err(|e| format!("cannot check {} against its pin: {e}", file.display()))?;
     let Some(entry) = lock.entry(&name) else { return Ok(()) };
-    let actual = sha256_digest(bytes);
     if actual == entry.wasm {
         return Ok(());
     }
@@ -264,16 +264,17 @@ mod tests {
     fn check_pinned_names_file_and_both_digests() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("echo.wasm");
-        assert!(check_pinned(&file, b"anything").is_ok(), "no lock: loads as before");
+        let check = |file: &Path, bytes: &[u8]| check_pinned(file, &sha256_digest(bytes));
+        assert!(check(&file, b"anything").is_ok(), "no lock: loads as before");
         let mut lock = Lock::default();
         lock.set(entry("echo", &sha256_digest(b"good")));
         std::fs::write(Lock::path(dir.path()), lock.to_text()).unwrap();
-        assert!(check_pinned(&file, b"good").is_ok());
-        assert!(check_pinned(&dir.path().join("other.wasm"), b"x").is_ok(), "not listed: loads as before");
-        let e = check_pinned(&file, b"evil").unwrap_err();
+        assert!(check(&file, b"good").is_ok());
+        assert!(check(&dir.path().join("other.wasm"), b"x").is_ok(), "not listed: loads as before");
+        let e = check(&file, b"evil").unwrap_err();
         assert!(e.contains("echo.wasm") && e.contains(&sha256_digest(b"evil")) && e.contains(&sha256_digest(b"good")), "{e}");
         std::fs::write(Lock::path(dir.path()), "[[plugin]]\nname = 1\n").unwrap();
-        assert!(check_pinned(&file, b"good").unwrap_err().contains("corral.lock"));
+        assert!(check(&file, b"good").unwrap_err().contains("corral.lock"));
     }
 
     fn request<'a>(name: &'a str, reference: &'a str, update: bool, verifying: bool) -> PullRequest<'a> {

@@ -20,8 +20,9 @@ use super::failure::{Failure, Stopped};
 use super::inspect::{self, Interfaces};
 use super::network::{GuardedLookup, HttpGuard, NetGuard};
 use super::output::PluginOutput;
+use super::source::PluginSource;
 use super::tool_list::Lists;
-use super::{bindings, cache, call, engine, files, ticker, tool_list};
+use super::{bindings, cache, call, engine, files, stamp, ticker, tool_list};
 use crate::cancel::{CancelHandle, Wake};
 use crate::config::{defaults, Limits};
 
@@ -119,10 +120,24 @@ impl Runtime {
 
     /// Like [`Runtime::compile`], also saying how the cache served it (`None`: no cache).
     pub fn compile_cached(&self, name: &str, bytes: &[u8]) -> Result<(PluginCode, Option<CacheOutcome>), LoadError> {
+        self.compile_source(name, &PluginSource::new(bytes.to_vec(), None))
+    }
+
+    /// Reads a plugin file, with its digest when the compile cache remembers it for the file as
+    /// it is (see [`CompileCache::key_of`]): a warm start then hashes none of its bytes.
+    pub fn read_plugin(&self, file: &std::path::Path) -> std::io::Result<PluginSource> {
+        let (bytes, stamp) = stamp::read_stamped(file)?;
+        let key = self.cache.as_ref().map(|cache| cache.key_of(&bytes, stamp));
+        Ok(PluginSource::new(bytes, key))
+    }
+
+    /// Like [`Runtime::compile_cached`], for a plugin read by [`Runtime::read_plugin`].
+    pub fn compile_source(&self, name: &str, source: &PluginSource) -> Result<(PluginCode, Option<CacheOutcome>), LoadError> {
         let invalid = |e: wasmtime::Error| LoadError::InvalidComponent(format!("{e:#}"));
+        let bytes = source.bytes();
         let (component, outcome, key) = match &self.cache {
             Some(cache) => {
-                let (component, outcome, key) = cache.load_keyed(&self.engine, bytes).map_err(invalid)?;
+                let (component, outcome, key) = cache.load_with_key(&self.engine, bytes, source.key().to_owned()).map_err(invalid)?;
                 match &outcome {
                     CacheOutcome::Hit => tracing::debug!(plugin = name, "loaded from the compile cache"),
                     CacheOutcome::Stored => tracing::debug!(plugin = name, "compiled and cached"),
@@ -135,12 +150,9 @@ impl Runtime {
         };
         let instance_pre = self.linker.instantiate_pre(&component).map_err(|e| LoadError::MissingImport(format!("{e:#}")))?;
         let exports = Exports::find(&instance_pre).map_err(LoadError::InvalidComponent)?;
-        // The cache's key is that digest already; without a cache it is computed here, once.
-        let digest = match &key {
-            Some(key) => format!("sha256:{key}"),
-            None => format!("sha256:{}", cache::hex(&<sha2::Sha256 as sha2::Digest>::digest(bytes))),
-        };
-        let (key, digest): (Option<Arc<str>>, Arc<str>) = (key.map(Into::into), digest.into());
+        // The cache's key is that digest already; without a cache it is computed once, here or
+        // where the caller checked it against a pin.
+        let (key, digest): (Option<Arc<str>>, Arc<str>) = (key.map(Into::into), source.digest().into());
         Ok((
             PluginCode {
                 name: name.into(),

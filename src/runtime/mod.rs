@@ -17,6 +17,8 @@ mod inspect;
 mod instances;
 mod network;
 mod output;
+mod source;
+mod stamp;
 mod ticker;
 mod time_limit;
 mod tool_list;
@@ -39,4 +41,5 @@ pub use time_limit::TimeLimit;
 pub use tool_list::Lists;
 
 pub use code::{LoadError, PluginCode};
+pub use source::PluginSource;
 pub use instances::{Runtime, RuntimeSettings};

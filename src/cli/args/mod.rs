@@ -28,7 +28,7 @@ pub use self::tasks::{TaskFilterArgs, TaskStoreArgs, TasksArgs, TasksCommand, Ta
 
 /// The `corral` command line.
 #[derive(Parser)]
-#[command(name = "corral", version, about = "Serve WebAssembly component plugins as MCP tools, sandboxed and time-limited.")]
+#[command(name = "corral", version = super::version::SHORT, long_version = super::version::LONG, about = "Serve WebAssembly component plugins as MCP tools, sandboxed and time-limited.")]
 #[command(long_about = "Serve WebAssembly component plugins as MCP tools, sandboxed and time-limited.\n\n\
 Each *.wasm file in the plugin directory is a component implementing the corral:plugin WIT world\n\
 (wit/plugin.wit). A NAME.toml beside NAME.wasm may set [limits] (timeout, task-timeout, fuel,\n\
@@ -76,4 +76,8 @@ pub enum Command {
     /// Look after the tasks in a task store (a SQLite file or PostgreSQL), beside the hosts that
     /// run them: list, show, print results, cancel, purge, watch.
     Tasks(TasksArgs),
+    /// Print the shell completion script for bash, zsh, fish, elvish or powershell.
+    Completions(super::completions::CompletionsArgs),
+    /// Print the manual page corral(1) in roff, or write every page into --dir.
+    Man(super::completions::ManArgs),
 }
