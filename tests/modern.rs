@@ -302,9 +302,10 @@ fn http_a_closed_response_stream_cancels_its_call() {
         body.len()
     );
     stream.write_all(head.as_bytes()).unwrap();
-    // The host has the call once it counted the request.
-    let counted = |metrics: &str| metrics.lines().any(|l| l.starts_with("corral_requests_total{") && l.contains("tools/call"));
-    common::wait_until("the host to take the call", TIMEOUT, || counted(&server.metrics()));
+    // Counting the request is not enough (the call is wired to the stream's close later, and
+    // a close before that cancels nothing); the host shows nothing closer to the guest's start
+    // yet, so this waits a while, the one fixed wait left in the Rust suites.
+    thread::sleep(Duration::from_millis(500));
     drop(stream);
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
