@@ -5,13 +5,14 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use common::reply::{Reply, SseEvent, SseParser};
 use common::serve::{serve_command, HttpServe};
 use common::{example_dist, example_plugins};
 use serde_json::{json, Value};
@@ -79,11 +80,12 @@ fn idle_sessions_expire() {
     let server = Server::start(plugins.path(), &["--session-idle", "1s"]);
     let session = server.initialize(None);
     assert_eq!(session.result("ping", json!({})), json!({}));
-    // Untouched for well over the idle limit plus the reaper's period (any request, even one
-    // that fails, would count as use, so nothing is polled meanwhile).
-    thread::sleep(Duration::from_secs(4));
+    // Untouched until the host says it expired (any request, even one that fails, would count
+    // as use, so only the host's log is watched meanwhile).
+    let expired = "session expired after 1s idle";
+    common::wait_until("the idle session to expire", TIMEOUT, || server.stderr().lines().any(|l| l.contains(&session.id) && l.contains(expired)));
     let reply = session.post_raw(&rpc(99, "ping", json!({})).to_string(), &[]);
-    assert_eq!(reply.status, 404, "a session idle for 4 s with --session-idle 1s: {reply:?}\n{}", server.stderr());
+    assert_eq!(reply.status, 404, "a session the host expired (--session-idle 1s): {reply:?}\n{}", server.stderr());
 }
 
 #[test]
@@ -580,35 +582,22 @@ fn the_open_file_limit_is_raised_to_its_hard_limit_at_start() {
     // descriptor. The host is started with its soft limit lowered, as a login shell would.
     let plugins = example_plugins(&["text"]);
     let exe = env!("CARGO_BIN_EXE_corral");
-    let mut child = Command::new("sh")
-        .args([
-            "-c",
-            r#"ulimit -Sn 1024 && exec "$0" "$@""#,
-            exe,
-            "serve",
-            "--plugins",
-            plugins.path().to_str().unwrap(),
-            "--http",
-            "127.0.0.1:0",
-            "--db",
-            ":memory:",
-        ])
-        .env("NO_COLOR", "1")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    while !line.contains("serving MCP over HTTP at ") {
-        line.clear();
-        assert!(stderr.read_line(&mut line).unwrap() > 0, "the host exited before serving");
-    }
-    let limits = std::fs::read_to_string(format!("/proc/{}/limits", child.id())).unwrap();
-    let _ = child.kill();
-    let _ = child.wait();
+    let mut command = Command::new("sh");
+    command.args([
+        "-c",
+        r#"ulimit -Sn 1024 && exec "$0" "$@""#,
+        exe,
+        "serve",
+        "--plugins",
+        plugins.path().to_str().unwrap(),
+        "--http",
+        "127.0.0.1:0",
+        "--db",
+        ":memory:",
+    ]);
+    let host = HttpServe::spawn(command, STARTUP);
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", host.child.id())).unwrap();
+    drop(host);
     let open_files = limits.lines().find(|l| l.starts_with("Max open files")).unwrap_or_else(|| panic!("{limits}"));
     let fields: Vec<&str> = open_files.split_whitespace().collect();
     let (soft, hard) = (fields[3], fields[4]);
@@ -693,10 +682,7 @@ impl Server {
             None => self.agent.run(request.body(()).unwrap()),
         };
         let response = result.unwrap_or_else(|e| panic!("{method} {path} failed: {e}\nstderr:\n{}", self.stderr()));
-        let status = response.status().as_u16();
-        let headers = response.headers().iter().map(|(k, v)| (k.as_str().to_owned(), String::from_utf8_lossy(v.as_bytes()).into_owned())).collect();
-        let body = response.into_body().read_to_string().unwrap_or_else(|e| panic!("reading the answer to {method} {path}: {e}\nstderr:\n{}", self.stderr()));
-        Reply { status, headers, body }
+        Reply::read(response).unwrap_or_else(|e| panic!("reading the answer to {method} {path}: {e}\nstderr:\n{}", self.stderr()))
     }
 
     /// POST /mcp with the MCP Accept and Content-Type headers plus `headers`.
@@ -834,99 +820,6 @@ impl Session<'_> {
             headers.push(("last-event-id", last));
         }
         self.server.stream("GET", &headers, None)
-    }
-}
-
-/// A whole HTTP answer.
-struct Reply {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-impl std::fmt::Debug for Reply {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "HTTP {} {:?}\n{}", self.status, self.headers, self.body)
-    }
-}
-
-impl Reply {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
-    }
-
-    fn content_type(&self) -> &str {
-        self.header("content-type").unwrap_or("")
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("the body is not JSON ({e}): {self:?}"))
-    }
-
-    /// The JSON-RPC messages of the answer: one for JSON, the `data` of each event for SSE.
-    fn messages(&self) -> Vec<Value> {
-        if self.content_type().starts_with("text/event-stream") {
-            let mut parser = SseParser::default();
-            let mut events: Vec<Value> = self.body.split_inclusive('\n').filter_map(|l| parser.line(l)).map(|e| e.json()).collect();
-            events.extend(parser.line("\n").map(|e| e.json()));
-            events
-        } else if self.content_type().starts_with("application/json") {
-            vec![self.json()]
-        } else {
-            panic!("neither JSON nor SSE: {self:?}")
-        }
-    }
-
-    /// The JSON-RPC response the answer ends with.
-    fn answer(&self) -> Value {
-        let messages = self.messages();
-        let last = messages.last().cloned().unwrap_or_else(|| panic!("no message in {self:?}"));
-        assert!(last.get("result").is_some() || last.get("error").is_some(), "the answer does not end with a response: {self:?}");
-        last
-    }
-}
-
-#[derive(Debug, Clone)]
-struct SseEvent {
-    id: Option<String>,
-    data: String,
-}
-
-impl SseEvent {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.data).unwrap_or_else(|e| panic!("SSE data is not JSON ({e}): {self:?}"))
-    }
-}
-
-/// Line-by-line SSE parsing: an event ends at a blank line; comments (keep-alives) and events
-/// without data are skipped.
-#[derive(Default)]
-struct SseParser {
-    id: Option<String>,
-    data: Vec<String>,
-}
-
-impl SseParser {
-    fn line(&mut self, line: &str) -> Option<SseEvent> {
-        let line = line.trim_end_matches(['\n', '\r']);
-        if line.is_empty() {
-            let id = self.id.take();
-            if self.data.is_empty() {
-                return None;
-            }
-            let data = std::mem::take(&mut self.data).join("\n");
-            return Some(SseEvent { id, data });
-        }
-        if line.starts_with(':') {
-            return None;
-        }
-        let (field, value) = line.split_once(':').map_or((line, ""), |(f, v)| (f, v.strip_prefix(' ').unwrap_or(v)));
-        match field {
-            "data" => self.data.push(value.to_owned()),
-            "id" => self.id = Some(value.to_owned()),
-            _ => {}
-        }
-        None
     }
 }
 

@@ -237,7 +237,10 @@ fn a_task_recovered_at_start_runs_as_soon_as_its_own_plugin_is_in() {
     mcp.initialize();
     let created = mcp.result("tools/call", json!({ "name": "work", "arguments": {}, "task": {} }));
     let task = created["task"]["taskId"].as_str().unwrap_or_else(|| panic!("{created}")).to_owned();
-    std::thread::sleep(Duration::from_millis(500)); // a worker has started it
+    common::wait_until("a worker to start the task", TIMEOUT, || {
+        let db = rusqlite::Connection::open(&db).unwrap();
+        db.query_row("SELECT started_at IS NOT NULL FROM tasks WHERE id = ?1", [&task], |r| r.get::<_, bool>(0)).unwrap()
+    });
     assert_eq!(mcp.result("tasks/get", json!({ "taskId": task }))["status"], "working");
     drop(mcp); // SIGKILL
 

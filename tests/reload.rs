@@ -5,7 +5,6 @@
 mod common;
 
 use std::path::Path;
-use std::time::Duration;
 
 use common::{example_dist, example_plugins, McpProcess, Transport, TIMEOUT};
 use serde_json::json;
@@ -129,7 +128,11 @@ scenarios! {
         // and neither does the host reading the plugin it just loaded.
         std::fs::write(dir.path().join("notes.txt"), "x").unwrap();
         std::fs::write(dir.path().join(".hash.wasm.swp"), "x").unwrap();
-        std::thread::sleep(Duration::from_millis(500));
+        // A barrier: a change that is announced, after anything the writes above caused (the
+        // watcher reloads one batch after the other, and announces in that order).
+        std::fs::remove_file(dir.path().join("hash.wasm")).unwrap();
+        mcp.wait_notification(LIST_CHANGED, TIMEOUT);
+        assert_eq!(tool_names(&mut mcp), ["echo", "word_count"], "the announced change was the barrier's");
         assert_eq!(list_changes(&mut mcp), 0, "no further change was announced: {:?}", mcp.notifications());
     }
 
@@ -144,18 +147,22 @@ scenarios! {
         // retry must not wake the watcher into retrying forever.
         std::fs::copy(example_dist().join("hash.wasm"), dir.path().join("hash.wasm")).unwrap();
         mcp.wait_notification(LIST_CHANGED, TIMEOUT);
-        std::thread::sleep(Duration::from_millis(800));
+        // A barrier: a change of its own, reloaded after anything reading b caused (the watcher
+        // reloads one batch after the other); it too gives b a chance.
+        std::fs::write(dir.path().join("hash.toml"), "[limits]\ntimeout = \"20s\"\n").unwrap();
+        mcp.wait_notification(LIST_CHANGED, TIMEOUT);
         let refusals = mcp.stderr_text().matches("plugin `b`: tool `echo`: the name is already taken").count();
-        assert_eq!(refusals, 2, "at start and once on the change:\n{}", mcp.stderr_text());
+        assert_eq!(refusals, 3, "at start and once on each change:\n{}", mcp.stderr_text());
 
         std::fs::remove_file(dir.path().join("a.wasm")).unwrap();
         mcp.wait_notification(LIST_CHANGED, TIMEOUT);
         let echoed = mcp.call_tool("echo", json!({ "text": "served by b" }));
         assert_eq!(echoed["content"][0]["text"], "served by b");
-        // Loading b reads it, which the watcher sees; that is not a change.
-        std::thread::sleep(Duration::from_millis(800));
+        // Loading b reads it, which the watcher sees; that is not a change. The barrier again.
+        std::fs::remove_file(dir.path().join("hash.toml")).unwrap();
+        mcp.wait_notification(LIST_CHANGED, TIMEOUT);
         assert_eq!(list_changes(&mut mcp), 0, "{:?}", mcp.notifications());
         let reloads = mcp.stderr_text().matches("reloaded").count();
-        assert_eq!(reloads, 2, "hash, then b, each loaded once:\n{}", mcp.stderr_text());
+        assert_eq!(reloads, 4, "hash, its manifest, b, its manifest gone: each loaded once:\n{}", mcp.stderr_text());
     }
 }

@@ -6,10 +6,8 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::generated::{expected, generator};
-use common::{write_plugin, Fixture, McpProcess, TaskSupport, ToolDef, Transport};
+use common::{wait_for, write_plugin, Fixture, McpProcess, TaskSupport, ToolDef, Transport, TIMEOUT};
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
@@ -174,8 +172,11 @@ fn a_plain_calls_result_expires_with_the_task_ttl() {
     mcp.initialize();
     let uri = link_of(&mcp.call_tool("mid", json!({})), MID);
     assert!(mcp.request("resources/read", json!({ "uri": uri }))["result"].is_object(), "readable at first");
-    std::thread::sleep(Duration::from_millis(1200));
-    assert_not_found(&mcp.request("resources/read", json!({ "uri": uri })), &uri);
+    let gone = wait_for("the result to expire with its 1 s TTL", TIMEOUT, || {
+        let read = mcp.request("resources/read", json!({ "uri": uri }));
+        read.get("error").is_some().then_some(read)
+    });
+    assert_not_found(&gone, &uri);
 }
 
 #[test]

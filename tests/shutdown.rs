@@ -73,18 +73,31 @@ fn sigterm_answers_calls_in_flight_and_ends_the_rest_with_a_shutdown_error() {
     let dir = example_plugins(&["ticker"]);
     let mut child = spawn(dir.path(), &["--shutdown-grace", "2s"]);
     let mut stdin = child.stdin.take().unwrap();
-    // A call that ends within the grace, and one that cannot.
-    stdin.write_all([initialize(), tick(2, 5, 100), tick(3, 10000, 50)].concat().as_bytes()).unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut first = String::new();
-    stdout.read_line(&mut first).unwrap(); // initialize answered: the calls are in
-    std::thread::sleep(Duration::from_millis(100));
+    // A call that ends within the grace, and one that cannot; each reports progress under its id.
+    let reporting = |id: i64, count: u64, interval_ms: u64| {
+        line(id, "tools/call", json!({ "name": "tick", "arguments": { "count": count, "interval_ms": interval_ms }, "_meta": { "progressToken": id } }))
+    };
+    stdin.write_all([initialize(), reporting(2, 5, 100), reporting(3, 10000, 50)].concat().as_bytes()).unwrap();
+    let received = read_lines(child.stdout.take().unwrap());
+    // Both calls are running once each has reported progress (or, for the short one, ended).
+    let mut out = Vec::new();
+    let mut running = std::collections::HashSet::new();
+    while running.len() < 2 {
+        let message = received.recv_timeout(TIMEOUT).unwrap_or_else(|e| panic!("both calls never ran ({e}); received: {out:?}"));
+        if message["method"] == "notifications/progress" {
+            running.insert(message["params"]["progressToken"].as_i64());
+        } else if message["id"] == 2 {
+            running.insert(Some(2));
+        }
+        out.push(message);
+    }
     let started = Instant::now();
     Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
-    child.stdout = Some(stdout.into_inner());
-    let out = exit_and_read(child);
+    exits_within_a_minute(&mut child, "SIGTERM");
+    assert!(child.wait().unwrap().success());
     let took = started.elapsed();
     assert!(took < Duration::from_secs(10), "the grace is 2s: exited after {took:?}");
+    out.extend(received.iter());
     let short = answers(&out, 2);
     assert_eq!(short.len(), 1, "{out:?}");
     assert!(short[0].get("result").is_some(), "the short call finished within the grace: {}", short[0]);
@@ -93,6 +106,34 @@ fn sigterm_answers_calls_in_flight_and_ends_the_rest_with_a_shutdown_error() {
     assert_eq!(long[0]["error"]["code"], -32603, "{}", long[0]);
     assert_eq!(long[0]["error"]["message"], "corral is shutting down: the call was still running after the shutdown grace (2s) and was cancelled");
     drop(stdin);
+}
+
+/// The lines of `stdout` (each must be JSON) as they come, read on a thread; the channel ends
+/// with stdout.
+fn read_lines(stdout: std::process::ChildStdout) -> std::sync::mpsc::Receiver<Value> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let message = serde_json::from_str(&l).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {l}"));
+            if tx.send(message).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// Bytes written to the pipe `unread` reads and not read yet, and the pipe's capacity.
+fn pipe_fill(unread: &std::process::ChildStdout) -> (usize, usize) {
+    use std::os::fd::AsRawFd;
+    let fd = unread.as_raw_fd();
+    let mut pending: libc::c_int = 0;
+    // SAFETY: `fd` is an open pipe for as long as `unread` lives; FIONREAD writes one c_int.
+    assert_eq!(unsafe { libc::ioctl(fd, libc::FIONREAD, &mut pending) }, 0, "FIONREAD on stdout's pipe");
+    // SAFETY: as above; F_GETPIPE_SZ takes no argument.
+    let capacity = unsafe { libc::fcntl(fd, libc::F_GETPIPE_SZ) };
+    assert!(capacity > 0, "F_GETPIPE_SZ on stdout's pipe");
+    (pending as usize, capacity as usize)
 }
 
 /// Starts corral, as `spawn` does, with its stderr read on a thread: the log, once it exits.
@@ -161,8 +202,12 @@ fn sigterm_with_calls_in_flight_and_stdout_unread_exits_after_the_grace() {
         input.push_str(&line(id, "tools/call", json!({ "name": "tick", "arguments": { "count": 10000, "interval_ms": 1 }, "_meta": { "progressToken": id } })));
     }
     stdin.write_all(input.as_bytes()).unwrap();
-    let unread = child.stdout.take();
-    std::thread::sleep(Duration::from_secs(2));
+    let unread = child.stdout.take().unwrap();
+    // The pipe is full once what waits in it is within one atomic write (PIPE_BUF) of its size:
+    // corral's next notification blocks.
+    let (pending, capacity) =
+        common::wait_on("corral's unread stdout to fill its pipe", TIMEOUT, || pipe_fill(&unread), |(pending, capacity)| pending + 4096 >= *capacity);
+    assert!(pending > 0 && capacity > 0);
     let signalled = Instant::now();
     Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     exits_within_a_minute(&mut child, "SIGTERM with its stdout unread");

@@ -154,9 +154,14 @@ scenarios! {
         mcp.call_tool("touch", json!({ "uri": "elsewhere://x" }));
         assert_eq!(mcp.result("resources/unsubscribe", json!({ "uri": "test://watched-resource" })), json!({}));
         mcp.call_tool("touch", json!({ "uri": "test://watched-resource" }));
-        std::thread::sleep(Duration::from_millis(300));
-        let late: Vec<Value> = mcp.notifications().into_iter().filter(|n| n["method"] == "notifications/resources/updated").collect();
-        assert!(late.is_empty(), "no update after unsubscribing, none for others' URIs: {late:?}");
+        // A barrier: an update that must come, announced after any the touches above caused.
+        assert_eq!(mcp.result("resources/subscribe", json!({ "uri": "test://static-text" })), json!({}));
+        mcp.call_tool("touch", json!({ "uri": "test://static-text" }));
+        let updates = |mcp: &mut McpProcess| -> Vec<Value> {
+            mcp.notifications().into_iter().filter(|n| n["method"] == "notifications/resources/updated").map(|n| n["params"]["uri"].clone()).collect()
+        };
+        let late = common::wait_on("the barrier's update", TIMEOUT, || updates(&mut mcp), |seen| seen.contains(&json!("test://static-text")));
+        assert_eq!(late, [json!("test://static-text")], "no update after unsubscribing, none for others' URIs");
         mcp.wait_stderr("the ignored update in the log", TIMEOUT, |log| log.contains("ignored resource-updated") && log.contains("elsewhere://x"));
 
         let (code, _) = error_of(&mcp.request("resources/subscribe", json!({ "uri": "nothing://here" })));
@@ -455,8 +460,9 @@ mod reload {
         }
     }
 
+    /// Takes the list changes announced so far, once each wait of `wait_changes` has seen
+    /// exactly the expected ones (a later reload's come after them).
     fn drain(mcp: &mut McpProcess) {
-        std::thread::sleep(Duration::from_millis(300));
         for method in ["notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed"] {
             while mcp.notifications().iter().any(|n| n["method"] == method) {
                 mcp.wait_notification(method, TIMEOUT);
@@ -482,8 +488,9 @@ mod reload {
         // The 0.1.0 plugin changes: only tools.
         std::fs::write(dir.path().join("probe.toml"), "[limits]\ntimeout = \"20s\"\n").unwrap();
         wait_changes(&mut mcp, &["notifications/tools/list_changed"]);
-        std::thread::sleep(Duration::from_millis(300));
-        assert_eq!(changes(&mut mcp), ["notifications/tools/list_changed"], "resources and prompts did not change");
+        // A barrier: the same change again, reloaded and announced after all of the first's.
+        std::fs::write(dir.path().join("probe.toml"), "[limits]\ntimeout = \"21s\"\n").unwrap();
+        wait_changes(&mut mcp, &["notifications/tools/list_changed", "notifications/tools/list_changed"]);
         drain(&mut mcp);
 
         // The 0.2.0 plugin goes: everything it served goes with it.

@@ -16,7 +16,7 @@ use std::cell::RefCell;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{error_of, example_plugins, write_plugin, Fixture, McpProcess, TaskSupport, ToolDef, Transport, TIMEOUT};
+use common::{error_of, example_plugins, wait_for, wait_until, write_plugin, Fixture, McpProcess, TaskSupport, ToolDef, Transport, TIMEOUT};
 use serde_json::{json, Value};
 
 const SPIN: &str = "(loop $l (br $l)) unreachable";
@@ -120,6 +120,23 @@ impl Host {
         };
         let mut fields = row.splitn(3, '|').map(str::to_owned);
         (fields.next().unwrap(), fields.next().unwrap_or_default(), fields.next().unwrap_or_default())
+    }
+
+    /// Whether a worker has taken task `id`: its start is stored (read beside the host, as
+    /// `stored` is).
+    fn started(&self, id: &str) -> bool {
+        let sql = format!("SELECT started_at IS NOT NULL FROM {} WHERE id = '{id}'", if self.postgres.is_some() { "corral_tasks" } else { "tasks" });
+        match &self.postgres {
+            Some(url) => pg_cluster::psql(url, &sql).unwrap() == "t",
+            None => rusqlite::Connection::open(self.db_path()).unwrap().query_row(&sql, [], |r| r.get(0)).unwrap(),
+        }
+    }
+
+    /// Waits until a worker has taken each of `ids`.
+    fn wait_started(&self, ids: &[&str]) {
+        for id in ids {
+            wait_until(&format!("a worker to start task {id}"), TIMEOUT, || self.started(id));
+        }
     }
 
     /// `corral serve` on this host's plugins and database, not yet initialized.
@@ -248,7 +265,7 @@ store_scenarios! {
         let mut mcp = host.start(&["--task-timeout", "10m"]);
         let task = create(&mut mcp, "spin", json!({}), json!({}));
         let id = task["taskId"].as_str().unwrap();
-        std::thread::sleep(Duration::from_millis(100));
+        host.wait_started(&[id]);
         let cancelled = mcp.result("tasks/cancel", json!({ "taskId": id }));
         assert_eq!(cancelled["status"], "cancelled");
         assert_eq!(mcp.result("tasks/get", json!({ "taskId": id }))["status"], "cancelled");
@@ -328,9 +345,12 @@ store_scenarios! {
         let mut mcp = host.start(&["--task-reap-every", "100ms"]);
         let task = create(&mut mcp, "tick", json!({ "count": 1, "interval_ms": 0 }), json!({ "ttl": 300 }));
         let id = task["taskId"].as_str().unwrap();
-        std::thread::sleep(Duration::from_millis(800));
-        let (code, _) = error_of(&mcp.request("tasks/get", json!({ "taskId": id })));
-        assert_eq!(code, -32602);
+        // The reaper (every 100 ms) deletes it once its 300 ms are up.
+        let gone = wait_for("the reaper to delete the expired task", TIMEOUT, || {
+            let got = mcp.request("tasks/get", json!({ "taskId": id }));
+            got.get("error").is_some().then_some(got)
+        });
+        assert_eq!(error_of(&gone).0, -32602, "{gone}");
         assert!(mcp.result("tasks/list", json!({}))["tasks"].as_array().unwrap().is_empty());
     }
 
@@ -377,7 +397,7 @@ store_scenarios! {
         let interrupted = create(&mut mcp, "spin", json!({}), json!({}))["taskId"].as_str().unwrap().to_owned();
         // Let a worker take it: a task that was only admitted runs again after a crash,
         // whatever its tool, and this one must have started.
-        std::thread::sleep(Duration::from_millis(300));
+        host.wait_started(&[interrupted.as_str()]);
         let completed_result = mcp.result("tasks/result", json!({ "taskId": completed }));
         drop(mcp); // SIGKILL: no shutdown code runs.
 
@@ -404,7 +424,7 @@ store_scenarios! {
         let mut mcp = host.start(&[]);
         let idempotent = create(&mut mcp, "tick", json!({ "count": 40, "interval_ms": 50 }), json!({}))["taskId"].as_str().unwrap().to_owned();
         let started = create(&mut mcp, "spin", json!({}), json!({}))["taskId"].as_str().unwrap().to_owned();
-        std::thread::sleep(Duration::from_millis(300)); // both started
+        host.wait_started(&[idempotent.as_str(), started.as_str()]);
         let session = mcp.session_id().map(str::to_owned);
         drop(mcp); // SIGKILL
 
@@ -451,10 +471,15 @@ store_scenarios! {
 
     fn hosts_sharing_a_database_leave_each_others_running_tasks_alone(t: Transport) {
         let host = Host::with_identity(t);
-        let mut first = host.start(&["--task-reap-every", "100ms"]);
+        // The first host never reaps, so the expired task below can only be the second's doing.
+        let mut first = host.start(&["--task-reap-every", "1h"]);
         let running = create(&mut first, "spin", json!({}), json!({}))["taskId"].as_str().unwrap().to_owned();
+        host.wait_started(&[running.as_str()]);
         let mut second = host.start(&["--task-reap-every", "100ms"]);
-        std::thread::sleep(Duration::from_millis(500));
+        // Each pass of the second host's reaper looks for orphans, then deletes expired tasks:
+        // once it logs a deletion, it has looked at least once with the first host's task running.
+        create(&mut second, "tick", json!({ "count": 1, "interval_ms": 0 }), json!({ "ttl": 1 }));
+        second.wait_stderr("a pass of the second host's reaper", TIMEOUT, |log| log.contains("deleted 1 expired tasks"));
         let seen = second.result("tasks/get", json!({ "taskId": running }));
         assert_eq!(seen["status"], "working", "the second host must not recover a live host's task: {seen}");
         drop(first); // SIGKILL
@@ -467,9 +492,11 @@ store_scenarios! {
         let mut mcp = host.start(&["--task-reap-every", "1h"]);
         let params = json!({ "name": "tick", "arguments": { "count": 1, "interval_ms": 0 }, "task": { "ttl": 200 }, "_meta": { "corral/idempotency-key": "k" } });
         let first = mcp.result("tools/call", params.clone())["task"]["taskId"].clone();
-        std::thread::sleep(Duration::from_millis(400));
-        let second = mcp.result("tools/call", params)["task"]["taskId"].clone();
-        assert_ne!(first, second, "the first task expired, so the key names a new one");
+        // The reaper never runs here: the key stops naming the first task once its 200 ms are up
+        // (until then it returns the first task, and no new one is made).
+        wait_until("the idempotency key to start a new task once its first task expired", TIMEOUT, || {
+            mcp.result("tools/call", params.clone())["task"]["taskId"] != first
+        });
     }
 
     fn one_client_cannot_hold_more_unfinished_tasks_than_its_cap(t: Transport) {
@@ -577,7 +604,7 @@ fn on_postgres_any_replica_answers_for_a_task_and_a_cancel_on_one_stops_the_gues
         assert_eq!(b.result("tasks/get", json!({ "taskId": spinning }))["status"], "working", "b reads a's task");
         let listed = b.result("tasks/list", json!({}))["tasks"].as_array().unwrap().len();
         assert_eq!(listed, 1, "and lists it");
-        std::thread::sleep(Duration::from_millis(200));
+        host.wait_started(&[spinning.as_str()]);
         let cancelled_at = Instant::now();
         assert_eq!(b.result("tasks/cancel", json!({ "taskId": spinning }))["status"], "cancelled");
         // a's only worker is free again once its guest stopped: a's next task completes, long

@@ -10,7 +10,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 
@@ -55,7 +55,8 @@ pub(super) fn rate(host: &Host, owner: &Owner) -> RateCheck {
             }
         }));
     }
-    match host.buckets.take(key, &rate, Instant::now()) {
+    // Tokio's clock: the system's, save in tests that pause it to check the refill.
+    match host.buckets.take(key, &rate, tokio::time::Instant::now().into_std()) {
         Ok(()) => RateCheck::Free,
         Err(wait) => RateCheck::Refused(refusal(owner, &rate, wait)),
     }
@@ -95,3 +96,7 @@ impl super::Scope {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "limits_clock_tests.rs"]
+mod clock_tests;

@@ -40,6 +40,8 @@ pub(crate) mod store_suite;
 mod work;
 
 #[cfg(test)]
+mod clock_tests;
+#[cfg(test)]
 mod engine_tests;
 #[cfg(test)]
 mod outage_tests;

@@ -22,11 +22,11 @@ use super::*;
 /// failure counts down; `usize::MAX` fails until told otherwise), as an unreachable server
 /// would, and `start` while `start_failures` is; `claims` counts the looks for orphans, `ends`
 /// keeps the ends `finish_as` stored.
-struct Flaky {
+pub(super) struct Flaky {
     inner: SqliteStore,
-    failures_left: AtomicUsize,
-    refused: AtomicUsize,
-    start_failures: AtomicUsize,
+    pub(super) failures_left: AtomicUsize,
+    pub(super) refused: AtomicUsize,
+    pub(super) start_failures: AtomicUsize,
     claims: AtomicUsize,
     ends: Arc<std::sync::Mutex<Vec<(String, TaskStatus)>>>,
 }
@@ -180,7 +180,7 @@ impl TaskStore for Flaky {
 }
 
 /// Runs every task until `release` gives a permit, then ends it `completed` with `{ran: id}`.
-struct Held(Arc<Semaphore>);
+pub(super) struct Held(pub(super) Arc<Semaphore>);
 
 impl TaskRunner for Held {
     fn run(&self, task: &Task, _control: TaskControl) -> BoxFuture<'static, Finished> {
@@ -198,12 +198,12 @@ impl TaskRunner for Held {
     }
 }
 
-async fn start(failures: usize) -> (Engine, Arc<Flaky>, Arc<Semaphore>) {
+pub(super) async fn start(failures: usize) -> (Engine, Arc<Flaky>, Arc<Semaphore>) {
     let settings = TaskSettings { max_running: 2, ..TaskSettings::default() };
     start_with(failures, settings, Runners::register(Path::new(":memory:")).unwrap()).await
 }
 
-async fn start_with(failures: usize, settings: TaskSettings, runners: Runners) -> (Engine, Arc<Flaky>, Arc<Semaphore>) {
+pub(super) async fn start_with(failures: usize, settings: TaskSettings, runners: Runners) -> (Engine, Arc<Flaky>, Arc<Semaphore>) {
     let store = Flaky::new(failures);
     let release = Arc::new(Semaphore::new(0));
     let engine = Engine::start(store.clone(), runners, settings, Arc::new(Held(release.clone())), Arc::new(|| {}), CancellationToken::new()).await.unwrap();

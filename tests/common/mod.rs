@@ -5,8 +5,10 @@ pub mod client;
 pub mod fixture;
 pub mod generated;
 pub mod modern_http;
+pub mod reply;
 pub mod serve;
 pub mod task_wait;
+pub mod wait;
 
 use std::path::{Path, PathBuf};
 
@@ -19,6 +21,8 @@ pub use fixture::*;
 pub use serve::*;
 #[allow(unused_imports)]
 pub use task_wait::*;
+#[allow(unused_imports)]
+pub use wait::*;
 
 /// Writes `DIR/NAME.wasm`; the host names the plugin after the file stem.
 pub fn write_plugin(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {

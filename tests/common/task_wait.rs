@@ -1,24 +1,13 @@
 //! Waiting on a task from a test: poll `tasks/get` until a condition holds, and read the keys of
 //! the questions it waits on.
 
-use std::time::{Duration, Instant};
-
 use serde_json::Value;
 
 use super::client::TIMEOUT;
 
-/// Calls `get` (a `tasks/get` result) every 20 ms until `done` holds, failing with `what` after
-/// [`TIMEOUT`].
-pub fn poll_task(mut get: impl FnMut() -> Value, what: &str, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + TIMEOUT;
-    loop {
-        let task = get();
-        if done(&task) {
-            return task;
-        }
-        assert!(Instant::now() < deadline, "never {what}: {task}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+/// Calls `get` (a `tasks/get` result) until `done` holds, failing with `what` after [`TIMEOUT`].
+pub fn poll_task(get: impl FnMut() -> Value, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    super::wait::wait_on(what, TIMEOUT, get, done)
 }
 
 /// The keys of the task's outstanding `inputRequests`, sorted.

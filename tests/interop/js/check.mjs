@@ -57,6 +57,15 @@ export function errorKind(result) {
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Polls `done` every 20 ms until it holds; throws naming `what` after `ms`. */
+export async function until(what, done, ms = 20_000) {
+    const deadline = Date.now() + ms;
+    while (!(await done())) {
+        if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+        await sleep(20);
+    }
+}
+
 /** Prints the closing line and exits. */
 export function finish(extra = '') {
     if (extra && failed) console.log(extra);

@@ -14,7 +14,7 @@ import {
     ElicitRequestSchema,
     ResourceUpdatedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
-import { abort, assert, check, finish, setSuite, sleep, text } from './check.mjs';
+import { abort, assert, check, finish, setSuite, text, until } from './check.mjs';
 
 const [mode, ...rest] = process.argv.slice(2);
 setSuite(`surface/${mode}`);
@@ -93,12 +93,16 @@ await check('resources: list, templates, read text, binary and templated', async
 await check('subscriptions: an update after subscribing, none after unsubscribing', async () => {
     await client.subscribeResource({ uri: 'test://watched-resource' });
     await client.callTool({ name: 'touch', arguments: { uri: 'test://watched-resource' } });
-    for (let i = 0; i < 100 && updates.length === 0; i++) await sleep(20);
+    await until('the update', () => updates.length > 0);
     assert.deepEqual(updates, ['test://watched-resource']);
     await client.unsubscribeResource({ uri: 'test://watched-resource' });
     await client.callTool({ name: 'touch', arguments: { uri: 'test://watched-resource' } });
-    await sleep(200);
-    assert.equal(updates.length, 1, JSON.stringify(updates));
+    // A barrier: an update that must come, announced after any the touch above caused.
+    await client.subscribeResource({ uri: 'test://static-text' });
+    await client.callTool({ name: 'touch', arguments: { uri: 'test://static-text' } });
+    await until("the barrier's update", () => updates.includes('test://static-text'));
+    await client.unsubscribeResource({ uri: 'test://static-text' });
+    assert.deepEqual(updates, ['test://watched-resource', 'test://static-text']);
 });
 
 await check('prompts and completion', async () => {

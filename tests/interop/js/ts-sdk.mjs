@@ -8,7 +8,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { abort, assert, check, errorKind, finish, rejectsWith, setSuite, sleep, text } from './check.mjs';
+import { abort, assert, check, errorKind, finish, rejectsWith, setSuite, sleep, text, until } from './check.mjs';
 
 const [mode, ...rest] = process.argv.slice(2);
 setSuite(`ts-sdk/${mode}`);
@@ -114,10 +114,11 @@ await check('plain call with progress and log messages (tick, no task)', async (
         onprogress: (p) => progress.push([p.progress, p.total]),
     });
     assert.equal(text(result), 'ticked 3 times');
-    await sleep(50);
     // The SDK runs notification handlers a microtask after it settles responses, so a progress
     // notification read in the same chunk as the response (corral sends it first) is reported
-    // as having an unknown token instead of reaching onprogress. Count those as received.
+    // as having an unknown token instead of reaching onprogress. Count those as received, once
+    // all three are in one way or the other.
+    await until('the three progress notifications', () => progress.length + (sideErrors.length - before) >= 3);
     const late = sideErrors.splice(before);
     for (const e of late) assert.match(e, /progress notification for an unknown token.*"progress":3,"total":3/);
     assert.deepEqual([...progress, ...late.map(() => [3, 3])], [[1, 3], [2, 3], [3, 3]]);
