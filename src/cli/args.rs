@@ -70,6 +70,13 @@ pub enum Command {
     /// Look after the tasks in a task store (a SQLite file or PostgreSQL), beside the hosts that
     /// run them: list, show, print results, cancel, purge, watch.
     Tasks(TasksArgs),
+    /// Sign an image by digest in a registry, or a file (FILE.sig), as cosign does with a key.
+    Sign(super::sign::SignArgs),
+    /// Verify a cosign signature of an image in a registry or of a file; exits 1 when there is
+    /// no valid one.
+    Verify(super::sign::VerifyArgs),
+    /// Ask a running `serve --http` whether it is ready (or alive); exits 1 when it is not.
+    Health(super::health::HealthArgs),
 }
 
 /// The flags every command that loads the plugin directory shares.
