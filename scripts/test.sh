@@ -23,6 +23,9 @@ cargo check --locked --benches
 # (expected-failures-2026-07-28) and 2025-11-25, and real MCP clients (TypeScript SDK, Inspector
 # CLI, Python SDK 1.x and 2.x) over stdio and HTTP, installed from tests/interop's lock files.
 # Beside them, the admin console in Debian's Chromium (tests/console: Playwright against a live host).
+# Beside them too, the static x86-64 binary (scripts/release.sh, in a target dir of its own so that
+# it holds no lock the suites' cargo needs) and the image made from it, run with podman
+# (tests/image.rs; the aarch64 binary and its qemu smoke test are the release script's alone).
 # Each writes to its own log, printed whole when it ends.
 logs="$(mktemp -d "${TMPDIR:-/tmp}/corral-suites.XXXXXX")"
 CONFORMANCE_REQUIREMENTS=2026-07-28 ./tests/conformance/run.sh >"$logs/conformance-2026-07-28.log" 2>&1 &
@@ -33,8 +36,12 @@ legacy=$!
 interop=$!
 ./tests/console/run.sh >"$logs/console.log" 2>&1 &
 console=$!
+static="$PWD/target/static"
+(CORRAL_RELEASE_TARGETS=x86_64-unknown-linux-musl CARGO_TARGET_DIR="$static" ./scripts/release.sh "$static/dist" &&
+    CORRAL_IMAGE_DIST="$static/dist" cargo test --locked --test image -- --ignored) >"$logs/image.log" 2>&1 &
+image=$!
 failed=0
-for suite in "$modern conformance-2026-07-28" "$legacy conformance-2025-11-25" "$interop interop" "$console console"; do
+for suite in "$modern conformance-2026-07-28" "$legacy conformance-2025-11-25" "$interop interop" "$console console" "$image image"; do
     read -r pid name <<<"$suite"
     if wait "$pid"; then result=passed; else result=FAILED; failed=1; fi
     echo "== $name: $result"

@@ -235,6 +235,10 @@ fn the_image_is_signed_by_digest_runs_as_documented_and_keeps_tasks_across_a_res
     let mut mcp = podman.serve(&first_name, &mounts, &reference);
     let init = mcp.initialize();
     assert_eq!(init["serverInfo"]["name"], "corral", "{init}");
+    // The health check the README gives each container engine, run inside the container.
+    let addr = mcp.http_url().unwrap().trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+    let health = ok("corral health in the container", podman.run(&["exec", &first_name, "/usr/local/bin/corral", "health", "--http", &addr]));
+    assert!(health.contains("200 OK") && health.contains("ready"), "{health}");
     let echoed = mcp.call_tool("echo", json!({ "text": "from the image" }));
     assert_eq!(echoed["content"][0]["text"], "from the image", "{echoed}");
     let finished = create_task(&mut mcp, "tick", json!({ "count": 2, "interval_ms": 10 }));
