@@ -14,12 +14,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
-use clap::Args;
-
-use super::args::RegistryArgs;
-use crate::config;
+use super::args::{SignArgs, VerifyArgs};
 use crate::oci::client::Bound;
 use crate::oci::cosign::{PrivateKey, PublicKey, PASSWORD_VAR};
 use crate::oci::publish::push_signature;
@@ -28,57 +24,6 @@ use crate::oci::{Connection, OciRef};
 
 /// What the registry may send for one manifest (an image index of a few platforms, or a signature).
 const MAX_MANIFEST: u64 = 4 << 20;
-
-/// `corral sign`'s flags.
-#[derive(Args)]
-pub struct SignArgs {
-    /// What to sign: oci://HOST[:PORT]/REPO@sha256:DIGEST (an image or index, by digest), or a file.
-    #[arg(value_name = "oci://…@sha256:DIGEST | FILE")]
-    pub target: String,
-    /// The private key (cosign's encrypted cosign.key, password in COSIGN_PASSWORD, or an
-    /// unencrypted PEM ECDSA P-256 key).
-    #[arg(long, value_name = "cosign.key")]
-    pub key: PathBuf,
-    /// Where a file's signature goes [default: FILE.sig].
-    #[arg(long, value_name = "FILE.sig")]
-    pub output_signature: Option<PathBuf>,
-    /// How long the registry may take, from connecting to the last byte.
-    #[arg(long, default_value = "2m", value_parser = config::parse_duration)]
-    pub timeout: Duration,
-    // Undocumented on purpose: clap would show a doc comment on a flattened group as help text.
-    #[allow(missing_docs)]
-    #[command(flatten)]
-    pub registry: RegistryArgs,
-}
-
-/// `corral verify`'s flags.
-#[derive(Args)]
-pub struct VerifyArgs {
-    /// What to verify: oci://HOST[:PORT]/REPO:TAG or …@sha256:DIGEST, or a file.
-    #[arg(value_name = "oci://… | FILE")]
-    pub target: String,
-    /// The signer's public key (PEM, ECDSA P-256, as `cosign generate-key-pair` writes cosign.pub).
-    #[arg(long, value_name = "cosign.pub")]
-    pub key: PathBuf,
-    /// A file's signature [default: FILE.sig].
-    #[arg(long, value_name = "FILE.sig")]
-    pub signature: Option<PathBuf>,
-    /// The repository the signature must name, when the reference is a mirror of where it was
-    /// signed, e.g. ghcr.io/acme/corral [default: the reference's own repository].
-    #[arg(long, value_name = "HOST[:PORT]/REPO", value_parser = parse_signed_identity)]
-    pub signed_identity: Option<String>,
-    /// How long the registry may take, from connecting to the last byte.
-    #[arg(long, default_value = "2m", value_parser = config::parse_duration)]
-    pub timeout: Duration,
-    // Undocumented on purpose: clap would show a doc comment on a flattened group as help text.
-    #[allow(missing_docs)]
-    #[command(flatten)]
-    pub registry: RegistryArgs,
-}
-
-fn parse_signed_identity(text: &str) -> Result<String, String> {
-    crate::oci::reference::parse_repository(text).map_err(|e| e.to_string())
-}
 
 /// A target is a registry reference when it says so; anything else is a file.
 fn is_registry(target: &str) -> bool {
