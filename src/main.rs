@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
 use corral::cli::args::{Cli, Command};
-use corral::cli::{call, compile, completions, inspect, new, publish, pull, serve, tasks, tools};
+use corral::cli::{call, compile, completions, health, inspect, new, publish, pull, serve, sign, tasks, tools};
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -48,5 +48,8 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Tasks(args) => tasks::run(args).await,
         Command::Completions(args) => completions::completions(args, Cli::command(), &mut std::io::stdout().lock()).map(|()| ExitCode::SUCCESS),
         Command::Man(args) => completions::man(args, Cli::command(), &mut std::io::stdout().lock()).map(|()| ExitCode::SUCCESS),
+        Command::Sign(args) => sign::run_sign(args).await,
+        Command::Verify(args) => sign::run_verify(args).await,
+        Command::Health(args) => health::run(args).await,
     }
 }

@@ -1,18 +1,21 @@
 //! The `corral` command line, in one home: [`args`] parses and validates every flag, [`host`]
 //! turns the flags into settings and a running host, and each subcommand has its module
-//! (`publish` and `pull` move plugins through OCI registries; `tasks` looks after a task store
+//! (`publish` and `pull` move plugins through OCI registries, `sign` and `verify` sign
+//! release artifacts, `health` is the image's health check; `tasks` looks after a task store
 //! beside the hosts that use it).
 
 pub mod args;
 pub mod call;
 pub mod compile;
 pub mod completions;
+pub mod health;
 pub mod host;
 pub mod inspect;
 pub mod new;
 pub mod publish;
 pub mod pull;
 pub mod serve;
+pub mod sign;
 pub mod tasks;
 mod templates;
 pub mod tools;

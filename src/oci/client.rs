@@ -16,8 +16,14 @@ use super::digest::sha256_digest;
 use super::reference::OciRef;
 use super::reference::ReferenceError;
 
-/// The media types a manifest is asked for in.
-const ACCEPTED_MANIFESTS: [&str; 2] = [OCI_MANIFEST, "application/vnd.docker.distribution.manifest.v2+json"];
+/// The media types a manifest is asked for in. The two index types are there for `corral verify`
+/// of a multi-platform image; a plugin pulled as an index is refused by its layout check.
+const ACCEPTED_MANIFESTS: [&str; 4] = [
+    OCI_MANIFEST,
+    "application/vnd.docker.distribution.manifest.v2+json",
+    "application/vnd.oci.image.index.v1+json",
+    "application/vnd.docker.distribution.manifest.list.v2+json",
+];
 /// How much of an error response's body is quoted.
 const ERROR_BODY: usize = 512;
 

@@ -16,7 +16,6 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::oci::sha256_digest;
 
 /// The lock file's name inside a plugin directory.
 pub const LOCK_FILE: &str = "corral.lock";
@@ -234,6 +233,7 @@ fn read_cached(dir: &Path) -> Result<std::sync::Arc<Lock>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::oci::sha256_digest;
 
     fn entry(name: &str, wasm: &str) -> LockEntry {
         LockEntry {

@@ -22,7 +22,7 @@ use super::network::{GuardedLookup, HttpGuard, NetGuard};
 use super::output::PluginOutput;
 use super::source::PluginSource;
 use super::tool_list::Lists;
-use super::{bindings, cache, call, engine, files, stamp, ticker, tool_list};
+use super::{bindings, call, engine, files, stamp, ticker, tool_list};
 use crate::cancel::{CancelHandle, Wake};
 use crate::config::{defaults, Limits};
 

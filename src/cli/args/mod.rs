@@ -22,7 +22,7 @@ use clap::{Parser, Subcommand};
 
 pub use self::host::{DbSync, HostArgs, TaskArgs};
 pub use self::plugin::{CallArgs, CompileArgs, InspectArgs, Lang, NewArgs, ToolsArgs};
-pub use self::registry::{PublishArgs, PullArgs, RegistryArgs};
+pub use self::registry::{PublishArgs, PullArgs, RegistryArgs, SignArgs, VerifyArgs};
 pub use self::serve::{AdminArgs, AuditArgs, HttpArgs, PolicyFile, ServeArgs};
 pub use self::tasks::{TaskFilterArgs, TaskStoreArgs, TasksArgs, TasksCommand, TasksIdArgs, TasksListArgs, TasksPurgeArgs, TasksShowArgs, TasksWatchArgs};
 
@@ -80,4 +80,11 @@ pub enum Command {
     Completions(super::completions::CompletionsArgs),
     /// Print the manual page corral(1) in roff, or write every page into --dir.
     Man(super::completions::ManArgs),
+    /// Sign an image by digest in a registry, or a file (FILE.sig), as cosign does with a key.
+    Sign(SignArgs),
+    /// Verify a cosign signature of an image in a registry or of a file; exits 1 when there is
+    /// no valid one.
+    Verify(VerifyArgs),
+    /// Ask a running `serve --http` whether it is ready (or alive); exits 1 when it is not.
+    Health(super::health::HealthArgs),
 }

@@ -1,4 +1,5 @@
-//! `corral pull` and `corral publish`: plugins from and to OCI registries.
+//! `corral pull`, `publish`, `sign` and `verify`: plugins from and to OCI registries, and cosign
+//! signatures of what a release ships.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -88,6 +89,53 @@ pub struct PublishArgs {
     /// or an unencrypted PEM ECDSA P-256 key).
     #[arg(long, value_name = "cosign.key")]
     pub sign_key: Option<PathBuf>,
+    // Undocumented on purpose: clap would show a doc comment on a flattened group as help text.
+    #[allow(missing_docs)]
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+/// `corral sign`'s flags.
+#[derive(Args)]
+pub struct SignArgs {
+    /// What to sign: oci://HOST[:PORT]/REPO@sha256:DIGEST (an image or index, by digest), or a file.
+    #[arg(value_name = "oci://…@sha256:DIGEST | FILE")]
+    pub target: String,
+    /// The private key (cosign's encrypted cosign.key, password in COSIGN_PASSWORD, or an
+    /// unencrypted PEM ECDSA P-256 key).
+    #[arg(long, value_name = "cosign.key")]
+    pub key: PathBuf,
+    /// Where a file's signature goes [default: FILE.sig].
+    #[arg(long, value_name = "FILE.sig")]
+    pub output_signature: Option<PathBuf>,
+    /// How long the registry may take, from connecting to the last byte.
+    #[arg(long, default_value = "2m", value_parser = config::parse_duration)]
+    pub timeout: Duration,
+    // Undocumented on purpose: clap would show a doc comment on a flattened group as help text.
+    #[allow(missing_docs)]
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+/// `corral verify`'s flags.
+#[derive(Args)]
+pub struct VerifyArgs {
+    /// What to verify: oci://HOST[:PORT]/REPO:TAG or …@sha256:DIGEST, or a file.
+    #[arg(value_name = "oci://… | FILE")]
+    pub target: String,
+    /// The signer's public key (PEM, ECDSA P-256, as `cosign generate-key-pair` writes cosign.pub).
+    #[arg(long, value_name = "cosign.pub")]
+    pub key: PathBuf,
+    /// A file's signature [default: FILE.sig].
+    #[arg(long, value_name = "FILE.sig")]
+    pub signature: Option<PathBuf>,
+    /// The repository the signature must name, when the reference is a mirror of where it was
+    /// signed, e.g. ghcr.io/acme/corral [default: the reference's own repository].
+    #[arg(long, value_name = "HOST[:PORT]/REPO", value_parser = parse_signed_identity)]
+    pub signed_identity: Option<String>,
+    /// How long the registry may take, from connecting to the last byte.
+    #[arg(long, default_value = "2m", value_parser = config::parse_duration)]
+    pub timeout: Duration,
     // Undocumented on purpose: clap would show a doc comment on a flattened group as help text.
     #[allow(missing_docs)]
     #[command(flatten)]
