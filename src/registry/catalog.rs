@@ -11,8 +11,21 @@ use serde_json::Value;
 use crate::config::Limits;
 use crate::runtime::{Annotations, PluginCode, Prompt, Resource, ResourceTemplate, TaskSupport};
 
-use super::load::Loaded;
 use super::uri::UriTemplate;
+
+/// What one plugin brings to a catalog, checked against the catalog it was loaded beside.
+pub struct Loaded {
+    /// The plugin.
+    pub plugin: Arc<Plugin>,
+    /// Its tools, checked.
+    pub tools: Vec<ToolEntry>,
+    /// Its resources with a fixed URI, checked.
+    pub resources: Vec<ResourceEntry>,
+    /// Its resource templates, checked.
+    pub templates: Vec<TemplateEntry>,
+    /// Its prompts, checked.
+    pub prompts: Vec<PromptEntry>,
+}
 
 /// One loaded plugin.
 pub struct Plugin {

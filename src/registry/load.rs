@@ -11,25 +11,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::catalog::{stamp, Catalog, Plugin, PromptEntry, Refusal, RefusalKind, ResourceEntry, Stamp, TemplateEntry, ToolEntry};
+use super::catalog::{stamp, Catalog, Loaded, Plugin, PromptEntry, Refusal, RefusalKind, ResourceEntry, Stamp, TemplateEntry, ToolEntry};
 use super::checks::{check_name, check_prompt, compile_schema, prepare_schema_checks};
 use super::uri::{check_uri, UriTemplate};
 use crate::config::{self, Limits, ManifestError};
 use crate::runtime::{CallContext, Failure, LoadError, PluginCode, Prompt, Resource, ResourceTemplate, Runtime, Silent, Tool};
-
-/// What one plugin brings to a catalog, checked against the catalog it was loaded beside.
-pub struct Loaded {
-    /// The plugin.
-    pub plugin: Arc<Plugin>,
-    /// Its tools, checked.
-    pub tools: Vec<ToolEntry>,
-    /// Its resources with a fixed URI, checked.
-    pub resources: Vec<ResourceEntry>,
-    /// Its resource templates, checked.
-    pub templates: Vec<TemplateEntry>,
-    /// Its prompts, checked.
-    pub prompts: Vec<PromptEntry>,
-}
 
 /// `list-tools` should answer at once; this bounds a plugin that doesn't.
 const LIST_TOOLS_TIMEOUT: Duration = Duration::from_secs(10);

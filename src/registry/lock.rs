@@ -16,7 +16,6 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-
 /// The lock file's name inside a plugin directory.
 pub const LOCK_FILE: &str = "corral.lock";
 

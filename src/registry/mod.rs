@@ -18,9 +18,9 @@ pub mod uri;
 mod watch;
 
 pub use background::load_in_background;
-pub use catalog::{stamp, Catalog, Changes, Plugin, PromptEntry, Refusal, RefusalKind, ResourceEntry, Stamp, TemplateEntry, ToolEntry};
+pub use catalog::{stamp, Catalog, Changes, Loaded, Plugin, PromptEntry, Refusal, RefusalKind, ResourceEntry, Stamp, TemplateEntry, ToolEntry};
 pub use checks::violations;
 pub use live::Registry;
-pub use load::{load_dir, load_files, load_plugin, plugin_files, LoadSettings, Loaded};
+pub use load::{load_dir, load_files, load_plugin, plugin_files, LoadSettings};
 pub use reload::reload;
 pub use watch::{watch, Watcher};

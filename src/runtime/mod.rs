@@ -41,5 +41,5 @@ pub use time_limit::TimeLimit;
 pub use tool_list::Lists;
 
 pub use code::{LoadError, PluginCode};
-pub use source::PluginSource;
 pub use instances::{Runtime, RuntimeSettings};
+pub use source::PluginSource;
