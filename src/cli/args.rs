@@ -62,6 +62,12 @@ pub enum Command {
     Inspect(InspectArgs),
     /// Create a plugin project (Rust, JavaScript, Python or C) that builds on the first try.
     New(NewArgs),
+    /// Develop plugin projects: build, serve and watch them; a save rebuilds the plugin and the
+    /// connected client's next call runs the new code.
+    Dev(super::dev::DevArgs),
+    /// Build plugin projects and run their fixture calls (fixtures.toml) headless; exits 1 when
+    /// a build or a fixture fails. --junit FILE writes JUnit XML for CI.
+    Test(super::dev::TestArgs),
     /// Fetch a plugin from an OCI registry, verify its digests and signature, and pin it in
     /// the plugin directory's corral.lock.
     Pull(PullArgs),

@@ -6,6 +6,7 @@
 pub mod args;
 pub mod call;
 pub mod compile;
+pub mod dev;
 pub mod host;
 pub mod inspect;
 pub mod new;

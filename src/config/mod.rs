@@ -1,12 +1,14 @@
 //! Host settings and plugin manifests. Every error names the file and the key at fault.
 
+mod build;
 pub mod defaults;
 mod manifest;
 mod permissions;
 
 use std::time::Duration;
 
-pub use manifest::{check_namespace, manifest_path, plugin_manifest, Manifest, ManifestError, ManifestKey};
+pub use build::BuildSpec;
+pub use manifest::{build_spec, check_namespace, manifest_path, plugin_manifest, Manifest, ManifestError, ManifestKey};
 pub use permissions::{DirGrant, EnvVar, HostPattern, NetPattern, Permissions};
 
 /// What one call of a plugin may use.
