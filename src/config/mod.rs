@@ -3,11 +3,13 @@
 pub mod defaults;
 mod manifest;
 mod permissions;
+mod secrets;
 
 use std::time::Duration;
 
 pub use manifest::{check_namespace, manifest_path, plugin_manifest, Manifest, ManifestError, ManifestKey};
 pub use permissions::{DirGrant, EnvVar, HostPattern, NetPattern, Permissions};
+pub use secrets::{check_help_url, check_secret_name, parse_scope, SecretDecl, SecretScope};
 
 /// What one call of a plugin may use.
 #[derive(Clone, Debug, PartialEq)]

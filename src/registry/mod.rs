@@ -22,7 +22,7 @@ use std::sync::{Arc, RwLock};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::config::Limits;
+use crate::config::{self, Limits};
 use crate::runtime::{Annotations, PluginCode, Prompt, Resource, ResourceTemplate, TaskSupport};
 
 pub use background::load_in_background;
@@ -46,6 +46,8 @@ pub struct Plugin {
     pub limits: Limits,
     /// Bounds the plugin's calls running at once to `limits.max_concurrency`.
     pub permits: Arc<tokio::sync::Semaphore>,
+    /// The secrets its manifest declares (`[secrets.NAME]`): names and scopes, never values.
+    pub secrets: Arc<[config::SecretDecl]>,
     /// How long compiling took (a compile cache hit is quick).
     pub compile_time: std::time::Duration,
 }
