@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use corral::cli::args::{Cli, Command};
-use corral::cli::{call, compile, inspect, new, publish, pull, serve, tasks, tools};
+use corral::cli::{call, compile, inspect, new, publish, pull, secrets, serve, tasks, tools};
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -46,5 +46,6 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Pull(args) => pull::run(args).await,
         Command::Publish(args) => publish::run(args).await,
         Command::Tasks(args) => tasks::run(args).await,
+        Command::Secrets(args) => secrets::run(args).await,
     }
 }

@@ -70,6 +70,9 @@ pub enum Command {
     /// Look after the tasks in a task store (a SQLite file or PostgreSQL), beside the hosts that
     /// run them: list, show, print results, cancel, purge, watch.
     Tasks(TasksArgs),
+    /// Look after the caller secrets in a task store: set one (from standard input), list names
+    /// and dates, delete one, or encrypt them all again under a new key.
+    Secrets(super::secrets::SecretsArgs),
 }
 
 /// The flags every command that loads the plugin directory shares.
@@ -352,6 +355,9 @@ pub struct ServeArgs {
     /// The audit trail.
     #[command(flatten)]
     pub audit: AuditArgs,
+    /// Caller and host secrets.
+    #[command(flatten)]
+    pub secrets: super::secrets::SecretsFlags,
     /// Tools per tools/list page.
     #[arg(long, env = "CORRAL_PAGE_SIZE", default_value_t = ServerOptions::default().page_size, value_parser = config::parse_positive::<usize>)]
     pub page_size: usize,

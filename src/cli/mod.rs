@@ -11,6 +11,7 @@ pub mod inspect;
 pub mod new;
 pub mod publish;
 pub mod pull;
+pub mod secrets;
 pub mod serve;
 pub mod tasks;
 mod templates;

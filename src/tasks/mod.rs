@@ -25,6 +25,7 @@ mod sqlite;
 mod sqlite_blobs;
 mod sqlite_inputs;
 mod sqlite_operator;
+mod sqlite_secrets;
 mod store;
 #[cfg(test)]
 pub(crate) mod store_suite;
