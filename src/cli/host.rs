@@ -352,8 +352,12 @@ pub async fn build_host(
     load_in_background(args.plugins.clone(), files, runtime.clone(), load.clone(), registry.clone())
         .map_err(|e| anyhow::anyhow!("cannot start a thread to load the plugins: {e}"))?;
     let (store, runners) = open_store(db, durability, &tasks).await?;
+    // Caller secrets live in the task store: opened here, where the store is, and refused when
+    // it holds secrets another key sealed.
+    let secrets = Arc::new((*options.secrets).clone().over(store.clone().secret_rows()).await.map_err(|e| anyhow::anyhow!("--secrets-key-file: {e}"))?);
+    let options = ServerOptions { secrets: secrets.clone(), ..options };
     let metrics = Arc::new(server::Metrics::default());
-    let runner = ToolRunner::new(registry.clone(), runtime.clone(), metrics.clone()).auditing(options.audit.clone());
+    let runner = ToolRunner::new(registry.clone(), runtime.clone(), metrics.clone()).auditing(options.audit.clone()).resolving(secrets);
     // Stopped by `Engine::shutdown` once the transport has returned (or when the host is dropped).
     let engine = Engine::start(store, runners, tasks, Arc::new(runner.clone()), runtime.waker(), tokio_util::sync::CancellationToken::new()).await?;
     let host = Arc::new(Host::new(registry, runtime, engine, options, metrics, runner));

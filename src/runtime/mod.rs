@@ -14,6 +14,7 @@ mod input;
 mod inspect;
 mod network;
 mod output;
+mod redact;
 mod ticker;
 mod time_limit;
 mod tool_list;
@@ -40,6 +41,7 @@ pub use failure::Failure;
 use failure::Stopped;
 pub use input::{check_keys as check_input_keys, InputRequest, InputResponse, Keyed, MAX_KEY_LEN};
 pub use inspect::Interfaces;
+pub use redact::{redacted, SecretVars, MIN_REDACTED};
 pub use time_limit::TimeLimit;
 pub use tool_list::Lists;
 
@@ -383,7 +385,7 @@ impl Runtime {
         let _active = self.ticker.activate();
         // The limit may be switched while the call runs (an adopted call gets its task's).
         let (start, base) = (Instant::now(), ctx.limits.timeout);
-        let (stdout, stderr) = PluginOutput::pair(code.name.clone());
+        let (stdout, stderr) = PluginOutput::pair(code.name.clone(), ctx.secret_env.clone());
         let mut store = self.new_store(code, &ctx, start, &stdout, &stderr)?;
         let outcome = {
             let work = async {
@@ -444,6 +446,10 @@ impl Runtime {
         });
         for var in &code.permissions.env {
             wasi.env(&var.name, &var.value);
+        }
+        // The secrets resolved for this call's caller, in this instance only.
+        for (name, value) in ctx.secret_env.iter() {
+            wasi.env(name, value.as_str());
         }
         for dir in &code.permissions.dirs {
             let perms = if dir.writable { FsPerms::ReadWrite } else { FsPerms::ReadOnly };

@@ -5,6 +5,7 @@
 
 mod ask;
 mod authorize;
+mod call_secrets;
 mod inline;
 mod limits;
 mod load_wait;
@@ -85,6 +86,8 @@ pub struct ServerOptions {
     pub audit: Audit,
     /// The policy in force (`--policy`, reloaded when its file changes); none allows everything.
     pub policy: Arc<crate::policy::Policies>,
+    /// Where the secrets plugins declare come from (`--secrets-key-file`, `--secrets-dir`); none by default.
+    pub secrets: Arc<crate::secrets::Resolver>,
 }
 
 impl Default for ServerOptions {
@@ -96,6 +99,7 @@ impl Default for ServerOptions {
             state_secret: modern::StateSecret::random(),
             audit: Audit::off(),
             policy: Default::default(),
+            secrets: Default::default(),
         }
     }
 }
@@ -178,7 +182,7 @@ impl Host {
 
     /// What running a call needs of the host.
     fn runs(&self) -> tools::Runs<'_> {
-        tools::Runs { runtime: &self.runtime, metrics: &self.metrics, audit: &self.options.audit }
+        tools::Runs { runtime: &self.runtime, metrics: &self.metrics, audit: &self.options.audit, secrets: &self.options.secrets }
     }
 
     /// Stops the task engine (once the transport has returned): workers, adopted calls and the
