@@ -3,7 +3,7 @@
 //!
 //! Redaction is a second line of defence: a plugin that echoes its credential (in a result, a
 //! log line, a progress message or an error) has it replaced by `[secret NAME]` before it
-//! leaves the host or is stored. Values shorter than [`MIN_REDACTED`] bytes are left alone.
+//! leaves the host or is stored. Values shorter than `runtime::MIN_REDACTED` bytes are left alone.
 
 use std::sync::Arc;
 
@@ -12,7 +12,6 @@ use serde_json::{json, Map, Value};
 use super::results::with_error_meta;
 use crate::config::SecretScope;
 use crate::mcp::types::{CallToolResult, ContentBlock};
-pub use crate::runtime::MIN_REDACTED;
 use crate::runtime::{
     redacted, CallObserver, ClientAnswer, ElicitResponse, InputRequest, InputResponse, Keyed, LogLevel, Root, SamplingRequest, SamplingResponse, SecretVars,
 };
