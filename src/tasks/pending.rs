@@ -131,7 +131,7 @@ impl PendingEnds {
                 return Err(());
             }
         }
-        // Only this task removes entries from the front, save `keep_end`'s eviction: drop the
+        // Only this task removes entries from the front, save `keep`'s eviction: drop the
         // entry written, if it is still there.
         let mut queue = self.queue.lock().unwrap();
         if queue.front().is_some_and(|e| Arc::ptr_eq(&e.live, &live)) {

@@ -1,6 +1,6 @@
 //! Tasks whose recovery verdict is not reached yet: a task left started by a host that died
 //! runs again or fails as interrupted depending on its tool, which is known only once its
-//! plugin has loaded (`work::recover` hands such tasks to `settle`).
+//! plugin has loaded (`recovery::recover` hands such tasks to `settle`).
 //!
 //! Until then the store still says `working`, which the verdict may turn into `failed` a moment
 //! later; a client asking in between would read a status that was never going to hold. So a
