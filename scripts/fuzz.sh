@@ -4,6 +4,7 @@
 # New finds are minimised into fuzz/corpus/TARGET, which `cargo test --test fuzz_corpus` replays.
 #
 #   scripts/fuzz.sh [SECONDS]        # all targets, one after another
+#   scripts/fuzz.sh build            # only build them (CI does it beside the tests)
 #   TARGETS="session" scripts/fuzz.sh 60
 #   CMIN=1 scripts/fuzz.sh 600       # then minimise each corpus to the inputs that reach every
 #                                    # coverage edge (hit counts ignored: hundreds, not thousands)
@@ -16,6 +17,10 @@ if ! cargo fuzz --version 2>/dev/null | grep -q "$CARGO_FUZZ_VERSION"; then
     cargo install cargo-fuzz --locked --version "$CARGO_FUZZ_VERSION"
 fi
 export CARGO_TARGET_DIR="${FUZZ_TARGET_DIR:-$PWD/fuzz/target}"
+if [ "$seconds" = build ]; then
+    # The same profile and flags as `cargo fuzz run` below, so a later run finds them built.
+    exec cargo fuzz build -D -s none --fuzz-dir fuzz
+fi
 for target in $targets; do
     echo "== fuzz $target for ${seconds}s"
     mkdir -p "fuzz/corpus/$target" "fuzz/artifacts/$target"

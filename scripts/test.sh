@@ -12,9 +12,11 @@ cargo test --locked --manifest-path plugins/Cargo.toml
 (cd plugins/stats && python3 -m unittest)
 cargo test --locked "$@"
 # The benchmarks still compile: checked, not built in release (a release build of wasmtime takes
-# longer than the rest of this script's builds together, and lint's clippy has checked the
-# dependencies already, so this reuses its work).
-cargo check --locked --benches
+# longer than the rest of this script's builds together). CI sets CORRAL_BENCHES_CHECKED when its
+# lint (clippy --all-targets) has compiled them already.
+if [ -z "${CORRAL_BENCHES_CHECKED:-}" ]; then
+    cargo check --locked --benches
+fi
 # The official MCP conformance suite against `corral serve --http` (installs Node 24 locally and
 # builds the fixture plugins, which the runs below share).
 ./tests/conformance/run.sh
