@@ -329,7 +329,8 @@ fn a_task_is_seen_live_and_cancelled_from_the_console() {
     let dir = tempfile::tempdir().unwrap();
     let spin = Fixture::new().tool(ToolDef::new("spin").body("(loop $l (br $l)) unreachable").task_support(TaskSupport::Optional)).build();
     write_plugin(dir.path(), "spinner", &spin);
-    let mut console = Console::start(dir.path(), &["--fuel", "1000000000000000", "--task-timeout", "10m"]);
+    let audit = dir.path().join("audit.jsonl");
+    let mut console = Console::start(dir.path(), &["--fuel", "1000000000000000", "--task-timeout", "10m", "--audit-log", audit.to_str().unwrap()]);
     // The event stream first, so the task's arrival is an event, not a poll.
     let events = open_events(&console);
     assert_eq!(next_event(&events, |kind, _| kind == "hello").0, "hello");
@@ -348,23 +349,94 @@ fn a_task_is_seen_live_and_cancelled_from_the_console() {
     // Cancelled from the console: stored cancelled, announced, and a second cancel is a 409.
     let (cookie, csrf) = console.login();
     let headers = [("cookie", cookie.as_str()), ("content-type", "application/json"), ("x-corral-csrf", csrf.as_str())];
-    let reply = console.send("POST", &format!("/api/tasks/{id}/cancel"), &headers, Some("{}"));
+    let reason = json!({ "reason": "spinning for ever" }).to_string();
+    let reply = console.send("POST", &format!("/api/tasks/{id}/cancel"), &headers, Some(&reason));
     assert_eq!(reply.status, 200, "{reply:?}");
     assert_eq!(reply.json()["status"], "cancelled");
+    // Its message names the operator and the reason, not the client.
+    assert_eq!(reply.json()["message"], "cancelled by operator ops from the console: spinning for ever");
     next_event(&events, |kind, data| {
         kind == "tasks" && data["data"]["changed"].as_array().unwrap().iter().any(|t| t["id"] == json!(id) && t["status"] == "cancelled")
     });
     let again = console.send("POST", &format!("/api/tasks/{id}/cancel"), &headers, Some("{}")).refused(409);
     assert!(again.contains("is already cancelled"), "{again}");
     assert_eq!(console.send("POST", "/api/tasks/no-such-task/cancel", &headers, Some("{}")).refused(404), "no task `no-such-task`");
-    // The client sees it cancelled too.
+    // The client sees it cancelled too, and by whom.
     let status = console.mcp.result("tasks/get", json!({ "taskId": id }));
     assert_eq!(status["status"], "cancelled");
+    assert_eq!(status["statusMessage"], "cancelled by operator ops from the console: spinning for ever");
+    // The trail has the operator's action (who, why, the task) beside the task's transition,
+    // which carries the same message; and the refused second cancel.
+    let lines = wait_for_lines(&audit, |lines| lines.iter().filter(|l| l["kind"] == "operator" && l["action"] == "cancel").count() == 3);
+    let cancels: Vec<&Value> = lines.iter().filter(|l| l["kind"] == "operator" && l["action"] == "cancel").collect();
+    assert_eq!((cancels[0]["operator"].as_str(), cancels[0]["outcome"].as_str()), (Some("ops"), Some("done")), "{:?}", cancels[0]);
+    assert_eq!((cancels[0]["task_id"].as_str(), cancels[0]["reason"].as_str()), (Some(id.as_str()), Some("spinning for ever")));
+    assert_eq!(cancels[0]["address"], "127.0.0.1");
+    assert_eq!((cancels[1]["outcome"].as_str(), cancels[1]["detail"].as_str()), (Some("refused"), Some("already cancelled")));
+    let ended = lines.iter().find(|l| l["kind"] == "task" && l["transition"] == "cancelled").expect("the task's cancel is in the trail");
+    assert_eq!(ended["message"], "cancelled by operator ops from the console: spinning for ever");
+    assert!(lines.iter().any(|l| l["kind"] == "operator" && l["action"] == "sign-in" && l["operator"] == "ops"));
     // The sessions view shows the MCP session by its principal, never its whole id.
     let sessions = console.read("/api/sessions");
     let session = &sessions["sessions"][0];
     assert!(session["principal"].as_str().unwrap().ends_with('…'), "{session}");
     assert!(!sessions.to_string().contains(console.mcp.session_id().unwrap()), "{sessions}");
+}
+
+/// The audit trail's lines once `done` holds of them (the trail is written off the request path).
+fn wait_for_lines(path: &Path, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        if done(&lines) {
+            return lines;
+        }
+        assert!(Instant::now() < deadline, "the audit trail never got there:\n{text}");
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn refused_admin_tokens_are_logged_counted_audited_and_slow_their_address_down() {
+    let plugins = example_plugins(&["text"]);
+    let audit = tempfile::NamedTempFile::new().unwrap();
+    let mut console = Console::start(plugins.path(), &["--audit-log", audit.path().to_str().unwrap()]);
+    fn login_with(console: &Console, token: &str) -> Reply {
+        console.send("POST", "/api/login", &[("content-type", "application/json")], Some(&json!({ "token": token }).to_string()))
+    }
+    // Five wrong tokens, as a sign-in or a bearer token: each a plain 401.
+    for n in 0..5 {
+        let reply = match n % 2 {
+            0 => login_with(&console, &format!("guess-{n}")),
+            _ => console.get("/api/tasks", &[("authorization", &format!("Bearer guess-{n}"))]),
+        };
+        assert_eq!(reply.status, 401, "guess {n}: {reply:?}");
+    }
+    // Then the address is paused: 429 with Retry-After, even for the right token, which is
+    // not looked at.
+    let paused = console.send("POST", "/api/login", &[("content-type", "application/json")], Some(&json!({ "token": ADMIN_TOKEN }).to_string()));
+    let message = paused.refused(429);
+    assert!(message.starts_with("too many refused admin tokens from this address: try again in "), "{message}");
+    let raw =
+        console.raw(&format!("GET /api/plugins HTTP/1.1\r\nhost: {}\r\nauthorization: Bearer {ADMIN_TOKEN}\r\nconnection: close\r\n\r\n", console.address()));
+    assert!(raw.starts_with("HTTP/1.1 429"), "{raw}");
+    let retry_after = raw.lines().find_map(|l| l.to_ascii_lowercase().strip_prefix("retry-after: ").map(|v| v.trim().parse::<u64>().unwrap()));
+    assert!(matches!(retry_after, Some(1..=10)), "{raw}");
+    // Requests without a token are not held up (the page, its files).
+    assert_eq!(console.get("/console.css", &[]).status, 200);
+    // Each refusal was logged with its address (never the token), audited and counted.
+    let stderr = console.mcp.wait_stderr("five refusals logged", TIMEOUT, |t| t.matches("refused an admin token").count() >= 5);
+    assert!(stderr.contains("a console sign-in from 127.0.0.1") && stderr.contains("a bearer token on the admin API from 127.0.0.1"), "{stderr}");
+    assert!(!stderr.contains("guess-"), "a refused token is never logged:\n{stderr}");
+    let lines = wait_for_lines(audit.path(), |lines| lines.iter().filter(|l| l["kind"] == "operator").count() >= 5);
+    let refused: Vec<&Value> = lines.iter().filter(|l| l["kind"] == "operator" && l["action"] == "sign-in").collect();
+    assert_eq!(refused.len(), 5, "{lines:?}");
+    assert!(refused.iter().all(|l| l["outcome"] == "refused" && l["operator"].is_null() && l["address"] == "127.0.0.1"), "{refused:?}");
+    assert!(!std::fs::read_to_string(audit.path()).unwrap().contains("guess-"));
+    let metrics_url = console.mcp.http_url().unwrap().replace("/mcp", "/metrics");
+    let metrics = console.agent.get(metrics_url).call().unwrap().into_body().read_to_string().unwrap();
+    assert!(metrics.lines().any(|l| l == "corral_admin_sign_ins_refused_total 5"), "{metrics}");
 }
 
 type Events = mpsc::Receiver<(String, Value)>;

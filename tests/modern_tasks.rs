@@ -2,7 +2,8 @@
 //! fixture, over stdio and HTTP: `notifications/tasks` pushed on a `subscriptions/listen` that
 //! names `taskIds` (only this owner's tasks; another owner's is refused like an unknown one),
 //! an `optional` call adopted as a task running on under the task's limits, the bounds on what
-//! listens watch, and a task creation retried with its idempotency key.
+//! listens watch, and a task creation (or an adopted `optional` call) retried with its
+//! idempotency key.
 
 mod common;
 
@@ -433,6 +434,46 @@ fn a_retried_task_creation_with_the_same_key_answers_the_first_task(transport: T
     let refused = mcp.request("tools/call", params);
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
     assert!(refused["error"]["message"].as_str().unwrap().contains("corral/idempotency-key"), "{refused}");
+}
+
+/// A `record_adaptive` call of `ms` for `label` with the idempotency key `key`: its answer.
+fn adaptive_with_key(mcp: &mut McpProcess, label: &str, ms: u64, key: &str) -> Value {
+    let mut params = modern(json!({ "name": "record_adaptive", "arguments": { "label": label, "ms": ms } }), tasks_ext());
+    params["_meta"]["corral/idempotency-key"] = json!(key);
+    mcp.result("tools/call", params)
+}
+
+fn a_retried_optional_call_with_the_same_key_answers_the_adopted_task(transport: Transport) {
+    let runs = tempfile::tempdir().unwrap();
+    let dir = runlog(runs.path());
+    let mut mcp = serve(transport, &dir, &["--task-after", "100ms"]);
+    // Outgrows --task-after: adopted as a task, its key stored with it.
+    let first = adaptive_with_key(&mut mcp, "adopted", 1500, "key-1");
+    assert_eq!(first["resultType"], "task", "{first}");
+    let first = first["taskId"].as_str().unwrap().to_owned();
+    // The client's request broke and it retries while the task runs, then after it ended: the
+    // same task each time, and no second run.
+    let running = adaptive_with_key(&mut mcp, "adopted", 1500, "key-1");
+    assert_eq!(running["taskId"], first.as_str(), "{running}");
+    assert_eq!(ended(&mut mcp, &first)["status"], "completed");
+    let after = adaptive_with_key(&mut mcp, "adopted", 1500, "key-1");
+    assert_eq!(after["taskId"], first.as_str(), "{after}");
+    // Without a key, or with another, the call runs (inline when it is quick).
+    let quick = adaptive_with_key(&mut mcp, "quick", 0, "key-2");
+    assert_eq!(quick["resultType"], "complete", "{quick}");
+    let mut files: Vec<String> = std::fs::read_dir(runs.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    files.sort();
+    assert_eq!(files, ["adopted.0", "quick.0"], "the adopted call ran once for its key");
+}
+
+#[test]
+fn stdio_a_retried_optional_call_with_the_same_key_answers_the_adopted_task() {
+    a_retried_optional_call_with_the_same_key_answers_the_adopted_task(Transport::Stdio);
+}
+
+#[test]
+fn http_a_retried_optional_call_with_the_same_key_answers_the_adopted_task() {
+    a_retried_optional_call_with_the_same_key_answers_the_adopted_task(Transport::Http);
 }
 
 #[test]

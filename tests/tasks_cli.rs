@@ -215,18 +215,32 @@ fn cancel_stops_a_spinning_guest_on_its_host(store: &Store) {
     let waiting = store.json(&["show", &queued]);
     assert!(waiting["started_at"].is_null() && waiting["status"] == "working", "it waits behind the spinning task: {waiting}");
 
-    let said = store.ok(&["cancel", &spin]);
+    let trail = tempfile::NamedTempFile::new().unwrap();
+    let trail_path = trail.path().to_str().unwrap();
+    let said = store.ok(&["cancel", &spin, "--operator", "alice", "--reason", "spinning for ever", "--audit-log", trail_path]);
     assert!(said.contains(&format!("cancelled {spin}")), "{said}");
+    // The command leaves its record in the trail before it exits: who, why, which task.
+    let record: Value = serde_json::from_str(std::fs::read_to_string(trail.path()).unwrap().trim()).unwrap();
+    assert_eq!((record["kind"].as_str(), record["action"].as_str(), record["outcome"].as_str()), (Some("operator"), Some("cancel"), Some("done")));
+    assert_eq!(
+        (record["operator"].as_str(), record["reason"].as_str(), record["task_id"].as_str()),
+        (Some("alice"), Some("spinning for ever"), Some(spin.as_str()))
+    );
     let after = host.result("tasks/result", json!({ "taskId": queued }));
     assert_eq!(after["content"][0]["text"], "quick ok", "the worker was freed: the guest stopped");
     let cancelled = host.result("tasks/get", json!({ "taskId": spin }));
     assert_eq!(cancelled["status"], "cancelled");
-    assert!(cancelled["statusMessage"].as_str().unwrap_or("").contains("operator"), "{cancelled}");
+    assert_eq!(cancelled["statusMessage"], "cancelled by operator alice from corral tasks cancel: spinning for ever", "{cancelled}");
     assert_eq!(store.json(&["show", &spin])["outcome"], "cancelled");
     assert_eq!(run_task(&mut host, "quick", json!({})).len(), 36, "the host keeps serving");
 
-    let again = store.run(&["cancel", &spin]);
+    let again = store.run(&["cancel", &spin, "--audit-log", trail_path]);
     assert!(failed(&again, 1).contains("has already ended (cancelled)"), "{again:?}");
+    let text = std::fs::read_to_string(trail.path()).unwrap();
+    let refused: Value = serde_json::from_str(text.lines().nth(1).expect("a second record")).unwrap();
+    assert_eq!((refused["outcome"].as_str(), refused["detail"].as_str()), (Some("refused"), Some("already cancelled")), "{text}");
+    // A reason is one line.
+    assert!(failed(&store.run(&["cancel", &spin, "--reason", "two\nlines"]), 2).contains("one line"));
 }
 
 fn purge_deletes_ended_tasks_and_refuses_running_ones(store: &Store) {

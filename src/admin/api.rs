@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Extension, Path, RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -16,7 +16,8 @@ use super::auth::{self, Caller};
 use super::filter::TaskQuery;
 use super::refusal::ApiRefusal;
 use super::{assets, tasks, Admin};
-use crate::transport::http::{closing, read_whole, BodyError};
+use crate::server::Acting;
+use crate::transport::http::{closing, read_whole, BodyError, PeerAddr};
 
 /// Bytes of a request body at most (a sign-in is a token in a small JSON object).
 const MAX_BODY: usize = 16 * 1024;
@@ -40,8 +41,51 @@ pub(super) fn router(admin: Arc<Admin>) -> Router {
         .route("/api/sessions", get(sessions))
         .route("/api/events", get(events))
         .fallback(|| async { ApiRefusal::new(StatusCode::NOT_FOUND, "no such page or endpoint; the API is described at /api/openapi.json") })
+        .layer(axum::middleware::from_fn_with_state(admin.clone(), guessing))
         .layer(axum::middleware::from_fn(bounded_body))
         .with_state(admin)
+}
+
+/// Where a request came from (the acceptor puts it on every request).
+type Peer = Option<Extension<PeerAddr>>;
+
+fn address(peer: &Peer) -> Option<std::net::IpAddr> {
+    peer.as_ref().map(|Extension(PeerAddr(addr))| addr.ip())
+}
+
+/// Every request that presents an admin token (a bearer token, or a sign-in) passes here: one
+/// from an address paused for failed sign-ins is refused with 429 before its token is looked
+/// at; a token refused with 401 is logged (without the token), counted, audited and counts
+/// towards the pause; an accepted one clears the address (`super::throttle`).
+async fn guessing(State(admin): State<Arc<Admin>>, request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let presents_token = request.headers().contains_key(header::AUTHORIZATION) || request.uri().path() == "/api/login";
+    let ip = request.extensions().get::<PeerAddr>().map(|PeerAddr(addr)| addr.ip());
+    if !presents_token {
+        return next.run(request).await;
+    }
+    if let Some(ip) = ip {
+        if let Err(wait) = admin.throttle.check(ip) {
+            let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+            let refusal = ApiRefusal::new(StatusCode::TOO_MANY_REQUESTS, format!("too many refused admin tokens from this address: try again in {seconds} s"));
+            let mut response = refusal.into_response();
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+            return response;
+        }
+    }
+    let bearer = request.headers().contains_key(header::AUTHORIZATION);
+    let response = next.run(request).await;
+    if response.status() == StatusCode::UNAUTHORIZED {
+        let failures = ip.map(|ip| admin.throttle.failed(ip));
+        let how = if bearer { "a bearer token on the admin API" } else { "a console sign-in" };
+        let address = ip.map_or_else(|| "an unknown address".to_owned(), |ip| ip.to_string());
+        tracing::warn!(address = %address, failures_lately = failures.unwrap_or(1), "refused an admin token: {how} from {address} presented a token that is not one");
+        admin.host.operator_sign_in_refused(ip, &format!("the token of {how} is not an admin token"));
+    } else if response.status().is_success() {
+        if let Some(ip) = ip {
+            admin.throttle.succeeded(ip);
+        }
+    }
+    response
 }
 
 /// How long a request's body may take to arrive once its headers are in.
@@ -103,7 +147,7 @@ async fn openapi() -> Response {
     ([(header::CONTENT_TYPE, "application/json")], assets::OPENAPI).into_response()
 }
 
-async fn login(State(admin): State<Arc<Admin>>, headers: HeaderMap, body: Bytes) -> Result<Response, ApiRefusal> {
+async fn login(State(admin): State<Arc<Admin>>, peer: Peer, headers: HeaderMap, body: Bytes) -> Result<Response, ApiRefusal> {
     admin.auth.check_origin(&headers)?;
     auth::check_json(&headers)?;
     let body: Value = serde_json::from_slice(&body).map_err(|e| ApiRefusal::bad_request(format!("the body is not JSON: {e}")))?;
@@ -112,14 +156,16 @@ async fn login(State(admin): State<Arc<Admin>>, headers: HeaderMap, body: Bytes)
     };
     let (cookie, caller) = admin.auth.login(token)?;
     tracing::info!(admin = %caller.who, "signed in to the admin console");
+    admin.host.operator_signed_in(Acting { who: &caller.who, address: address(&peer), reason: None });
     let mut response = Json(json!({ "who": caller.who, "csrf": caller.csrf })).into_response();
     response.headers_mut().insert(header::SET_COOKIE, HeaderValue::from_str(&auth::set_cookie(Some(&cookie))).expect("hex cookie"));
     Ok(response)
 }
 
-async fn logout(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<Response, ApiRefusal> {
-    actor(&admin, &headers).await?;
+async fn logout(State(admin): State<Arc<Admin>>, peer: Peer, headers: HeaderMap) -> Result<Response, ApiRefusal> {
+    let caller = actor(&admin, &headers).await?;
     admin.auth.logout(&headers);
+    admin.host.operator_signed_out(Acting { who: &caller.who, address: address(&peer), reason: None });
     let mut response = Json(json!({ "signedOut": true })).into_response();
     response.headers_mut().insert(header::SET_COOKIE, HeaderValue::from_str(&auth::set_cookie(None)).expect("static cookie"));
     Ok(response)
@@ -146,11 +192,13 @@ async fn show_task(State(admin): State<Arc<Admin>>, headers: HeaderMap, Path(id)
     }
 }
 
-async fn cancel_task(State(admin): State<Arc<Admin>>, headers: HeaderMap, Path(id): Path<String>) -> Result<Json<Value>, ApiRefusal> {
+async fn cancel_task(State(admin): State<Arc<Admin>>, peer: Peer, headers: HeaderMap, Path(id): Path<String>, body: Bytes) -> Result<Json<Value>, ApiRefusal> {
     let caller = actor(&admin, &headers).await?;
     tasks::check_id(&id)?;
-    let row = tasks::cancel(&admin.host, &id).await?;
-    tracing::info!(admin = %caller.who, task_id = %id, "task cancelled from the admin console");
+    let reason = tasks::reason(&body)?;
+    let by = Acting { who: &caller.who, address: address(&peer), reason: reason.as_deref() };
+    let row = tasks::cancel(&admin.host, &id, by).await?;
+    tracing::info!(admin = %caller.who, task_id = %id, reason = reason.as_deref().unwrap_or(""), "task cancelled from the admin console");
     Ok(Json(serde_json::to_value(row).expect("views serialize")))
 }
 
@@ -159,10 +207,11 @@ async fn plugins(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<
     Ok(Json(json!({ "loaded": admin.host.plugins_loaded(), "plugins": admin.host.plugin_views() })))
 }
 
-async fn reload(State(admin): State<Arc<Admin>>, headers: HeaderMap) -> Result<Json<Value>, ApiRefusal> {
+async fn reload(State(admin): State<Arc<Admin>>, peer: Peer, headers: HeaderMap) -> Result<Json<Value>, ApiRefusal> {
     let caller = actor(&admin, &headers).await?;
     let changed = (admin.reload)().await;
     tracing::info!(admin = %caller.who, changed, "plugins reloaded from the admin console");
+    admin.host.operator_reloaded(Acting { who: &caller.who, address: address(&peer), reason: None }, changed);
     Ok(Json(json!({ "changed": changed, "plugins": admin.host.plugin_views() })))
 }
 

@@ -30,6 +30,7 @@ mod events;
 mod filter;
 mod refusal;
 mod tasks;
+mod throttle;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -70,6 +71,8 @@ pub struct AdminSettings {
 struct Admin {
     host: Arc<Host>,
     auth: auth::Auth,
+    /// Addresses paused after failed sign-ins.
+    throttle: throttle::SignInThrottle,
     hub: Arc<events::Hub>,
     reload: Reload,
     /// Fires at shutdown: ends the event streams, which would hold their connections forever.
@@ -94,7 +97,14 @@ pub async fn serve_on(
     let stopping = CancellationToken::new();
     let hub = Arc::new(events::Hub::default());
     let auth = auth::Auth::new(settings.guard, settings.oauth);
-    let admin = Arc::new(Admin { host: host.clone(), auth, hub: hub.clone(), reload: settings.reload, stopping: stopping.clone() });
+    let admin = Arc::new(Admin {
+        host: host.clone(),
+        auth,
+        throttle: throttle::SignInThrottle::default(),
+        hub: hub.clone(),
+        reload: settings.reload,
+        stopping: stopping.clone(),
+    });
     let producer = tokio::spawn(events::produce(host, hub, stopping.clone()));
     if !addr.ip().is_loopback() {
         tracing::warn!("the admin console listens on {addr} over plain HTTP: put TLS in front of it (a reverse proxy) before reaching it over a network");

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::filter::TaskQuery;
 use super::refusal::ApiRefusal;
 use crate::server::operator::CancelRefusal;
-use crate::server::Host;
+use crate::server::{Acting, Host};
 use crate::tasks::TaskStatus;
 
 pub use crate::server::operator::TaskRow;
@@ -60,9 +60,30 @@ pub async fn detail(host: &Host, id: &str) -> Result<Option<Value>, String> {
     }))
 }
 
-/// Cancels task `id` through the store.
-pub async fn cancel(host: &Host, id: &str) -> Result<TaskRow, ApiRefusal> {
-    host.operator_cancel(id).await.map_err(|e| match e {
+/// The reason a cancel's body gives, if any: `{}` or `{"reason": "…"}`, one line of at most
+/// 500 characters (it becomes the task's status message, which its client reads).
+pub fn reason(body: &[u8]) -> Result<Option<String>, ApiRefusal> {
+    if body.is_empty() {
+        return Ok(None);
+    }
+    let body: Value = serde_json::from_slice(body).map_err(|e| ApiRefusal::bad_request(format!("the body is not JSON: {e}")))?;
+    let reason = match body.get("reason") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(reason)) => reason.trim(),
+        Some(_) => return Err(ApiRefusal::bad_request("`reason` must be a string")),
+    };
+    if reason.is_empty() {
+        return Ok(None);
+    }
+    if reason.chars().count() > 500 || reason.chars().any(char::is_control) {
+        return Err(ApiRefusal::bad_request("`reason` is one line of at most 500 characters"));
+    }
+    Ok(Some(reason.to_owned()))
+}
+
+/// Cancels task `id` through the store, for the operator `by`.
+pub async fn cancel(host: &Host, id: &str, by: Acting<'_>) -> Result<TaskRow, ApiRefusal> {
+    host.operator_cancel(id, by).await.map_err(|e| match e {
         CancelRefusal::NotFound => ApiRefusal::new(StatusCode::NOT_FOUND, format!("no task `{id}`")),
         CancelRefusal::Ended(status) => {
             ApiRefusal::new(StatusCode::CONFLICT, format!("task `{id}` is already {status}: only a working or input_required task can be cancelled"))
@@ -74,6 +95,16 @@ pub async fn cancel(host: &Host, id: &str) -> Result<TaskRow, ApiRefusal> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cancel_reason_is_one_short_line_or_none() {
+        assert_eq!(reason(b"").unwrap(), None);
+        assert_eq!(reason(b"{}").unwrap(), None);
+        assert_eq!(reason(br#"{"reason": "  stuck  "}"#).unwrap().as_deref(), Some("stuck"));
+        assert_eq!(reason(br#"{"reason": 7}"#).unwrap_err().status, StatusCode::BAD_REQUEST);
+        assert_eq!(reason(br#"{"reason": "two\nlines"}"#).unwrap_err().status, StatusCode::BAD_REQUEST);
+        assert_eq!(reason(b"not json").unwrap_err().status, StatusCode::BAD_REQUEST);
+    }
 
     #[test]
     fn a_task_id_is_checked_before_any_store_is_asked() {

@@ -5,6 +5,7 @@ use std::time::SystemTime;
 
 use serde_json::{json, Map, Value};
 
+use super::operator::OperatorRecord;
 use super::record::{CallRecord, Subject, TaskRecord};
 use crate::principal::{Owner, Principal, Wire};
 
@@ -111,7 +112,43 @@ pub(super) fn task_line(record: &TaskRecord) -> String {
     put(&mut line, "failure", record.failure.as_ref().map(|f| json!(f)));
     put(&mut line, "queue_wait_ms", record.queue_wait_ms.map(|w| json!(w)));
     put(&mut line, "trace_id", record.trace_id.as_ref().map(|t| json!(t)));
+    put(&mut line, "message", record.message.as_ref().map(|m| json!(m)));
     Value::Object(line).to_string()
+}
+
+/// `record` as one line of JSON, without the newline.
+pub(super) fn operator_line(record: &OperatorRecord) -> String {
+    let line = OperatorLine {
+        kind: "operator",
+        time: humantime::format_rfc3339_micros(record.time).to_string(),
+        operator: record.operator.as_deref(),
+        action: record.action.as_str(),
+        outcome: if record.done { "done" } else { "refused" },
+        address: record.address.map(|a| a.to_string()),
+        task_id: record.task_id.as_deref(),
+        reason: record.reason.as_deref(),
+        detail: record.detail.as_deref(),
+    };
+    serde_json::to_string(&line).expect("an audit line serializes")
+}
+
+/// An operator record's line, field by field.
+#[derive(serde::Serialize)]
+struct OperatorLine<'a> {
+    kind: &'static str,
+    time: String,
+    /// Always present: `null` for a sign-in whose token named no one.
+    operator: Option<&'a str>,
+    action: &'static str,
+    outcome: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    address: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    task_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    detail: Option<&'a str>,
 }
 
 /// `kind`, `time` and who: the principal, era and transport the owner key says.
@@ -183,6 +220,21 @@ mod tests {
         assert_eq!(line["attempt"], 2);
         assert!(line.get("arguments").is_none() && line.get("trace_id").is_none());
         assert!(humantime::parse_rfc3339(line["time"].as_str().unwrap()).is_ok());
+    }
+
+    #[test]
+    fn an_operator_line_names_who_did_what_and_why() {
+        let mut record = OperatorRecord::new(Some("alice".into()), crate::audit::OperatorAction::Cancel);
+        record.task_id = Some("t1".into());
+        record.reason = Some("stuck on a dead API".into());
+        let line: Value = serde_json::from_str(&operator_line(&record)).unwrap();
+        assert_eq!((line["kind"].as_str(), line["operator"].as_str(), line["action"].as_str()), (Some("operator"), Some("alice"), Some("cancel")));
+        assert_eq!((line["outcome"].as_str(), line["task_id"].as_str(), line["reason"].as_str()), (Some("done"), Some("t1"), Some("stuck on a dead API")));
+        let mut failed = OperatorRecord::new(None, crate::audit::OperatorAction::SignIn);
+        failed.done = false;
+        failed.address = Some("127.0.0.1".parse().unwrap());
+        let line: Value = serde_json::from_str(&operator_line(&failed)).unwrap();
+        assert_eq!((line["operator"].is_null(), line["outcome"].as_str(), line["address"].as_str()), (true, Some("refused"), Some("127.0.0.1")));
     }
 
     #[test]

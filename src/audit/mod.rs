@@ -1,5 +1,5 @@
-//! The audit trail: who called which tool, how it went and what it cost, and every transition
-//! of every task, as one JSON line each (`--audit-log`).
+//! The audit trail: who called which tool, how it went and what it cost, every transition of
+//! every task, and what operators did, as one JSON line each (`--audit-log`).
 //!
 //! Data flows one way: the server (a finished call, a refused request) and the task engine (a
 //! transition it stored) hand a typed record to [`Audit`]; nothing here calls back. The trail is
@@ -12,8 +12,10 @@
 //! are read from it (`principal::Owner`) by the writer, not on the request path.
 
 mod line;
+mod operator;
 mod record;
 mod trail;
 
+pub use operator::{OperatorAction, OperatorRecord};
 pub use record::{CallOutcome, CallRecord, Subject, TaskRecord, TaskRun, Transition};
 pub use trail::{Audit, Destination};

@@ -181,6 +181,8 @@ pub struct TaskRecord {
     pub queue_wait_ms: Option<i64>,
     /// The trace the task belongs to, once traces are exported.
     pub trace_id: Option<String>,
+    /// The stored status message, for a cancel: who cancelled it and why.
+    pub message: Option<String>,
 }
 
 impl TaskRecord {
@@ -198,6 +200,7 @@ impl TaskRecord {
             failure: None,
             queue_wait_ms: None,
             trace_id: None,
+            message: None,
         }
     }
 }

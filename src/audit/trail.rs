@@ -19,7 +19,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::line::{call_line, task_line};
+use super::line::{call_line, operator_line, task_line};
+use super::operator::OperatorRecord;
 use super::record::{CallRecord, TaskRecord};
 
 /// Records waiting for the writer; beyond this they are dropped. A few seconds of a busy host.
@@ -95,6 +96,7 @@ struct Counters {
 enum Entry {
     Call(CallRecord),
     Task(TaskRecord),
+    Operator(OperatorRecord),
     /// Wakes the writer to reopen (the flag says so; this only wakes it when idle).
     Reopen,
     /// Write what came before, then stop.
@@ -140,6 +142,13 @@ impl Audit {
     pub fn task(&self, record: impl FnOnce() -> TaskRecord) {
         if let Some(trail) = &self.0 {
             trail.send(Entry::Task(record()));
+        }
+    }
+
+    /// Keeps an operator's action.
+    pub fn operator(&self, record: OperatorRecord) {
+        if let Some(trail) = &self.0 {
+            trail.send(Entry::Operator(record));
         }
     }
 
@@ -261,6 +270,7 @@ impl Writer {
         let line = match entry {
             Entry::Call(record) => call_line(&record),
             Entry::Task(record) => task_line(&record),
+            Entry::Operator(record) => operator_line(&record),
             Entry::Reopen => return true,
             Entry::Close => {
                 self.flush();

@@ -67,6 +67,8 @@ pub struct Metrics {
     memory: Family<ToolLabel, Histogram>,
     /// Audit records dropped (the writer could not keep up, or a write failed).
     audit_dropped: Counter,
+    /// Admin tokens presented that were not one (a sign-in or a bearer token on the admin API).
+    admin_sign_ins_refused: Counter,
     /// The per-tool figures, readable (see the module doc).
     stats: ToolStats,
 }
@@ -101,6 +103,8 @@ impl Default for Metrics {
         registry.register("trace_spans_dropped", "Trace spans dropped: the export queue was full or the collector failed", spans.dropped.clone());
         let audit_dropped = Counter::default();
         registry.register("audit_records_dropped", "Audit records dropped: the writer could not keep up, or a write failed", audit_dropped.clone());
+        let admin_sign_ins_refused = Counter::default();
+        registry.register("admin_sign_ins_refused", "Admin tokens presented to the admin listener that were not one", admin_sign_ins_refused.clone());
         Metrics {
             registry,
             requests,
@@ -115,6 +119,7 @@ impl Default for Metrics {
             fuel,
             memory,
             audit_dropped,
+            admin_sign_ins_refused,
             stats: ToolStats::default(),
         }
     }
@@ -139,6 +144,11 @@ impl Metrics {
             self.memory.get_or_create(&label).observe(memory as f64);
         }
         self.stats.record(tool, outcome, took, fuel, memory);
+    }
+
+    /// Counts an admin token presented that was not one.
+    pub fn admin_sign_in_refused(&self) {
+        self.admin_sign_ins_refused.inc();
     }
 
     /// Each tool's figures so far, in tool name order.

@@ -340,22 +340,6 @@ impl Host {
         Ok(Some((row, extra)))
     }
 
-    /// Cancels task `id`, whoever owns it: stored cancelled, and a guest running it on any
-    /// replica stops (the engine's cancel, as its owner's `tasks/cancel` would).
-    pub async fn operator_cancel(&self, id: &str) -> Result<TaskRow, CancelRefusal> {
-        let detail = self.engine.inspect(id).await.map_err(|e| CancelRefusal::Store(e.to_string()))?.ok_or(CancelRefusal::NotFound)?;
-        let task = detail.task;
-        if task.status.is_terminal() {
-            return Err(CancelRefusal::Ended(task.status.as_str()));
-        }
-        match self.engine.cancel(&task.owner, id).await {
-            Ok(cancelled) => Ok(self.task_row(&cancelled, &[])),
-            Err(crate::tasks::EngineError::NotFound | crate::tasks::EngineError::Expired) => Err(CancelRefusal::NotFound),
-            Err(crate::tasks::EngineError::Terminal(status)) => Err(CancelRefusal::Ended(status)),
-            Err(e) => Err(CancelRefusal::Store(e.to_string())),
-        }
-    }
-
     /// The questions an `input_required` task waits on (none for other statuses, and none
     /// when the store cannot say: the row is shown without them).
     async fn outstanding(&self, task: &crate::tasks::Task) -> Vec<crate::tasks::TaskQuestion> {

@@ -22,6 +22,10 @@ pub(super) fn ended(audit: &Audit, task: &Task, outcome: &Outcome) {
         };
         let mut record = base(task, transition);
         record.outcome = Some(outcome.kind().as_str());
+        if transition == Transition::Cancelled {
+            // Who cancelled it (the client, or which operator and why).
+            record.message = task.status_message.clone();
+        }
         if let Outcome::Failed { kind, .. } = outcome {
             record.failure = Some(kind.clone());
         }

@@ -19,6 +19,7 @@ use tracing::Instrument;
 
 use super::audit;
 use super::blobs::{ResultPage, ResultPart};
+use super::canceller::Canceller;
 use super::capacity::{Counts, Reservation};
 use super::error::EngineError;
 use super::events::TaskEvents;
@@ -177,6 +178,13 @@ impl Engine {
     /// Whether this process runs (or has queued) `owner`'s task `id`; asks no store.
     pub fn runs(&self, owner: &str, id: &str) -> bool {
         self.inner.live.runs(owner, id)
+    }
+
+    /// The kept task `owner` created with idempotency `key`, if there is one: a call that would
+    /// become a task only once it has run (an adopted `optional` call) asks before it starts.
+    pub async fn find_by_key(&self, owner: &str, key: &str) -> Result<Option<Task>, EngineError> {
+        let found = self.inner.store.find_by_key(owner, key).await?;
+        Ok(found.filter(|task| !task.is_expired(now_ms())).map(|task| self.inner.live.with_message(task)))
     }
 
     /// Admits a task: durable record first, then the queue (or, for a call that already runs,
@@ -348,9 +356,14 @@ impl Engine {
         }
     }
 
-    /// Cancels a task: it is `cancelled` in the store before this returns, and its work is
-    /// told to stop.
+    /// Cancels a task for its owner: it is `cancelled` in the store before this returns, and
+    /// its work is told to stop.
     pub async fn cancel(&self, owner: &str, id: &str) -> Result<Task, EngineError> {
+        self.cancel_by(owner, id, Canceller::Owner).await
+    }
+
+    /// [`Engine::cancel`], by `canceller`, whom the task's status message names.
+    pub async fn cancel_by(&self, owner: &str, id: &str, canceller: Canceller<'_>) -> Result<Task, EngineError> {
         let inner = &self.inner;
         let task = self.get(owner, id).await?;
         if task.status.is_terminal() {
@@ -362,7 +375,7 @@ impl Engine {
         if let Some(live) = &live {
             live.stop();
         }
-        let Some(cancelled) = inner.store.finish(id, TaskStatus::Cancelled, Some("cancelled by the client"), &Outcome::Cancelled).await? else {
+        let Some(cancelled) = inner.store.finish(id, TaskStatus::Cancelled, Some(&canceller.status_message()), &Outcome::Cancelled).await? else {
             let now = self.get(owner, id).await?;
             return Err(EngineError::Terminal(now.status.as_str()));
         };

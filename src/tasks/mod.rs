@@ -6,6 +6,7 @@
 
 mod audit;
 mod blobs;
+mod canceller;
 mod capacity;
 mod control;
 mod engine;
@@ -47,6 +48,7 @@ mod engine_tests;
 mod outage_tests;
 
 pub use blobs::{pages as result_pages, PartKind, QuotaBound, ResultPage, ResultPart, ResultQuota, RESULT_PAGE_BYTES};
+pub use canceller::Canceller;
 pub use capacity::Counts;
 pub use control::TaskControl;
 pub use engine::{Admission, Engine};

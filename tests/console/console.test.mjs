@@ -165,7 +165,8 @@ try {
   await spinRow.locator(".badge", { hasText: "working" }).waitFor();
   const spinning = await cpuOver(1500);
   await page.screenshot({ path: join(shots, "console.png") });
-  // With the keyboard: focus the row's Cancel button and press Enter.
+  // With the keyboard: a reason, then focus the row's Cancel button and press Enter.
+  await page.getByLabel("Reason for a cancel").fill("spinning in the console test");
   await spinRow.getByRole("button", { name: /Cancel task/ }).focus();
   await page.keyboard.press("Enter");
   await spinRow.locator(".badge", { hasText: "cancelled" }).waitFor();
@@ -177,6 +178,8 @@ try {
   assert.ok(stopped * 4 < spinning, `the host's CPU fell after the cancel (${spinning} → ${stopped} ticks)`);
   const stored = await rpc("tasks/get", { taskId: spin });
   assert.equal(stored.status, "cancelled");
+  // Its client is told who cancelled it and why, not that it cancelled it itself.
+  assert.equal(stored.statusMessage, "cancelled by operator ops from the console: spinning in the console test");
 
   // 5. A plugin rebuilt on disk shows its new digest after a reload.
   await page.keyboard.press("2");

@@ -292,7 +292,9 @@ async function cancelTask(id) {
   const button = document.querySelector('[data-cancel="' + CSS.escape(id) + '"]');
   if (button) button.disabled = true;
   try {
-    const row = await api("/api/tasks/" + encodeURIComponent(id) + "/cancel", { method: "POST" });
+    const reason = $("cancel-reason").value.trim();
+    const body = JSON.stringify(reason ? { reason } : {});
+    const row = await api("/api/tasks/" + encodeURIComponent(id) + "/cancel", { method: "POST", body });
     state.tasks.set(row.id, row);
     showError("");
     renderTasks();

@@ -24,7 +24,10 @@ pub use self::host::{DbSync, HostArgs, TaskArgs};
 pub use self::plugin::{CallArgs, CompileArgs, InspectArgs, Lang, NewArgs, ToolsArgs};
 pub use self::registry::{PublishArgs, PullArgs, RegistryArgs, SignArgs, VerifyArgs};
 pub use self::serve::{AdminArgs, AuditArgs, HttpArgs, PolicyFile, ServeArgs};
-pub use self::tasks::{TaskFilterArgs, TaskStoreArgs, TasksArgs, TasksCommand, TasksIdArgs, TasksListArgs, TasksPurgeArgs, TasksShowArgs, TasksWatchArgs};
+pub use self::tasks::{
+    OperatorArgs, TaskFilterArgs, TaskStoreArgs, TasksArgs, TasksCancelArgs, TasksCommand, TasksIdArgs, TasksListArgs, TasksPurgeArgs, TasksShowArgs,
+    TasksWatchArgs,
+};
 
 /// The `corral` command line.
 #[derive(Parser)]

@@ -27,7 +27,7 @@ pub enum TasksCommand {
     #[command(name = "result")]
     Outcome(TasksIdArgs),
     /// Cancel a task: stored `cancelled`, and the host running it stops its guest.
-    Cancel(TasksIdArgs),
+    Cancel(TasksCancelArgs),
     /// Delete ended tasks: those named, or with --expired every task past its TTL.
     Purge(TasksPurgeArgs),
     /// Follow the tasks live: each new task and each change, until Ctrl-C.
@@ -111,12 +111,58 @@ pub struct TasksIdArgs {
     pub id: String,
 }
 
-/// `corral tasks purge`.
+/// `corral tasks cancel`.
 #[derive(Args)]
-pub struct TasksPurgeArgs {
+pub struct TasksCancelArgs {
+    /// The store, the format, who acts and where it is recorded.
+    #[command(flatten)]
+    pub operator: OperatorArgs,
+    /// The task's id.
+    pub id: String,
+    /// Why: kept in the task's status message (which its client sees) and the audit trail.
+    #[arg(long, value_name = "TEXT", value_parser = reason)]
+    pub reason: Option<String>,
+}
+
+/// What every `corral tasks` subcommand that changes something takes: the store and format,
+/// who acts, and the audit trail their action goes to.
+#[derive(Args, Clone)]
+pub struct OperatorArgs {
     /// The store and format.
     #[command(flatten)]
     pub store: TaskStoreArgs,
+    /// Who acts, as the task's status message and the audit trail name them.
+    /// [default: the user running the command ($USER)]
+    #[arg(long = "operator", value_name = "NAME", value_parser = operator_name)]
+    pub name: Option<String>,
+    /// Appends a record of the action to this audit trail (the hosts' `--audit-log` file).
+    #[arg(long, value_name = "PATH")]
+    pub audit_log: Option<PathBuf>,
+}
+
+/// A reason: one line of at most 500 characters (it is shown in tables and status messages).
+fn reason(s: &str) -> Result<String, String> {
+    let s = s.trim();
+    if s.is_empty() || s.chars().count() > 500 || s.chars().any(char::is_control) {
+        return Err("a reason is one line of 1 to 500 characters".into());
+    }
+    Ok(s.to_owned())
+}
+
+/// An operator's name: 1 to 64 printable characters without spaces.
+fn operator_name(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.chars().count() > 64 || s.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err("an operator's name is 1 to 64 characters, without spaces".into());
+    }
+    Ok(s.to_owned())
+}
+
+/// `corral tasks purge`.
+#[derive(Args)]
+pub struct TasksPurgeArgs {
+    /// The store, the format, who acts and where it is recorded.
+    #[command(flatten)]
+    pub operator: OperatorArgs,
     /// Delete every task (and kept result) whose TTL has passed, as the hosts' reaper does.
     #[arg(long, required_unless_present = "ids")]
     pub expired: bool,

@@ -18,11 +18,9 @@ use std::time::Duration;
 use anyhow::{anyhow, bail};
 use serde_json::json;
 
-use super::args::{TaskFilterArgs, TaskStoreArgs, TasksArgs, TasksCommand, TasksIdArgs, TasksListArgs, TasksPurgeArgs, TasksShowArgs};
-use crate::tasks::{is_postgres_url, now_ms, redacted, Durability, PgOptions, PgStore, Purged, SqliteStore, TaskFilter, TaskStore};
-
-/// What an operator's cancel leaves as the task's status message.
-const CANCELLED_BY_OPERATOR: &str = "cancelled by an operator (corral tasks cancel)";
+use super::args::{OperatorArgs, TaskFilterArgs, TaskStoreArgs, TasksArgs, TasksCancelArgs, TasksCommand, TasksListArgs, TasksPurgeArgs, TasksShowArgs};
+use crate::audit::{Audit, Destination, OperatorAction, OperatorRecord};
+use crate::tasks::{is_postgres_url, now_ms, redacted, Canceller, Durability, PgOptions, PgStore, Purged, SqliteStore, TaskFilter, TaskStore};
 
 /// Runs one `corral tasks` subcommand.
 pub async fn run(args: TasksArgs) -> anyhow::Result<ExitCode> {
@@ -30,8 +28,8 @@ pub async fn run(args: TasksArgs) -> anyhow::Result<ExitCode> {
         TasksCommand::List(args) => with_store(&args.store.clone(), |store| list(store, args)).await,
         TasksCommand::Show(args) => with_store(&args.store.clone(), |store| show(store, args)).await,
         TasksCommand::Outcome(args) => with_store(&args.store.clone(), |store| result::print(store, args)).await,
-        TasksCommand::Cancel(args) => with_store(&args.store.clone(), |store| cancel(store, args)).await,
-        TasksCommand::Purge(args) => with_store(&args.store.clone(), |store| purge(store, args)).await,
+        TasksCommand::Cancel(args) => with_store(&args.operator.store.clone(), |store| cancel(store, args)).await,
+        TasksCommand::Purge(args) => with_store(&args.operator.store.clone(), |store| purge(store, args)).await,
         TasksCommand::Watch(args) => with_store(&args.store.clone(), |store| watch::run(store, args)).await,
     }
 }
@@ -119,19 +117,28 @@ async fn show(store: Arc<dyn TaskStore>, args: TasksShowArgs) -> anyhow::Result<
     Ok(ExitCode::SUCCESS)
 }
 
-async fn cancel(store: Arc<dyn TaskStore>, args: TasksIdArgs) -> anyhow::Result<ExitCode> {
+async fn cancel(store: Arc<dyn TaskStore>, args: TasksCancelArgs) -> anyhow::Result<ExitCode> {
     let Some(detail) = store.inspect(&args.id).await? else { bail!("{}", unknown(&args.id)) };
+    let operator = Operator::of(&args.operator)?;
+    let canceller = Canceller::Operator { who: &operator.name, via: "corral tasks cancel", reason: args.reason.as_deref() };
     let cancelled = match detail.task.status.is_terminal() {
         true => None,
-        false => store.cancel(&args.id, CANCELLED_BY_OPERATOR).await?,
+        false => store.cancel(&args.id, &canceller.status_message()).await?,
     };
+    let mut record = operator.record(OperatorAction::Cancel);
+    record.task_id = Some(args.id.clone());
+    record.reason = args.reason.clone();
     let Some(task) = cancelled else {
         // Ended before the cancel could be written: say how.
         let now = store.inspect(&args.id).await?.map_or("deleted".to_owned(), |d| d.task.status.as_str().to_owned());
+        record.done = false;
+        record.detail = Some(format!("already {now}"));
+        operator.keep(record);
         eprintln!("corral: task {} has already ended ({now}): nothing to cancel", args.id);
         return Ok(ExitCode::from(1));
     };
-    if args.store.json {
+    operator.keep(record);
+    if args.operator.store.json {
         println!("{}", serde_json::to_string_pretty(&view::summary_json(&task))?);
     } else {
         println!("cancelled {} ({}); the host running it stops it", task.id, task.tool);
@@ -139,7 +146,45 @@ async fn cancel(store: Arc<dyn TaskStore>, args: TasksIdArgs) -> anyhow::Result<
     Ok(ExitCode::SUCCESS)
 }
 
+/// The user running the command: `$USER` (or `$LOGNAME`), else their uid.
+fn local_user() -> String {
+    let named = ["USER", "LOGNAME"].iter().find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty() && !u.contains(char::is_whitespace)));
+    // SAFETY: getuid has no preconditions and cannot fail.
+    named.unwrap_or_else(|| format!("uid-{}", unsafe { libc::getuid() }))
+}
+
+/// Who runs an operator's command, and the audit trail their actions go to.
+struct Operator {
+    name: String,
+    audit: Audit,
+}
+
+impl Operator {
+    fn of(args: &OperatorArgs) -> anyhow::Result<Operator> {
+        let name = match &args.name {
+            Some(name) => name.clone(),
+            None => local_user(),
+        };
+        let audit = match &args.audit_log {
+            Some(path) => Audit::open(Destination::File(path.clone()), false).map_err(|e| anyhow!("--audit-log {}: {e}", path.display()))?,
+            None => Audit::off(),
+        };
+        Ok(Operator { name, audit })
+    }
+
+    fn record(&self, action: OperatorAction) -> OperatorRecord {
+        OperatorRecord::new(Some(self.name.clone()), action)
+    }
+
+    /// Keeps `record` and writes it out before the command exits.
+    fn keep(&self, record: OperatorRecord) {
+        self.audit.operator(record);
+        self.audit.close();
+    }
+}
+
 async fn purge(store: Arc<dyn TaskStore>, args: TasksPurgeArgs) -> anyhow::Result<ExitCode> {
+    let operator = Operator::of(&args.operator)?;
     let expired = match args.expired {
         true => Some(store.purge_expired(now_ms()).await?),
         false => None,
@@ -149,7 +194,14 @@ async fn purge(store: Arc<dyn TaskStore>, args: TasksPurgeArgs) -> anyhow::Resul
         false => store.purge_tasks(args.ids.clone()).await?,
     };
     let refused = named.iter().any(|(_, done)| *done != Purged::Deleted);
-    if args.store.json {
+    let mut record = operator.record(OperatorAction::Purge);
+    let deleted = named.iter().filter(|(_, done)| *done == Purged::Deleted).count();
+    record.detail = Some(match expired {
+        Some(n) => format!("{n} expired and {deleted} named task(s) deleted"),
+        None => format!("{deleted} of {} named task(s) deleted", named.len()),
+    });
+    operator.keep(record);
+    if args.operator.store.json {
         let tasks: Vec<_> = named.iter().map(|(id, done)| view::purged_json(id, done)).collect();
         println!("{}", serde_json::to_string_pretty(&json!({ "expired_deleted": expired, "tasks": tasks }))?);
     } else {

@@ -191,7 +191,13 @@ fn call(scope: &Scope, id: RequestId, envelope: Envelope, params: Map<String, Va
             let capabilities = envelope.capabilities;
             return scope.answer_later(id, async move { tasks::create(&host, &owner, &call, None, capabilities, key).await });
         }
-        TaskSupport::Optional if as_task => return adaptive(scope, id, envelope, call, round),
+        TaskSupport::Optional if as_task => {
+            let key = match task_view::idempotency_key(Params::new(&params)) {
+                Ok(key) => key,
+                Err(e) => return scope.reply(&id, Err(e)),
+            };
+            return adaptive(scope, id, envelope, call, round, key);
+        }
         _ => {}
     }
     let observer = observer(scope, &envelope, &call.entry.plugin, call.progress_token.clone(), round);
@@ -208,7 +214,12 @@ fn call(scope: &Scope, id: RequestId, envelope: Envelope, params: Map<String, Va
 /// An `optional` tool for a request that declared the tasks extension: the call starts at once
 /// (its first poll inline, like any call) and answers inline if it ends within `task_after`;
 /// past that, the running call becomes a task, and from then on the engine holds it.
-fn adaptive(scope: &Scope, id: RequestId, envelope: Envelope, call: AdmittedCall, round: Round) {
+///
+/// With an idempotency key the owner already gave a kept task, the answer is that task and
+/// nothing runs: a client whose first request broke after the call was adopted retries with
+/// the same key. The key is stored when the call is adopted; two retries racing past the
+/// lookup meet at the store's unique key, and the later adoption answers the earlier task.
+fn adaptive(scope: &Scope, id: RequestId, envelope: Envelope, call: AdmittedCall, round: Round, key: Option<String>) {
     let host = scope.host().clone();
     let owner = scope.owner().clone();
     // The plugin's manifest (`[limits] task-after`) wins over the host's `--task-after`.
@@ -225,6 +236,13 @@ fn adaptive(scope: &Scope, id: RequestId, envelope: Envelope, call: AdmittedCall
     };
     let call = Arc::new(call);
     scope.spawn_request(id, move |cancel| async move {
+        if let Some(key) = &key {
+            match host.engine.find_by_key(owner.key(), key).await {
+                Ok(Some(existing)) => return Some(Ok(tasks::created(&existing))),
+                Ok(None) => {}
+                Err(e) => return Some(Err(task_view::engine_error(e))),
+            }
+        }
         let mut running: futures_util::future::BoxFuture<'static, _> = {
             let (host, call, ctx, owner) = (host.clone(), call.clone(), ctx(cancel.clone()), owner.clone());
             Box::pin(async move { tools::run(host.runs(), tools::Caller { owner: owner.key(), task: None }, &call, ctx).await })
@@ -242,9 +260,7 @@ fn adaptive(scope: &Scope, id: RequestId, envelope: Envelope, call: AdmittedCall
         time_limit.switch_to(task_timeout);
         // Refused (overloaded, shutting down), the call it would have adopted is dropped, and
         // its guest with it.
-        // No idempotency key: by the time an `optional` call is adopted it has run, and a key
-        // could only hide that a retry ran it again.
-        Some(tasks::create(&host, &owner, &call, Some(adopt), envelope.capabilities, None).await)
+        Some(tasks::create(&host, &owner, &call, Some(adopt), envelope.capabilities, key).await)
     });
 }
 

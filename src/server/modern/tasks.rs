@@ -179,7 +179,12 @@ pub(in crate::server) async fn create(
     };
     let task = host.engine.admit(admission).await.map_err(engine_error)?;
     crate::telemetry::trace::created_task(&tracing::Span::current(), &task.id);
-    Ok(wire::result(Value::Object(task_fields(&task, task.status.as_str())), TASK, None))
+    Ok(created(&task))
+}
+
+/// The flat `CreateTaskResult` naming `task`.
+pub(in crate::server) fn created(task: &Task) -> Value {
+    wire::result(Value::Object(task_fields(task, task.status.as_str())), TASK, None)
 }
 
 fn task_id(params: &Map<String, Value>) -> Result<&str, RpcError> {

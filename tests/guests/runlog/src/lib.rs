@@ -1,6 +1,7 @@
 //! A guest that leaves one file per run in the directory granted at `/runs`, so a test can count
 //! how many times each task really ran, across replicas and restarts: `record` (idempotent) and
-//! `record_once` (not), both `required` task tools. Arguments: `label` (names the run's file,
+//! `record_once` (not), both `required` task tools, and `record_adaptive` (not idempotent, an
+//! `optional` task tool: a call that outgrows `--task-after` is adopted as a task). Arguments: `label` (names the run's file,
 //! `/runs/LABEL.N`), `ms` (how long the run then takes, sleeping).
 //!
 //! A file per run rather than a line appended to one file: the replicas are separate processes,
@@ -16,7 +17,7 @@ use serde_json::{json, Value};
 
 struct Runlog;
 
-fn tool(name: &str, idempotent: bool) -> Tool {
+fn tool(name: &str, idempotent: bool, task_support: TaskSupport) -> Tool {
     let schema = json!({"type": "object", "properties": {"label": {"type": "string"}, "ms": {"type": "integer", "minimum": 0}}, "required": ["label"]});
     Tool {
         name: name.into(),
@@ -25,7 +26,7 @@ fn tool(name: &str, idempotent: bool) -> Tool {
         input_schema: schema.to_string(),
         output_schema: None,
         annotations: Annotations { title: None, read_only: Some(false), destructive: Some(false), idempotent: Some(idempotent), open_world: Some(false) },
-        task_support: TaskSupport::Required,
+        task_support,
     }
 }
 
@@ -44,7 +45,11 @@ fn leave_mark(label: &str) -> Result<String, String> {
 
 impl Guest for Runlog {
     fn list_tools() -> Vec<Tool> {
-        vec![tool("record", true), tool("record_once", false)]
+        vec![
+            tool("record", true, TaskSupport::Required),
+            tool("record_once", false, TaskSupport::Required),
+            tool("record_adaptive", false, TaskSupport::Optional),
+        ]
     }
 
     fn call_tool(_name: String, arguments: String) -> CallResult {
