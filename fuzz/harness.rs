@@ -105,6 +105,7 @@ fn http_server() -> std::net::SocketAddr {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             tokens: Vec::new(),
+            metrics_tokens: Vec::new(),
             max_body: 1 << 20,
             session_idle: std::time::Duration::from_secs(60),
             event_buffer: 16,

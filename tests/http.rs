@@ -577,6 +577,55 @@ fn metrics_count_calls_by_tool_and_outcome_and_tasks_by_status() {
 }
 
 #[test]
+fn metrics_show_the_build_and_the_process() {
+    let plugins = example_plugins(&["text"]);
+    let server = Server::start(plugins.path(), &[]);
+    let text = server.send("GET", "/metrics", &[], None).body;
+    let build = text.lines().find(|l| l.starts_with("corral_build_info{")).unwrap_or_else(|| panic!("no corral_build_info in:\n{text}"));
+    assert!(build.contains(&format!(r#"version="{}""#, env!("CARGO_PKG_VERSION"))) && build.ends_with("} 1"), "{build}");
+    let figure = |name: &str| -> f64 {
+        let line = text.lines().find(|l| l.split(' ').next() == Some(name)).unwrap_or_else(|| panic!("no {name} in:\n{text}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    // The names every Prometheus client library uses, with figures a live process has.
+    assert!(figure("process_resident_memory_bytes") > 1_000_000.0);
+    assert!(figure("process_open_fds") >= 3.0);
+    assert!(figure("process_max_fds") >= figure("process_open_fds"));
+    assert!(figure("process_cpu_seconds_total") > 0.0);
+    assert!(figure("process_start_time_seconds") > 1.7e9);
+}
+
+#[test]
+fn metrics_take_their_own_tokens_which_cannot_call_tools() {
+    let plugins = example_plugins(&["text"]);
+    let clients = tokens_file();
+    let scrapers = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(scrapers.path(), "prometheus scrape-token\n").unwrap();
+    let server = Server::start(plugins.path(), &["--auth-tokens-file", clients.path().to_str().unwrap(), "--metrics-tokens-file", scrapers.path().to_str().unwrap()]);
+    let scrape = server.send("GET", "/metrics", &[("authorization", "Bearer scrape-token")], None);
+    assert_eq!(scrape.status, 200, "{scrape:?}");
+    assert!(scrape.body.contains("corral_build_info"), "{scrape:?}");
+    // A client's token does not scrape; the scraper's does not call tools.
+    assert_eq!(server.send("GET", "/metrics", &[("authorization", "Bearer tokenA")], None).status, 401);
+    assert_eq!(server.send("GET", "/metrics", &[], None).status, 401);
+    let reply = server.post(&[("authorization", "Bearer scrape-token")], &initialize_body().to_string());
+    assert_eq!(reply.status, 401, "a scraper's token is no MCP client's: {reply:?}");
+    // Host/Origin are checked as on /mcp.
+    assert_eq!(server.send("GET", "/metrics", &[("authorization", "Bearer scrape-token"), ("origin", "https://evil.example")], None).status, 403);
+
+    // A token in both files is refused at start, naming the flags.
+    let shared = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(shared.path(), "prometheus tokenA\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_corral"))
+        .args(["serve", "--plugins", plugins.path().to_str().unwrap(), "--http", "127.0.0.1:0", "--db", ":memory:"])
+        .args(["--auth-tokens-file", clients.path().to_str().unwrap(), "--metrics-tokens-file", shared.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("shares a token with --auth-tokens-file"), "{out:?}");
+}
+
+#[test]
 fn the_open_file_limit_is_raised_to_its_hard_limit_at_start() {
     // Issue 17, finding 1: under the common soft limit of 1024, idle connections took every file
     // descriptor. The host is started with its soft limit lowered, as a login shell would.

@@ -197,11 +197,29 @@ impl HttpArgs {
                 anyhow::bail!("--auth-tokens-file {} holds no token", path.display());
             }
         }
+        let metrics_tokens = match &self.metrics_tokens_file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("--metrics-tokens-file {}: {e}", path.display()))?;
+                let scrapers = transport::http::parse_tokens(&text, &path.display().to_string());
+                if scrapers.is_empty() {
+                    anyhow::bail!("--metrics-tokens-file {} holds no token", path.display());
+                }
+                if scrapers.iter().any(|(_, scraper)| tokens.iter().any(|(_, client)| client == scraper)) {
+                    anyhow::bail!(
+                        "--metrics-tokens-file {} shares a token with --auth-tokens-file: a scraper's token must not be able to call tools",
+                        path.display()
+                    );
+                }
+                scrapers
+            }
+            None => Vec::new(),
+        };
         Ok(transport::http::HttpSettings {
             addr,
             allowed_hosts: self.allowed_hosts.clone(),
             allowed_origins: self.allowed_origins.clone(),
             tokens,
+            metrics_tokens,
             oauth: self.oauth_settings()?,
             max_body: usize::try_from(self.max_body).unwrap_or(usize::MAX),
             session_idle: self.session_idle,
@@ -353,6 +371,7 @@ pub async fn build_host(
         .map_err(|e| anyhow::anyhow!("cannot start a thread to load the plugins: {e}"))?;
     let (store, runners) = open_store(db, durability, &tasks).await?;
     let metrics = Arc::new(server::Metrics::default());
+    metrics.set_build(env!("CARGO_PKG_VERSION"), env!("CORRAL_COMMIT"));
     let runner = ToolRunner::new(registry.clone(), runtime.clone(), metrics.clone()).auditing(options.audit.clone());
     // Stopped by `Engine::shutdown` once the transport has returned (or when the host is dropped).
     let engine = Engine::start(store, runners, tasks, Arc::new(runner.clone()), runtime.waker(), tokio_util::sync::CancellationToken::new()).await?;

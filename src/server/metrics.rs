@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::text::{encode_eof, encode_registry};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -44,6 +44,12 @@ struct ToolLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BuildLabels {
+    version: String,
+    commit: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StatusLabel {
     status: String,
 }
@@ -51,6 +57,10 @@ struct StatusLabel {
 /// The host's Prometheus registry and the metrics in it.
 pub struct Metrics {
     registry: Registry,
+    /// The process's figures, under the unprefixed names every client library uses.
+    process: Registry,
+    /// 1, labelled with the running build's version and commit.
+    build: Family<BuildLabels, Gauge>,
     requests: Family<RequestLabels, Counter>,
     calls: Family<CallLabels, Counter>,
     latency: Family<ToolLabel, Histogram>,
@@ -103,10 +113,16 @@ impl Default for Metrics {
         registry.register("trace_spans_dropped", "Trace spans dropped: the export queue was full or the collector failed", spans.dropped.clone());
         let audit_dropped = Counter::default();
         registry.register("audit_records_dropped", "Audit records dropped: the writer could not keep up, or a write failed", audit_dropped.clone());
+        let build = Family::<BuildLabels, Gauge>::default();
+        registry.register("build_info", "The running build: 1, labelled with its version and commit", build.clone());
+        let mut process = Registry::default();
+        process.register_collector(Box::new(super::process_metrics::ProcessCollector));
         let admin_sign_ins_refused = Counter::default();
         registry.register("admin_sign_ins_refused", "Admin tokens presented to the admin listener that were not one", admin_sign_ins_refused.clone());
         Metrics {
             registry,
+            process,
+            build,
             requests,
             calls,
             latency,
@@ -146,6 +162,11 @@ impl Metrics {
         self.stats.record(tool, outcome, took, fuel, memory);
     }
 
+    /// Names the running build in `corral_build_info`.
+    pub fn set_build(&self, version: &str, commit: &str) {
+        self.build.get_or_create(&BuildLabels { version: version.to_owned(), commit: commit.to_owned() }).set(1);
+    }
+
     /// Counts an admin token presented that was not one.
     pub fn admin_sign_in_refused(&self) {
         self.admin_sign_ins_refused.inc();
@@ -176,7 +197,9 @@ impl Metrics {
             self.result_bytes.set(i64::try_from(bytes).unwrap_or(i64::MAX));
         }
         let mut text = String::new();
-        encode(&mut text, &self.registry).expect("writing to a String cannot fail");
+        encode_registry(&mut text, &self.registry).expect("writing to a String cannot fail");
+        encode_registry(&mut text, &self.process).expect("writing to a String cannot fail");
+        encode_eof(&mut text).expect("writing to a String cannot fail");
         text
     }
 }

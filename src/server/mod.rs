@@ -21,6 +21,7 @@ mod paging;
 mod peer;
 mod permit;
 mod progress_board;
+mod process_metrics;
 mod prompts;
 mod ready;
 mod resources;

@@ -30,6 +30,11 @@ pub struct HttpArgs {
     /// Tasks then belong to the token's NAME.
     #[arg(long, env = "CORRAL_AUTH_TOKENS_FILE", value_name = "PATH")]
     pub auth_tokens_file: Option<PathBuf>,
+    /// Bearer tokens for `/metrics` alone (the format of --auth-tokens-file, none of its
+    /// tokens): a Prometheus scraper then holds a credential that cannot call tools. Without
+    /// it, `/metrics` takes what `/mcp` takes.
+    #[arg(long, env = "CORRAL_METRICS_TOKENS_FILE", value_name = "PATH")]
+    pub metrics_tokens_file: Option<PathBuf>,
     /// The URL clients reach this host at, e.g. https://mcp.example.com (behind a proxy: the
     /// proxy's). The MCP endpoint is this + /mcp; with --oauth-issuer it is the protected
     /// resource the metadata names and tokens must be issued for.

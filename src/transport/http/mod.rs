@@ -67,6 +67,10 @@ pub struct HttpSettings {
     pub allowed_origins: Vec<String>,
     /// (identity, token) pairs; empty turns static tokens off.
     pub tokens: Vec<(String, String)>,
+    /// The tokens `/metrics` takes instead of the MCP clients' (`--metrics-tokens-file`): a
+    /// scraper then holds a credential that cannot call a tool. Empty: `/metrics` is checked
+    /// as `/mcp` is.
+    pub metrics_tokens: Vec<(String, String)>,
     /// The OAuth resource server: trusted issuers, the audience, required scopes.
     pub oauth: Option<OAuthSettings>,
     /// Largest POST body accepted, in bytes.
@@ -86,6 +90,8 @@ pub struct HttpSettings {
 struct App {
     host: Arc<Host>,
     guard: Guard,
+    /// `/metrics`'s own tokens, when it has them.
+    metrics_guard: Option<Guard>,
     /// The protected resource metadata and challenges, with OAuth on.
     resource: Option<ResourceMetadata>,
     settings: HttpSettings,
@@ -185,7 +191,9 @@ pub async fn serve_on(
     }
     let streams = Streams::new(settings.streams.clone(), settings.connections.max_connections);
     let paths = resource.as_ref().map(|r| r.paths.clone()).unwrap_or_default();
-    let app = Arc::new(App { host, guard, resource, settings: settings.clone(), sessions: Mutex::new(HashMap::new()), stopping: Default::default(), streams });
+    let metrics_guard = (!settings.metrics_tokens.is_empty())
+        .then(|| Guard::new(&settings.allowed_hosts, &settings.allowed_origins, settings.metrics_tokens.clone(), None));
+    let app = Arc::new(App { host, guard, metrics_guard, resource, settings: settings.clone(), sessions: Mutex::new(HashMap::new()), stopping: Default::default(), streams });
     let _reaper = AbortOnDrop(tokio::spawn(reap_idle_sessions(Arc::downgrade(&app))));
     let mut router = Router::new();
     for path in paths {
@@ -564,10 +572,21 @@ async fn readyz(State(app): State<Arc<App>>) -> Response {
     (status, Json(readiness.to_json())).into_response()
 }
 
-/// Prometheus metrics; behind the same Host/Origin checks and tokens as `/mcp`.
+/// Prometheus metrics: behind the same Host/Origin checks as `/mcp`, and its own tokens when it
+/// has them, else the MCP clients'.
 async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    if let Err(response) = check_headers(&app, &headers).await {
-        return response;
+    match &app.metrics_guard {
+        Some(guard) => {
+            let checked = guard::check_single(&headers).and_then(|()| guard.check_origin(&headers)).and_then(|()| guard.token_holder(&headers));
+            if let Err((status, message)) = checked {
+                return refuse(status, message);
+            }
+        }
+        None => {
+            if let Err(response) = check_headers(&app, &headers).await {
+                return response;
+            }
+        }
     }
     let mut text = app.host.metrics_text().await;
     if let Some(oauth) = app.guard.oauth() {
@@ -616,6 +635,7 @@ mod tests {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             tokens: Vec::new(),
+            metrics_tokens: Vec::new(),
             oauth: None,
             max_body: 1 << 20,
             session_idle: Duration::from_secs(60),
@@ -673,7 +693,7 @@ mod tests {
         let settings = settings("127.0.0.1:0".parse().unwrap());
         let guard = Guard::new(&settings.allowed_hosts, &settings.allowed_origins, Vec::new(), None);
         let streams = Streams::new(settings.streams.clone(), settings.connections.max_connections);
-        let app = Arc::new(App { host, guard, resource: None, settings, sessions: Mutex::default(), stopping: Default::default(), streams });
+        let app = Arc::new(App { host, guard, metrics_guard: None, resource: None, settings, sessions: Mutex::default(), stopping: Default::default(), streams });
         let body = |response: Response| async move {
             let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
             serde_json::from_slice::<Value>(&bytes).unwrap()
