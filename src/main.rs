@@ -6,7 +6,7 @@
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
-use corral::cli::args::{Cli, Command};
+use corral::cli::args::{Cli, Command, LogFormat};
 use corral::cli::{call, compile, completions, health, inspect, new, publish, pull, serve, sign, tasks, tools};
 
 #[global_allocator]
@@ -17,22 +17,36 @@ fn main() -> ExitCode {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("corral-worker").build().expect("starting the tokio runtime");
     // Inside the runtime: the gRPC trace exporter binds to it. Dropped before the runtime, so
     // the spans still queued are exported while it runs.
-    let telemetry = match runtime.block_on(async { corral::telemetry::init(&cli.log_level, cli.log_format) }) {
+    let format = cli.log_format;
+    let telemetry = match runtime.block_on(async { corral::telemetry::init(&cli.log_level, format) }) {
         Ok(telemetry) => telemetry,
         Err(e) => {
-            eprintln!("corral: {e:#}");
+            fatal(format, &e);
             return ExitCode::from(2);
         }
     };
     let code = match runtime.block_on(run(cli.command)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("corral: {e:#}");
+            fatal(format, &e);
             ExitCode::from(2)
         }
     };
     drop(telemetry);
     code
+}
+
+/// The error that ends the process, on stderr in the log's format: a log collector reading
+/// JSON lines must not lose the one line that says why the host stopped.
+fn fatal(format: LogFormat, error: &anyhow::Error) {
+    match format {
+        LogFormat::Text => eprintln!("corral: {error:#}"),
+        LogFormat::Json => {
+            let time = humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string();
+            let line = serde_json::json!({ "timestamp": time, "level": "ERROR", "fields": { "message": format!("{error:#}") }, "target": "corral" });
+            eprintln!("{line}");
+        }
+    }
 }
 
 async fn run(command: Command) -> anyhow::Result<ExitCode> {

@@ -287,9 +287,37 @@ fn log_format_json_writes_one_object_per_line() {
     mcp.wait_exit(TIMEOUT);
     let stderr = mcp.stderr_text();
     assert!(stderr.lines().count() > 2, "{stderr}");
+    let mut starting = None;
     for line in stderr.lines() {
         let event: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
         assert!(event["timestamp"].is_string() && event["level"].is_string() && event["fields"].is_object(), "{line}");
+        if event["fields"]["message"].as_str().is_some_and(|m| m.contains(" starting: ")) {
+            starting = Some(event);
+        }
+    }
+    // One line says what started: the build, the authentication, the policy, the traces.
+    let starting = starting.unwrap_or_else(|| panic!("no start-up line in:\n{stderr}"));
+    let fields = &starting["fields"];
+    assert_eq!((fields["version"].as_str(), fields["auth"].as_str()), (Some(env!("CARGO_PKG_VERSION")), Some("the local user (stdio)")), "{starting}");
+    assert_eq!((fields["policy"].as_str(), fields["traces"].as_str()), (Some("none"), Some("off")), "{starting}");
+    assert!(fields["commit"].is_string(), "{starting}");
+}
+
+#[test]
+fn a_fatal_error_follows_log_format_json() {
+    let out = Command::new(env!("CARGO_BIN_EXE_corral"))
+        .args(["serve", "--log-format", "json", "--plugins", "/nonexistent/plugins", "--http", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let last = stderr.lines().last().unwrap_or_else(|| panic!("nothing on stderr"));
+    let event: Value = serde_json::from_str(last).unwrap_or_else(|e| panic!("the fatal error is not JSON ({e}): {stderr}"));
+    assert_eq!(event["level"], "ERROR", "{last}");
+    assert!(event["fields"]["message"].as_str().unwrap().contains("cannot read plugin directory /nonexistent/plugins"), "{last}");
+    // Every line before it is JSON too.
+    for line in stderr.lines() {
+        serde_json::from_str::<Value>(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
     }
 }
 

@@ -601,7 +601,8 @@ fn metrics_take_their_own_tokens_which_cannot_call_tools() {
     let clients = tokens_file();
     let scrapers = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(scrapers.path(), "prometheus scrape-token\n").unwrap();
-    let server = Server::start(plugins.path(), &["--auth-tokens-file", clients.path().to_str().unwrap(), "--metrics-tokens-file", scrapers.path().to_str().unwrap()]);
+    let server =
+        Server::start(plugins.path(), &["--auth-tokens-file", clients.path().to_str().unwrap(), "--metrics-tokens-file", scrapers.path().to_str().unwrap()]);
     let scrape = server.send("GET", "/metrics", &[("authorization", "Bearer scrape-token")], None);
     assert_eq!(scrape.status, 200, "{scrape:?}");
     assert!(scrape.body.contains("corral_build_info"), "{scrape:?}");

@@ -296,7 +296,15 @@ fn over_http_the_headers_carry_the_context_and_the_session_is_named() {
     let spans = collector.wait("the call's span", |s| !named(s, "tools/call hash_chain").is_empty());
     let call = named(&spans, "tools/call hash_chain")[0];
     assert_eq!((call.trace.as_str(), call.parent.as_str()), (TRACE, PARENT), "{call:#?}");
-    assert_eq!((call.str("network.transport"), call.str("mcp.session.id")), (Some("tcp"), Some(session.as_str())), "{call:#?}");
+    // The session is named by its digest, never by the id, which speaks as the session.
+    assert_eq!(
+        (call.str("network.transport"), call.str("mcp.session.id")),
+        (Some("tcp"), Some(corral::telemetry::trace::session_digest(&session).as_str())),
+        "{call:#?}"
+    );
+    assert!(call.str("mcp.session.id").unwrap().starts_with("sha256:") && !format!("{call:?}").contains(&session), "{call:#?}");
+    // Without authentication the principal is the session: named by the same digest.
+    assert_eq!(call.str("enduser.id").map(str::to_owned), Some(format!("session:{}", corral::telemetry::trace::session_digest(&session))), "{call:#?}");
     let initialize = spans.iter().find(|s| s.name == "initialize").expect("initialize has a span too");
     assert_ne!(initialize.trace, TRACE, "initialize sent no context: a trace of its own");
 }

@@ -10,6 +10,30 @@ use crate::registry::Watcher;
 use crate::server::{self, ServerOptions};
 use crate::transport;
 
+/// One line that says what is starting: the build, how callers are authenticated, the policy
+/// and whether traces leave the process; what an operator checks first in a log.
+fn starting(args: &ServeArgs) {
+    let http = &args.http;
+    let auth = match (http.http.is_some(), http.auth_tokens_file.is_some(), !http.oauth_issuers.is_empty()) {
+        (false, _, _) => "the local user (stdio)",
+        (true, true, true) => "bearer tokens and OAuth",
+        (true, true, false) => "bearer tokens",
+        (true, false, true) => "OAuth",
+        (true, false, false) => "none",
+    };
+    let policy = args.policy.as_ref().map_or_else(|| "none".to_owned(), |file| file.path.display().to_string());
+    let traces = if crate::telemetry::enabled() { "exported" } else { "off" };
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        commit = env!("CORRAL_COMMIT"),
+        auth,
+        policy = %policy,
+        traces,
+        "corral {} starting: authentication {auth}, policy {policy}, traces {traces}",
+        super::version::SHORT
+    );
+}
+
 /// Runs until the transport ends (stdin closes, or a shutdown signal arrives).
 pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     raise_open_files();
@@ -36,6 +60,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         reopen_on_hangup(&host)?;
     }
     tracing::info!("tasks are kept in {}", crate::tasks::redacted(&db.display().to_string()));
+    starting(&args);
     server::announce_changes(&host);
     let _watcher: Option<Watcher> = match args.watch {
         true => Some(crate::registry::watch(&args.host.plugins, host.registry().clone(), host.runtime().clone(), load.clone())?),

@@ -7,11 +7,11 @@
 //! file reads. A figure `/proc` cannot give (another kernel, a hardened mount) is left out of
 //! that scrape rather than shown as zero.
 
+use procfs::process::{LimitValue, Process};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
-use procfs::process::{LimitValue, Process};
 
 /// Reads the process's figures at each scrape.
 #[derive(Debug)]

@@ -148,6 +148,11 @@ impl Session {
         let agreed = if modern { None } else { self.shared.client.lock().unwrap().as_ref().map(|(_, version)| version.clone()) };
         let version = if modern { modern::MODERN_PROTOCOL_VERSION } else { agreed.as_deref().unwrap_or(crate::mcp::types::LATEST_PROTOCOL_VERSION) };
         let inbound = &self.shared.inbound;
+        // A session's own id is what speaks as it: its digest stands for it, as for `mcp.session.id`.
+        let enduser = match self.shared.owner.principal() {
+            crate::principal::Principal::Session(id) => format!("session:{}", trace::session_digest(id)),
+            _ => self.shared.owner.principal_key().to_owned(),
+        };
         trace::request(trace::Request {
             method,
             id,
@@ -155,6 +160,7 @@ impl Session {
             transport: inbound.transport,
             protocol_version: version,
             session: if modern { None } else { inbound.session.as_deref() },
+            principal: &enduser,
             headers,
         })
     }

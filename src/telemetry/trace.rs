@@ -109,8 +109,13 @@ pub struct Request<'a> {
     pub transport: Transport,
     /// `mcp.protocol.version`.
     pub protocol_version: &'a str,
-    /// `mcp.session.id`, for a 2025-11-25 session over HTTP (never for 2026-07-28 traffic).
+    /// The `Mcp-Session-Id` of a 2025-11-25 session over HTTP (never for 2026-07-28 traffic),
+    /// exported as its digest (`mcp.session.id`): without authentication the id itself is the
+    /// credential that speaks as the session, and a trace backend is read by more people.
     pub session: Option<&'a str>,
+    /// `enduser.id`: the principal the request acts for (`token:ci`, `user:ISSUER SUBJECT`,
+    /// `local`, `anonymous`).
+    pub principal: &'a str,
     /// The context of the HTTP headers, which `_meta`'s overrides.
     pub headers: Option<Carrier>,
 }
@@ -133,6 +138,7 @@ pub fn request(request: Request<'_>) -> Span {
         None => request.method.to_owned(),
     };
     let parent = Carrier::from_meta(params).or(request.headers).map(|parent| parent.to_stored());
+    let session = request.session.map(session_digest);
     tracing::info_span!(
         target: TARGET,
         "request",
@@ -147,7 +153,8 @@ pub fn request(request: Request<'_>) -> Span {
         gen_ai.operation.name = tool.map(|_| "execute_tool"),
         mcp.resource.uri = uri,
         mcp.protocol.version = request.protocol_version,
-        mcp.session.id = request.session,
+        mcp.session.id = session.as_deref(),
+        enduser.id = request.principal,
         network.transport = request.transport.as_str(),
         error.type = Empty,
         rpc.response.status_code = Empty,
@@ -160,6 +167,15 @@ pub fn request(request: Request<'_>) -> Span {
         corral.outcome = Empty,
         otel.parent = parent.as_deref(),
     )
+}
+
+/// What a trace says of a session id: `sha256:` and the first 16 hex digits of its SHA-256,
+/// enough to follow one session's requests, and nothing to speak as it with.
+pub fn session_digest(id: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(id.as_bytes());
+    let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
 }
 
 /// Records on a request's span how it was answered: a JSON-RPC error (`code`, `message`), or

@@ -191,9 +191,18 @@ pub async fn serve_on(
     }
     let streams = Streams::new(settings.streams.clone(), settings.connections.max_connections);
     let paths = resource.as_ref().map(|r| r.paths.clone()).unwrap_or_default();
-    let metrics_guard = (!settings.metrics_tokens.is_empty())
-        .then(|| Guard::new(&settings.allowed_hosts, &settings.allowed_origins, settings.metrics_tokens.clone(), None));
-    let app = Arc::new(App { host, guard, metrics_guard, resource, settings: settings.clone(), sessions: Mutex::new(HashMap::new()), stopping: Default::default(), streams });
+    let metrics_guard =
+        (!settings.metrics_tokens.is_empty()).then(|| Guard::new(&settings.allowed_hosts, &settings.allowed_origins, settings.metrics_tokens.clone(), None));
+    let app = Arc::new(App {
+        host,
+        guard,
+        metrics_guard,
+        resource,
+        settings: settings.clone(),
+        sessions: Mutex::new(HashMap::new()),
+        stopping: Default::default(),
+        streams,
+    });
     let _reaper = AbortOnDrop(tokio::spawn(reap_idle_sessions(Arc::downgrade(&app))));
     let mut router = Router::new();
     for path in paths {
@@ -693,7 +702,8 @@ mod tests {
         let settings = settings("127.0.0.1:0".parse().unwrap());
         let guard = Guard::new(&settings.allowed_hosts, &settings.allowed_origins, Vec::new(), None);
         let streams = Streams::new(settings.streams.clone(), settings.connections.max_connections);
-        let app = Arc::new(App { host, guard, metrics_guard: None, resource: None, settings, sessions: Mutex::default(), stopping: Default::default(), streams });
+        let app =
+            Arc::new(App { host, guard, metrics_guard: None, resource: None, settings, sessions: Mutex::default(), stopping: Default::default(), streams });
         let body = |response: Response| async move {
             let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
             serde_json::from_slice::<Value>(&bytes).unwrap()

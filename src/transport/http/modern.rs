@@ -83,6 +83,7 @@ pub(super) async fn post(app: &Arc<App>, headers: &HeaderMap, identity: Option<P
     let (sender, mut answers) = mpsc::unbounded_channel();
     let requests = Requests::new(app.host.clone());
     let guard = CancelOnDrop(requests.clone());
+    let owner = Owner::new(principal, Wire::Stateless);
     let span = if crate::telemetry::enabled() {
         trace::request(trace::Request {
             method: method.as_str(),
@@ -91,12 +92,13 @@ pub(super) async fn post(app: &Arc<App>, headers: &HeaderMap, identity: Option<P
             transport: trace::Transport::Tcp,
             protocol_version: era::MODERN_PROTOCOL_VERSION,
             session: None,
+            principal: owner.principal_key(),
             headers: trace::Carrier::from_headers(headers),
         })
     } else {
         tracing::Span::none()
     };
-    let scope = Scope::new(requests, Owner::new(principal, Wire::Stateless), Arc::new(ChannelOutlet(sender)), span);
+    let scope = Scope::new(requests, owner, Arc::new(ChannelOutlet(sender)), span);
     crate::server::serve_stateless(&scope, id.clone(), method, envelope, params);
     drop(scope);
     let request_id = id.clone();
