@@ -46,6 +46,9 @@ use crate::transport::http::{Acceptor, ConnectionSettings, Guard};
 /// Connections the admin listener holds at once (a quarter kept for established ones): a
 /// console is a few operators' browsers, each with an event stream and a request or two.
 const MAX_CONNECTIONS: usize = 256;
+/// Connections one address may hold on the admin listener: a quarter, so one client (or
+/// someone without a token fetching the page's files) cannot lock the operators out.
+const MAX_PER_ADDRESS: usize = 64;
 
 pub use auth::AdminOAuth;
 pub use filter::TaskQuery;
@@ -115,8 +118,8 @@ pub async fn serve_on(
     // keep-alives closed. Without it, sockets that never send a request would hold the admin
     // port's connections — and the process's file descriptors, which the MCP listener shares —
     // for as long as their senders liked.
-    let acceptor =
-        Acceptor::new(ConnectionSettings { max_connections: MAX_CONNECTIONS, ..ConnectionSettings::default() }).capped_by("the admin listener's cap");
+    let acceptor = Acceptor::new(ConnectionSettings { max_connections: MAX_CONNECTIONS, per_address: MAX_PER_ADDRESS, ..ConnectionSettings::default() })
+        .capped_by("the admin listener's cap");
     acceptor.serve_until(&listener, router, shutdown).await;
     drop(listener);
     // The event streams would hold their connections forever: end them, then let the

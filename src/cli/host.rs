@@ -230,6 +230,7 @@ impl HttpArgs {
                 header_timeout: self.http_header_timeout,
                 body_timeout: self.http_body_timeout,
                 idle_timeout: self.http_idle_timeout,
+                per_address: self.max_connections_per_address,
                 ..transport::http::ConnectionSettings::default()
             },
             streams: transport::http::StreamSettings { per_client: self.max_streams_per_client, max_lifetime: self.max_stream_lifetime },

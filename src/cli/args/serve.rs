@@ -108,6 +108,11 @@ pub struct HttpArgs {
     /// client); lowered to fit the open-file limit. Beyond it a connection gets 503 at once.
     #[arg(long, env = "CORRAL_MAX_CONNECTIONS", default_value_t = ConnectionSettings::default().max_connections, value_parser = config::parse_positive::<usize>)]
     pub max_connections: usize,
+    /// HTTP connections one client address (an IPv6 /64) may hold at once: beyond it, its own
+    /// oldest idle keep-alive is closed for the new one, or the new one gets 429 when all of its
+    /// are busy. 0: no bound (behind a reverse proxy, whose connections share its address).
+    #[arg(long, env = "CORRAL_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = ConnectionSettings::default().per_address)]
+    pub max_connections_per_address: usize,
     /// How long a client gets to send a request's headers; slower ones are disconnected.
     #[arg(long, env = "CORRAL_HTTP_HEADER_TIMEOUT", default_value = "10s", value_parser = config::parse_duration)]
     pub http_header_timeout: Duration,

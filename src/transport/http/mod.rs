@@ -821,18 +821,71 @@ mod tests {
         tokio::time::timeout(PATIENCE, served).await.unwrap().unwrap().unwrap();
     }
 
+    /// A connection from `from` with a request in progress: the GET event stream of `session`,
+    /// whose answer never ends (read up to its headers, so the server has taken it). A session
+    /// holds one such stream: a newer one ends it.
+    async fn busy(addr: SocketAddr, from: &str, session: &str) -> TcpStream {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
+        let mut stream = socket.connect(addr).await.unwrap();
+        let request = format!(
+            "GET /mcp HTTP/1.1\r\nhost: localhost\r\naccept: text/event-stream\r\n{SESSION_HEADER}: {session}\r\nmcp-protocol-version: 2025-11-25\r\n\r\n"
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = Vec::new();
+        let mut chunk = [0u8; 1024];
+        while !String::from_utf8_lossy(&answer).contains("\r\n\r\n") {
+            let n = tokio::time::timeout(PATIENCE, stream.read(&mut chunk)).await.expect("an answer").unwrap();
+            assert!(n > 0, "closed before answering: {:?}", String::from_utf8_lossy(&answer));
+            answer.extend_from_slice(&chunk[..n]);
+        }
+        assert!(answer.starts_with(b"HTTP/1.1 200"), "{:?}", String::from_utf8_lossy(&answer));
+        stream
+    }
+
+    /// A connection with a request in progress: a POST whose body the server has asked for
+    /// (`100 Continue`), which never comes.
+    async fn busy_post(addr: SocketAddr) -> TcpStream {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let head = "POST /mcp HTTP/1.1\r\nhost: localhost\r\naccept: application/json, text/event-stream\r\ncontent-type: application/json\r\ncontent-length: 100\r\nexpect: 100-continue\r\n\r\n";
+        stream.write_all(head.as_bytes()).await.unwrap();
+        let mut answer = Vec::new();
+        let mut chunk = [0u8; 256];
+        while !String::from_utf8_lossy(&answer).contains("\r\n\r\n") {
+            let n = tokio::time::timeout(PATIENCE, stream.read(&mut chunk)).await.expect("an answer").unwrap();
+            assert!(n > 0, "closed before answering: {:?}", String::from_utf8_lossy(&answer));
+            answer.extend_from_slice(&chunk[..n]);
+        }
+        assert!(answer.starts_with(b"HTTP/1.1 100 Continue"), "{:?}", String::from_utf8_lossy(&answer));
+        stream
+    }
+
+    /// A new session's id.
+    async fn session(addr: SocketAddr) -> String {
+        let (status, session, body) = post(format!("http://{addr}/mcp"), INIT).await;
+        assert_eq!(status, 200, "{body}");
+        session.unwrap()
+    }
+
+    /// A keep-alive connection from `from` that has been answered once and is now between requests.
+    async fn idle(addr: SocketAddr, from: &str) -> TcpStream {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
+        let mut stream = socket.connect(addr).await.unwrap();
+        assert!(healthz(&mut stream).await.starts_with("HTTP/1.1 200"));
+        stream
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn when_every_slot_serves_a_client_a_new_connection_gets_503_at_once() {
         let (addr, stop, served) = start(ConnectionSettings { max_connections: 4, ..ConnectionSettings::default() }).await;
         let mut clients = Vec::new();
         for _ in 0..4 {
-            let mut stream = TcpStream::connect(addr).await.unwrap();
-            assert!(healthz(&mut stream).await.starts_with("HTTP/1.1 200"));
-            clients.push(stream);
+            clients.push(busy_post(addr).await);
         }
         let mut refused = TcpStream::connect(addr).await.unwrap();
         let (answer, took) = until_closed(&mut refused).await;
-        assert!(answer.starts_with("HTTP/1.1 503 Service Unavailable"), "{answer}");
+        assert!(answer.starts_with("HTTP/1.1 503 Service Unavailable"), "{answer:?} after {took:?}");
         assert!(answer.contains("too many connections (4); try again later"), "{answer}");
         assert!(took < Duration::from_secs(5), "answered at once, not held: {took:?}");
         // Once a client leaves, a new connection is served again.
@@ -840,6 +893,48 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(100)).await;
         let mut again = TcpStream::connect(addr).await.unwrap();
         assert!(healthz(&mut again).await.starts_with("HTTP/1.1 200"));
+        stop.send(()).unwrap();
+        tokio::time::timeout(PATIENCE, served).await.unwrap().unwrap().unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn when_every_slot_is_taken_an_idle_keep_alive_makes_room() {
+        let (addr, stop, served) = start(ConnectionSettings { max_connections: 4, ..ConnectionSettings::default() }).await;
+        let mut kept = Vec::new();
+        for _ in 0..4 {
+            kept.push(idle(addr, "127.0.0.1").await);
+        }
+        // Four keep-alives between requests hold every slot: a new client (a probe) is served,
+        // and the oldest keep-alive is closed, gracefully, for it.
+        let mut probe = TcpStream::connect(addr).await.unwrap();
+        assert!(healthz(&mut probe).await.starts_with("HTTP/1.1 200"));
+        let (_, took) = until_closed(&mut kept[0]).await;
+        assert!(took < Duration::from_secs(5), "the oldest idle keep-alive was closed: {took:?}");
+        stop.send(()).unwrap();
+        tokio::time::timeout(PATIENCE, served).await.unwrap().unwrap().unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn one_address_holds_at_most_its_bound_and_others_are_served() {
+        let (addr, stop, served) = start(ConnectionSettings { max_connections: 16, per_address: 2, ..ConnectionSettings::default() }).await;
+        let sessions = [session(addr).await, session(addr).await];
+        // Two streams from 127.0.0.1 hold its bound, both busy: a third connection from it is
+        // refused with 429 naming why.
+        let streams = [busy(addr, "127.0.0.1", &sessions[0]).await, busy(addr, "127.0.0.1", &sessions[1]).await];
+        let mut third = TcpStream::connect(addr).await.unwrap();
+        let (answer, _) = until_closed(&mut third).await;
+        assert!(answer.starts_with("HTTP/1.1 429 Too Many Requests"), "{answer}");
+        assert!(answer.contains("too many connections from your address (2, each busy)"), "{answer}");
+        // Another address is served meanwhile.
+        let mut other = idle(addr, "127.0.0.2").await;
+        assert!(healthz(&mut other).await.starts_with("HTTP/1.1 200"));
+        // Its own idle keep-alives make room for its new connections: the oldest is closed.
+        let mut first = idle(addr, "127.0.0.2").await;
+        let _second = idle(addr, "127.0.0.2").await;
+        let (_, took) = until_closed(&mut other).await;
+        assert!(took < Duration::from_secs(5), "the address's oldest idle keep-alive was closed: {took:?}");
+        assert!(healthz(&mut first).await.starts_with("HTTP/1.1 200"), "the newer ones are served");
+        drop(streams);
         stop.send(()).unwrap();
         tokio::time::timeout(PATIENCE, served).await.unwrap().unwrap().unwrap();
     }
