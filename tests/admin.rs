@@ -398,6 +398,26 @@ fn wait_for_lines(path: &Path, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
 }
 
 #[test]
+fn an_admin_token_revoked_in_its_file_ends_its_sign_ins_and_a_new_one_works_at_once() {
+    let plugins = example_plugins(&["text"]);
+    let mut console = Console::start(plugins.path(), &[]);
+    let (cookie, _) = console.login();
+    assert_eq!(console.get("/api/session", &[("cookie", cookie.as_str())]).status, 200);
+    // The operator replaces the file: `ops` revoked, `ops2` added.
+    let path = console._tokens.path().to_owned();
+    let next = path.with_extension("next");
+    std::fs::write(&next, "ops2 second-admin-token-0123456789\n").unwrap();
+    std::fs::rename(&next, &path).unwrap();
+    // Waited for in the log: polling with the new token before it is taken would count as
+    // refused tokens and pause this address.
+    console.mcp.wait_stderr("the tokens file reloaded", TIMEOUT, |t| t.contains("--admin-tokens-file") && t.contains("reloaded, 1 token(s) in force"));
+    assert_eq!(console.get("/api/plugins", &[("authorization", "Bearer second-admin-token-0123456789")]).status, 200);
+    assert_eq!(console.get("/api/plugins", &[("authorization", &format!("Bearer {ADMIN_TOKEN}"))]).status, 401);
+    let message = console.get("/api/session", &[("cookie", cookie.as_str())]).refused(401);
+    assert_eq!(message, "the sign-in's admin token was revoked: sign in again");
+}
+
+#[test]
 fn refused_admin_tokens_are_logged_counted_audited_and_slow_their_address_down() {
     let plugins = example_plugins(&["text"]);
     let audit = tempfile::NamedTempFile::new().unwrap();

@@ -577,6 +577,32 @@ fn metrics_count_calls_by_tool_and_outcome_and_tasks_by_status() {
 }
 
 #[test]
+fn a_tokens_file_changed_while_serving_takes_effect_and_an_empty_one_is_refused() {
+    let plugins = example_plugins(&["text"]);
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, "alice tokenA\n").unwrap();
+    let server = Server::start(plugins.path(), &["--auth-tokens-file", tokens.to_str().unwrap()]);
+    let init = initialize_body().to_string();
+    let status = |token: &str| server.post(&[("authorization", &format!("Bearer {token}"))], &init).status;
+    assert_eq!((status("tokenA"), status("tokenC")), (200, 401));
+    // Replaced as an operator would (written beside, renamed over): carol in, alice out, with
+    // no restart.
+    let replace = |text: &str| {
+        let next = dir.path().join("tokens.next");
+        std::fs::write(&next, text).unwrap();
+        std::fs::rename(&next, &tokens).unwrap();
+    };
+    replace("carol tokenC\n");
+    common::wait_until("the new token to be taken", TIMEOUT, || status("tokenC") == 200);
+    assert_eq!(status("tokenA"), 401, "the revoked token is refused");
+    // A file with no token is refused, logged, and the tokens in force stay.
+    replace("# nobody yet\n");
+    common::wait_until("the empty file to be refused", TIMEOUT, || server.stderr().contains("holds no token (the tokens in force are kept"));
+    assert_eq!(status("tokenC"), 200);
+}
+
+#[test]
 fn metrics_show_the_build_and_the_process() {
     let plugins = example_plugins(&["text"]);
     let server = Server::start(plugins.path(), &[]);

@@ -90,6 +90,11 @@ impl Auth {
         };
         let mut logins = self.logins.lock().unwrap();
         match logins.get_mut(id) {
+            // Its token was taken out of the tokens file since (the file is reloaded live).
+            Some(login) if !self.guard.tokens().names(&login.who) => {
+                logins.remove(id);
+                Err(ApiRefusal::new(StatusCode::UNAUTHORIZED, "the sign-in's admin token was revoked: sign in again"))
+            }
             Some(login) if login.last_used.elapsed() < LOGIN_IDLE => {
                 login.last_used = Instant::now();
                 Ok(Caller { who: login.who.clone(), csrf: Some(login.csrf.clone()) })

@@ -18,5 +18,6 @@ pub mod serve;
 pub mod sign;
 pub mod tasks;
 mod templates;
+mod token_files;
 pub mod tools;
 pub mod version;

@@ -73,8 +73,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // The console stops when the transport has returned (a signal, or the end of stdin).
     let admin_stop = tokio_util::sync::CancellationToken::new();
     let reload = super::host::reloader(args.host.plugins.clone(), &host, load.clone());
+    let mut token_watches = Vec::new();
     let admin = match args.admin.settings(&args.http, reload)? {
         Some(settings) => {
+            if let Some(path) = &args.admin.admin_tokens_file {
+                token_watches.push(super::token_files::watch(path, "--admin-tokens-file", settings.guard.tokens().clone())?);
+            }
             let stop = admin_stop.clone();
             let listener =
                 tokio::net::TcpListener::bind(settings.addr).await.map_err(|e| anyhow::anyhow!("--admin: cannot listen on {}: {e}", settings.addr))?;
@@ -86,6 +90,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     match args.http.http {
         Some(addr) => {
             let mut settings = args.http.settings(addr)?;
+            if let Some(path) = &args.http.auth_tokens_file {
+                token_watches.push(super::token_files::watch(path, "--auth-tokens-file", settings.tokens.clone())?);
+            }
+            if let Some(path) = &args.http.metrics_tokens_file {
+                token_watches.push(super::token_files::watch(path, "--metrics-tokens-file", settings.metrics_tokens.clone())?);
+            }
             settings.connections.shutdown_grace = args.shutdown_grace;
             settings.connections.max_connections = fit_open_files(settings.connections.max_connections);
             transport::http::serve(serving, settings, transport::shutdown_signal()).await?

@@ -5,8 +5,8 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use axum::http::{HeaderMap, StatusCode};
-use subtle::ConstantTimeEq;
 
+use super::tokens::Tokens;
 use crate::identity::{Rejection, Verifier};
 use crate::principal::Principal;
 
@@ -14,8 +14,8 @@ use crate::principal::Principal;
 pub struct Guard {
     allowed_hosts: HashSet<String>,
     allowed_origins: HashSet<String>,
-    /// (identity, token); empty when static tokens are off.
-    tokens: Vec<(String, Vec<u8>)>,
+    /// The static tokens; empty when they are off (decided at start: a reload never empties them).
+    tokens: Arc<Tokens>,
     /// The OAuth resource server's token check, when issuers are trusted.
     oauth: Option<Arc<Verifier>>,
 }
@@ -56,10 +56,19 @@ pub fn check_single(headers: &HeaderMap) -> Result<(), HeaderRefusal> {
 impl Guard {
     /// `extra_hosts` and `extra_origins` add to the loopback names that are always allowed.
     pub fn new(extra_hosts: &[String], extra_origins: &[String], tokens: Vec<(String, String)>, oauth: Option<Arc<Verifier>>) -> Guard {
+        Guard::sharing(extra_hosts, extra_origins, Arc::new(Tokens::new(tokens)), oauth)
+    }
+
+    /// [`Guard::new`], with tokens its caller may replace while it serves (a reloaded file).
+    pub fn sharing(extra_hosts: &[String], extra_origins: &[String], tokens: Arc<Tokens>, oauth: Option<Arc<Verifier>>) -> Guard {
         let allowed_hosts = LOOPBACK.iter().map(|h| h.to_string()).chain(extra_hosts.iter().map(|h| h.to_ascii_lowercase())).collect();
         let allowed_origins = extra_origins.iter().map(|o| o.trim_end_matches('/').to_ascii_lowercase()).collect();
-        let tokens = tokens.into_iter().map(|(who, token)| (who, token.into_bytes())).collect();
         Guard { allowed_hosts, allowed_origins, tokens, oauth }
+    }
+
+    /// The static tokens in force.
+    pub fn tokens(&self) -> &Arc<Tokens> {
+        &self.tokens
     }
 
     /// Whether requests need a bearer credential.
@@ -112,13 +121,7 @@ impl Guard {
     /// The name of the static token `presented` is, compared against every token in constant
     /// time, so timing reveals neither which token nor how much of one matched.
     fn static_holder(&self, presented: &str) -> Option<String> {
-        let mut found = None;
-        for (who, token) in &self.tokens {
-            if bool::from(token.as_slice().ct_eq(presented.as_bytes())) {
-                found = Some(who.clone());
-            }
-        }
-        found
+        self.tokens.holder(presented)
     }
 
     /// Who the caller is: a static token's holder or an access token's subject when

@@ -14,6 +14,7 @@ mod guard;
 mod modern;
 mod resource;
 mod streams;
+mod tokens;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -41,6 +42,7 @@ pub use self::guard::{check_single, parse_tokens, Denied, Guard, HeaderRefusal};
 use self::resource::ResourceMetadata;
 pub use self::streams::{PeerAddr, StreamSettings};
 use self::streams::{StreamClient, StreamSlot, Streams};
+pub use self::tokens::Tokens;
 use crate::identity::{OAuthSettings, Verifier};
 use crate::mcp::jsonrpc::{self, Incoming, Outgoing};
 use crate::mcp::modern::Era;
@@ -65,12 +67,13 @@ pub struct HttpSettings {
     pub allowed_hosts: Vec<String>,
     /// `Origin`s allowed besides loopback origins.
     pub allowed_origins: Vec<String>,
-    /// (identity, token) pairs; empty turns static tokens off.
-    pub tokens: Vec<(String, String)>,
+    /// The static tokens (holder, token); empty turns them off. Shared with the file's watcher,
+    /// which replaces them when the file changes.
+    pub tokens: Arc<Tokens>,
     /// The tokens `/metrics` takes instead of the MCP clients' (`--metrics-tokens-file`): a
     /// scraper then holds a credential that cannot call a tool. Empty: `/metrics` is checked
     /// as `/mcp` is.
-    pub metrics_tokens: Vec<(String, String)>,
+    pub metrics_tokens: Arc<Tokens>,
     /// The OAuth resource server: trusted issuers, the audience, required scopes.
     pub oauth: Option<OAuthSettings>,
     /// Largest POST body accepted, in bytes.
@@ -185,14 +188,14 @@ pub async fn serve_on(
     let addr = listener.local_addr()?;
     let verifier = settings.oauth.clone().map(Verifier::start).transpose().map_err(|e| anyhow::anyhow!("OAuth: {e}"))?;
     let resource = settings.oauth.as_ref().map(ResourceMetadata::new);
-    let guard = Guard::new(&settings.allowed_hosts, &settings.allowed_origins, settings.tokens.clone(), verifier);
+    let guard = Guard::sharing(&settings.allowed_hosts, &settings.allowed_origins, settings.tokens.clone(), verifier);
     if !addr.ip().is_loopback() && !guard.auth_enabled() {
         tracing::warn!("listening on {addr} without authentication: anyone who can reach it can run tools");
     }
     let streams = Streams::new(settings.streams.clone(), settings.connections.max_connections);
     let paths = resource.as_ref().map(|r| r.paths.clone()).unwrap_or_default();
-    let metrics_guard =
-        (!settings.metrics_tokens.is_empty()).then(|| Guard::new(&settings.allowed_hosts, &settings.allowed_origins, settings.metrics_tokens.clone(), None));
+    let metrics_guard = (!settings.metrics_tokens.is_empty())
+        .then(|| Guard::sharing(&settings.allowed_hosts, &settings.allowed_origins, settings.metrics_tokens.clone(), None));
     let app = Arc::new(App {
         host,
         guard,
@@ -643,8 +646,8 @@ mod tests {
             addr,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
-            tokens: Vec::new(),
-            metrics_tokens: Vec::new(),
+            tokens: Default::default(),
+            metrics_tokens: Default::default(),
             oauth: None,
             max_body: 1 << 20,
             session_idle: Duration::from_secs(60),
