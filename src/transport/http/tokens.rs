@@ -10,9 +10,12 @@ use std::sync::{Arc, RwLock};
 
 use subtle::ConstantTimeEq;
 
-/// The tokens in force: `(holder's name, token)` pairs.
+/// One token: its holder's name, and the token's bytes.
+type Token = (String, Vec<u8>);
+
+/// The tokens in force.
 #[derive(Debug, Default)]
-pub struct Tokens(RwLock<Arc<Vec<(String, Vec<u8>)>>>);
+pub struct Tokens(RwLock<Arc<Vec<Token>>>);
 
 impl Tokens {
     /// `pairs` as `(name, token)`.
@@ -61,12 +64,12 @@ impl Tokens {
         self.current().iter().any(|(_, token)| other.iter().any(|(_, t)| t.as_bytes() == token.as_slice()))
     }
 
-    fn current(&self) -> Arc<Vec<(String, Vec<u8>)>> {
+    fn current(&self) -> Arc<Vec<Token>> {
         self.0.read().unwrap().clone()
     }
 }
 
-fn bytes(pairs: Vec<(String, String)>) -> Vec<(String, Vec<u8>)> {
+fn bytes(pairs: Vec<(String, String)>) -> Vec<Token> {
     pairs.into_iter().map(|(who, token)| (who, token.into_bytes())).collect()
 }
 
