@@ -185,6 +185,7 @@ impl HttpArgs {
             endpoint: self.oauth_introspection_endpoint.clone(),
             max_age: self.oauth_introspection_max_age,
             capacity: self.oauth_introspection_cache,
+            rate: self.oauth_introspection_rate,
         }))
     }
 
@@ -192,8 +193,8 @@ impl HttpArgs {
     pub fn settings(&self, addr: std::net::SocketAddr) -> anyhow::Result<transport::http::HttpSettings> {
         let mut tokens = Vec::new();
         if let Some(path) = &self.auth_tokens_file {
-            let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("--auth-tokens-file {}: {e}", path.display()))?;
             super::secret_files::warn_if_others_may_read(path, "--auth-tokens-file");
+            let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("--auth-tokens-file {}: {e}", path.display()))?;
             tokens = transport::http::parse_tokens(&text, &path.display().to_string());
             if tokens.is_empty() {
                 anyhow::bail!("--auth-tokens-file {} holds no token", path.display());
@@ -258,8 +259,8 @@ impl AdminArgs {
 
     /// The tokens of `--admin-tokens-file`: at least one, none shared with MCP clients.
     fn read_tokens(&self, path: &Path, http: &HttpArgs) -> anyhow::Result<Vec<(String, String)>> {
-        let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("--admin-tokens-file {}: {e}", path.display()))?;
         super::secret_files::warn_if_others_may_read(path, "--admin-tokens-file");
+        let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("--admin-tokens-file {}: {e}", path.display()))?;
         let tokens = transport::http::parse_tokens(&text, &path.display().to_string());
         if tokens.is_empty() {
             anyhow::bail!("--admin-tokens-file {} holds no token", path.display());

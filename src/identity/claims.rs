@@ -60,13 +60,17 @@ impl StringOrList {
     }
 }
 
-/// The user `claims` name, with what a policy matches on.
-pub(super) fn user_from_claims(claims: Claims) -> User {
+/// The user `claims` name, with what a policy matches on, or `None` when the subject is empty
+/// (it would name no one, or everyone whose token lacks one).
+pub(super) fn user_from_claims(claims: Claims) -> Option<User> {
+    if claims.sub.is_empty() {
+        return None;
+    }
     let scopes = claims.scope.or(claims.scp).map(StringOrList::into_vec).unwrap_or_default();
     let mut groups: Vec<String> = claims.groups.map(StringOrList::into_vec).unwrap_or_default();
     groups.extend(claims.roles.map(StringOrList::into_vec).unwrap_or_default());
     groups.extend(claims.realm_access.map(|r| r.roles).unwrap_or_default());
-    User { issuer: claims.iss, subject: claims.sub, scopes, groups, client_id: claims.client_id.or(claims.azp) }
+    Some(User { issuer: claims.iss, subject: claims.sub, scopes, groups, client_id: claims.client_id.or(claims.azp) })
 }
 
 #[cfg(test)]
@@ -80,7 +84,7 @@ mod tests {
             "groups": "ops dev", "realm_access": {"roles": ["admin"]}, "azp": "vscode"
         }))
         .unwrap();
-        let user = user_from_claims(claims);
+        let user = user_from_claims(claims).unwrap();
         assert_eq!((user.issuer.as_str(), user.subject.as_str()), ("https://id.example", "ada"));
         assert_eq!(user.scopes, ["mcp", "tools:read"]);
         assert_eq!(user.groups, ["ops", "dev", "admin"]);

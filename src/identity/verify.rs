@@ -139,7 +139,13 @@ impl Verifier {
     /// Checks `token` (the credential after `Bearer `) and names its subject. Counted; a refusal
     /// is logged by reason at debug level (never the token).
     pub async fn verify(&self, token: &str) -> Result<User, Rejection> {
-        let result = self.check(token).await;
+        self.verify_from(token, None).await
+    }
+
+    /// [`Verifier::verify`] for a token brought from `client`: an opaque token's introspection
+    /// is taken from that address's bucket.
+    pub async fn verify_from(&self, token: &str, client: Option<std::net::IpAddr>) -> Result<User, Rejection> {
+        let result = self.check(token, client).await;
         match &result {
             Ok(_) => self.metrics.accepted(),
             Err(Rejection::Invalid(reason)) => {
@@ -147,11 +153,13 @@ impl Verifier {
                 self.metrics.refused(*reason)
             }
             Err(Rejection::Unavailable) => self.metrics.unavailable(),
+            // Counted by the introspector.
+            Err(Rejection::Throttled { .. }) => {}
         }
         result
     }
 
-    async fn check(&self, token: &str) -> Result<User, Rejection> {
+    async fn check(&self, token: &str, client: Option<std::net::IpAddr>) -> Result<User, Rejection> {
         use Rejection::Invalid;
         if token.len() > MAX_TOKEN {
             return Err(Invalid(Reason::TooLong));
@@ -163,7 +171,7 @@ impl Verifier {
             Ok(header) => header,
             Err(e) => match &self.introspector {
                 // Not a JWT: an opaque token only its issuer can vouch for.
-                Some(introspector) => return introspector.check(token).await,
+                Some(introspector) => return introspector.check(token, client).await,
                 None => {
                     return Err(match e.kind() {
                         ErrorKind::InvalidAlgorithmName | ErrorKind::UnsupportedAlgorithm => Invalid(Reason::Algorithm),
@@ -208,7 +216,7 @@ impl Verifier {
             let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
             Instant::now() + Duration::from_secs(exp.saturating_sub(now))
         });
-        let user = user_from_claims(data.claims);
+        let user = user_from_claims(data.claims).ok_or(Invalid(Reason::Claims))?;
         self.verified.put(token, Arc::new(user.clone()), expires);
         Ok(user)
     }
