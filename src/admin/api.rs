@@ -41,7 +41,15 @@ pub(super) fn router(admin: Arc<Admin>) -> Router {
         .route("/api/events", get(events))
         .fallback(|| async { ApiRefusal::new(StatusCode::NOT_FOUND, "no such page or endpoint; the API is described at /api/openapi.json") })
         .layer(axum::middleware::from_fn(bounded_body))
+        .layer(axum::middleware::map_response(no_sniffing))
         .with_state(admin)
+}
+
+/// Every answer, JSON and refusals included, is to be read as the type it says: a browser must
+/// never sniff an API answer that quotes a task's arguments into a page it would run.
+async fn no_sniffing(mut response: Response) -> Response {
+    response.headers_mut().insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    response
 }
 
 /// How long a request's body may take to arrive once its headers are in.
