@@ -29,7 +29,7 @@ use serde_json::Value;
 use tokio::sync::OnceCell;
 
 use super::answers::{digest, Answers, Digested};
-use super::claims::{user_from_claims, Claims};
+use super::claims::{check_times, user_from_claims, Claims};
 use super::discovery;
 use super::fetch::Fetcher;
 use super::metrics::IntrospectionCounts;
@@ -292,18 +292,7 @@ fn read_answer(answer: &Value, issuer: &IssuerUrl, audiences: &[String], leeway:
     if !audience_ok {
         return Err(Reason::Audience);
     }
-    let time = |key: &str| match answer.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(value) => value.as_u64().map(Some).ok_or(Reason::Claims),
-    };
-    let leeway = leeway.as_secs();
-    let exp = time("exp")?;
-    if exp.is_some_and(|exp| exp.saturating_add(leeway) <= now) {
-        return Err(Reason::Expired);
-    }
-    if time("nbf")?.is_some_and(|nbf| nbf > now.saturating_add(leeway)) {
-        return Err(Reason::NotYetValid);
-    }
+    let exp = check_times(answer.get("exp"), answer.get("nbf"), now, leeway, false)?;
     // A token bound to a key (DPoP, mTLS) is only good with a proof corral does not check.
     let bearer = answer.get("token_type").and_then(Value::as_str).is_none_or(|t| t.eq_ignore_ascii_case("bearer"));
     if !bearer || answer.get("cnf").is_some_and(|c| !c.is_null()) {
@@ -404,6 +393,7 @@ mod tests {
         assert_eq!(read(active(json!({ "aud": null }))).unwrap_err(), Reason::Audience, "a missing aud is a refusal");
         assert_eq!(read(active(json!({ "exp": NOW - 31 }))).unwrap_err(), Reason::Expired);
         assert!(read(active(json!({ "exp": NOW - 10 }))).is_ok(), "within the leeway");
+        assert_eq!(read(active(json!({ "exp": NOW as f64 + 600.5 }))).unwrap().1, Some(NOW + 600), "a NumericDate may have a fraction");
         assert_eq!(read(active(json!({ "nbf": NOW + 3600 }))).unwrap_err(), Reason::NotYetValid);
         assert_eq!(read(active(json!({ "exp": "soon" }))).unwrap_err(), Reason::Claims);
         assert_eq!(read(active(json!({ "token_type": "DPoP" }))).unwrap_err(), Reason::Type);

@@ -4,7 +4,8 @@
 //!
 //! The order is the cheap one: length, header (algorithm, type), the issuer named in the
 //! unverified claims, the issuer's key from memory, then the signature and the claims (issuer
-//! exact, audience, `exp`/`nbf` with the leeway) in one `jsonwebtoken::decode`. A token whose
+//! exact, audience) in one `jsonwebtoken::decode`, and `exp`/`nbf` with the leeway after it (as
+//! RFC 7519 NumericDates, a fraction allowed, which `jsonwebtoken` refuses). A token whose
 //! header does not parse is no JWT: with introspection configured it goes to its issuer
 //! ([`super::introspection`]), else it is malformed.
 
@@ -57,7 +58,7 @@ const ALGORITHMS: [Algorithm; 9] = [
 struct Issuer {
     keys: Arc<IssuerKeys>,
     relax_typ: bool,
-    /// A `Validation` per algorithm, made once (issuer, audiences, leeway, required claims).
+    /// A `Validation` per algorithm, made once (issuer, audiences, required claims).
     validations: HashMap<Algorithm, Validation>,
 }
 
@@ -112,11 +113,14 @@ impl Verifier {
                 .iter()
                 .map(|alg| {
                     let mut validation = Validation::new(*alg);
-                    validation.leeway = settings.leeway.as_secs();
-                    validation.validate_nbf = true;
+                    // `exp` and `nbf` are RFC 7519 NumericDates, which may have a fraction:
+                    // `jsonwebtoken` takes whole seconds only, so they are checked after it
+                    // (`Claims::check_times`), `exp` required there.
+                    validation.validate_exp = false;
+                    validation.validate_nbf = false;
                     validation.set_issuer(&[configured.issuer.as_str()]);
                     validation.set_audience(&audiences);
-                    validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+                    validation.set_required_spec_claims(&["iss", "aud", "sub"]);
                     (*alg, validation)
                 })
                 .collect();
@@ -212,10 +216,9 @@ impl Verifier {
                 _ => Reason::Malformed,
             })
         })?;
-        let expires = data.claims.expires().map(|exp| {
-            let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-            Instant::now() + Duration::from_secs(exp.saturating_sub(now))
-        });
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let exp = data.claims.check_times(now, self.settings.leeway).map_err(Invalid)?;
+        let expires = exp.map(|exp| Instant::now() + Duration::from_secs(exp.saturating_sub(now)));
         let user = user_from_claims(data.claims).ok_or(Invalid(Reason::Claims))?;
         self.verified.put(token, Arc::new(user.clone()), expires);
         Ok(user)
