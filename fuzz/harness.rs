@@ -12,12 +12,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 use corral::config::Limits;
 use corral::mcp::jsonrpc::{self, Incoming};
 use corral::principal::{Owner, Principal, Wire};
-use corral::registry::uri::UriTemplate;
 use corral::registry::{load_dir, LoadSettings, Registry};
 use corral::runtime::{EngineSettings, Runtime, RuntimeSettings};
 use corral::server::{Host, Metrics, Outlet, ServerOptions, Session, ToolRunner};
 use corral::tasks::{Durability, Engine, Runners, SqliteStore, TaskSettings};
 use corral::transport::http::{serve_on, ConnectionSettings, HttpSettings, StreamSettings};
+use corral::uri::UriTemplate;
 use serde_json::Value;
 
 /// The error codes corral may answer with: JSON-RPC's own, MCP's and corral's server range.
@@ -45,7 +45,7 @@ pub fn uri_template(data: &[u8]) {
         let _ = parsed.prefix();
         let _ = parsed.overlaps(&parsed);
     }
-    let _ = corral::registry::uri::check_uri(uri);
+    let _ = corral::uri::check_uri(uri);
 }
 
 /// A plugin manifest (TOML) over any text: a manifest or an error naming the file.

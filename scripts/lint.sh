@@ -35,6 +35,7 @@ forbid() {
 forbid mcp config cancel principal audit policy runtime registry tasks server transport oci cli admin identity telemetry
 forbid config mcp cancel principal audit policy runtime registry tasks server transport oci cli admin identity telemetry
 forbid cancel mcp config principal audit policy runtime registry tasks server transport oci cli admin identity telemetry
+forbid uri mcp config cancel principal audit policy runtime registry tasks server transport oci cli admin identity telemetry
 forbid principal mcp config cancel audit policy runtime registry tasks server transport oci cli admin identity telemetry
 forbid audit mcp config cancel policy runtime registry tasks server transport oci cli admin identity telemetry
 forbid policy mcp config cancel audit oci runtime registry tasks server transport cli admin identity telemetry

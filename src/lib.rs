@@ -23,3 +23,4 @@ pub mod server;
 pub mod tasks;
 pub mod telemetry;
 pub mod transport;
+pub mod uri;

@@ -268,6 +268,24 @@ fn admin_needs_its_own_tokens_file() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("shares a token with --auth-tokens-file"));
 }
 
+/// Every answer of the console's listener says `X-Content-Type-Options: nosniff`: the API's
+/// JSON (which quotes tasks' arguments), its refusals and its 404 alike.
+#[test]
+fn every_answer_of_the_console_says_nosniff() {
+    let plugins = example_plugins(&["text"]);
+    let console = Console::start(plugins.path(), &[]);
+    let host = console.address().to_owned();
+    for (path, auth, status) in
+        [("/api/plugins", true, "200"), ("/api/tasks", false, "401"), ("/api/no-such-thing", true, "404"), ("/console.css", false, "200")]
+    {
+        let authorization = if auth { format!("authorization: Bearer {ADMIN_TOKEN}\r\n") } else { String::new() };
+        let answer = console.raw(&format!("GET {path} HTTP/1.1\r\nhost: {host}\r\n{authorization}connection: close\r\n\r\n"));
+        let head = answer.split("\r\n\r\n").next().unwrap().to_ascii_lowercase();
+        assert!(head.starts_with(&format!("http/1.1 {status}")), "{path}: {head}");
+        assert!(head.contains("\r\nx-content-type-options: nosniff"), "{path}: {head}");
+    }
+}
+
 #[test]
 fn a_plugin_shows_its_digest_and_a_reload_serves_the_rebuilt_one() {
     let dir = tempfile::tempdir().unwrap();

@@ -341,6 +341,35 @@ fn a_missing_database_and_bad_urls_are_named() {
     assert!(failed(&tasks(junk.to_str().unwrap()), 2).contains("is it a corral task database?"));
 }
 
+/// Another program's SQLite database given as `--db`: every command refuses it, naming the
+/// problem, and the file is left byte for byte as it was (no corral table, no journal).
+#[test]
+fn another_programs_database_is_refused_and_left_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let foreign = dir.path().join("notes.db");
+    {
+        let conn = rusqlite::Connection::open(&foreign).unwrap();
+        conn.execute_batch("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT); INSERT INTO notes (body) VALUES ('keep me');").unwrap();
+    }
+    let before = std::fs::read(&foreign).unwrap();
+    let db = foreign.to_str().unwrap();
+    for args in [&["list"][..], &["show", "t1"], &["cancel", "t1"], &["purge", "--expired"], &["watch"]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_corral")).arg("tasks").args(args).args(["--db", db]).env_remove("CORRAL_DB").output().unwrap();
+        let stderr = failed(&out, 2);
+        assert!(
+            stderr.contains("notes.db") && stderr.contains("without corral's schema") && stderr.contains("is it a corral task database?"),
+            "{args:?}: {stderr}"
+        );
+    }
+    assert!(std::fs::read(&foreign).unwrap() == before, "the foreign database is unchanged");
+    let conn = rusqlite::Connection::open_with_flags(&foreign, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    let tables: Vec<String> =
+        conn.prepare("SELECT name FROM sqlite_master ORDER BY name").unwrap().query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
+    assert_eq!(tables, ["notes"], "no corral table or index was created");
+    let entries: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(entries, ["notes.db"], "no journal or WAL file beside it");
+}
+
 /// Each scenario on a SQLite file and on PostgreSQL.
 macro_rules! on_both_stores {
     ($($name:ident),* $(,)?) => {

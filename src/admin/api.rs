@@ -43,6 +43,7 @@ pub(super) fn router(admin: Arc<Admin>) -> Router {
         .fallback(|| async { ApiRefusal::new(StatusCode::NOT_FOUND, "no such page or endpoint; the API is described at /api/openapi.json") })
         .layer(axum::middleware::from_fn_with_state(admin.clone(), guessing))
         .layer(axum::middleware::from_fn(bounded_body))
+        .layer(axum::middleware::map_response(no_sniffing))
         .with_state(admin)
 }
 
@@ -85,6 +86,13 @@ async fn guessing(State(admin): State<Arc<Admin>>, request: axum::extract::Reque
             admin.throttle.succeeded(ip);
         }
     }
+    response
+}
+
+/// Every answer, JSON and refusals included, is to be read as the type it says: a browser must
+/// never sniff an API answer that quotes a task's arguments into a page it would run.
+async fn no_sniffing(mut response: Response) -> Response {
+    response.headers_mut().insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     response
 }
 

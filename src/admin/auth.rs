@@ -126,7 +126,8 @@ impl Auth {
             Err(Denied::InsufficientScope(_)) => {
                 return Err(insufficient(format!("insufficient_scope: the access token does not grant the scope {}", oauth.scope)))
             }
-            Err(Denied::Unavailable) => {
+            // The console checks no opaque token on a client address's account.
+            Err(Denied::Unavailable | Denied::Throttled { .. }) => {
                 return Err(ApiRefusal::new(StatusCode::SERVICE_UNAVAILABLE, "the token's authorization server cannot be reached now; try again later"))
             }
         };

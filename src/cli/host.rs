@@ -176,6 +176,7 @@ impl HttpArgs {
         let Some(path) = &self.oauth_introspection_secret_file else {
             anyhow::bail!("--oauth-introspection-client needs --oauth-introspection-secret-file: the file holding {client_id}'s client secret");
         };
+        super::secret_files::warn_if_others_may_read(path, "--oauth-introspection-secret-file");
         let secret = ClientSecret::read(path).map_err(|e| anyhow::anyhow!("--oauth-introspection-secret-file: {e}"))?;
         Ok(Some(IntrospectionSettings {
             issuer: issuer.clone(),
@@ -184,6 +185,7 @@ impl HttpArgs {
             endpoint: self.oauth_introspection_endpoint.clone(),
             max_age: self.oauth_introspection_max_age,
             capacity: self.oauth_introspection_cache,
+            rate: self.oauth_introspection_rate,
         }))
     }
 
@@ -191,6 +193,7 @@ impl HttpArgs {
     pub fn settings(&self, addr: std::net::SocketAddr) -> anyhow::Result<transport::http::HttpSettings> {
         let mut tokens = Vec::new();
         if let Some(path) = &self.auth_tokens_file {
+            super::secret_files::warn_if_others_may_read(path, "--auth-tokens-file");
             let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("--auth-tokens-file {}: {e}", path.display()))?;
             tokens = transport::http::parse_tokens(&text, &path.display().to_string());
             if tokens.is_empty() {
@@ -275,6 +278,7 @@ impl AdminArgs {
 
     /// The tokens of `--admin-tokens-file`: at least one, none shared with MCP clients.
     fn read_tokens(&self, path: &Path, http: &HttpArgs) -> anyhow::Result<Vec<(String, String)>> {
+        super::secret_files::warn_if_others_may_read(path, "--admin-tokens-file");
         let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("--admin-tokens-file {}: {e}", path.display()))?;
         let tokens = transport::http::parse_tokens(&text, &path.display().to_string());
         if tokens.is_empty() {

@@ -14,6 +14,7 @@ pub mod inspect;
 pub mod new;
 pub mod publish;
 pub mod pull;
+mod secret_files;
 pub mod serve;
 pub mod sign;
 pub mod tasks;

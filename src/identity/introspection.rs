@@ -10,11 +10,14 @@
 //! `iss` must be the issuer, `aud` must name this host's audience (a missing `aud` is a refusal,
 //! never a pass), `exp` and `nbf` hold with the leeway, and a sender-constrained token (DPoP,
 //! mTLS), whose proof corral does not check, is refused. An active answer is kept
-//! ([`super::answers`]) for the token's remaining life, at most the configured age; an endpoint
-//! that cannot be reached costs at most the fetch timeout and answers 503, never a hang.
+//! ([`super::answers`]) for the token's remaining life, at most the configured age; a refusal is
+//! remembered briefly ([`super::refusals`]); a call to the issuer is taken from the client
+//! address's bucket ([`super::throttle`]); an endpoint that cannot be reached costs at most the
+//! fetch timeout and answers 503, never a hang.
 
 use std::collections::HashMap;
 use std::fmt;
+use std::net::IpAddr;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, RwLock};
@@ -26,11 +29,13 @@ use serde_json::Value;
 use tokio::sync::OnceCell;
 
 use super::answers::{digest, Answers, Digested};
-use super::claims::{user_from_claims, Claims};
+use super::claims::{check_times, user_from_claims, Claims};
 use super::discovery;
 use super::fetch::Fetcher;
 use super::metrics::IntrospectionCounts;
+use super::refusals::Refusals;
 use super::rejection::{Reason, Rejection};
+use super::throttle::{IntrospectionRate, Throttle};
 use super::IssuerUrl;
 use crate::principal::User;
 
@@ -83,8 +88,10 @@ pub struct IntrospectionSettings {
     pub endpoint: Option<String>,
     /// How long an active answer is kept at most.
     pub max_age: Duration,
-    /// Answers kept at once.
+    /// Answers kept at once (and refusals remembered at once).
     pub capacity: usize,
+    /// Introspections one client address may cause.
+    pub rate: IntrospectionRate,
 }
 
 /// Introspections under way, by the token's digest.
@@ -132,6 +139,10 @@ pub(super) struct Introspector {
     /// Held while discovering; when discovery last failed.
     discovering: tokio::sync::Mutex<Option<Instant>>,
     answers: Answers,
+    /// Tokens refused lately, by digest: asked about again only after a while.
+    refusals: Refusals,
+    /// Introspections each client address may still cause.
+    throttle: Throttle,
     /// Introspections under way, by the token's digest: requests that bring the same new token
     /// at once share one call to the issuer and its answer (a refusal or an unreachable
     /// issuer included) instead of asking once each.
@@ -157,6 +168,8 @@ impl Introspector {
             endpoint: RwLock::new(settings.endpoint.clone()),
             discovering: tokio::sync::Mutex::new(None),
             answers: Answers::new(settings.capacity, settings.max_age),
+            refusals: Refusals::new(settings.capacity),
+            throttle: Throttle::new(settings.rate),
             flights: Mutex::default(),
             counts: IntrospectionCounts::default(),
         }
@@ -167,14 +180,31 @@ impl Introspector {
         self.counts.render(self.issuer.as_str(), self.answers.len())
     }
 
-    /// Who `token` names: from a kept answer, else by asking the issuer.
-    pub async fn check(&self, token: &str) -> Result<User, Rejection> {
+    /// Who `token`, brought from `client` (when known), names: from a kept answer or a refusal
+    /// remembered, else by asking the issuer if the client's address may cause a call now.
+    pub async fn check(&self, token: &str, client: Option<IpAddr>) -> Result<User, Rejection> {
         if let Some(user) = self.answers.get(token) {
             self.counts.cache_hits.fetch_add(1, Ordering::Relaxed);
             return Ok((*user).clone());
         }
-        let flight = Flight::join(&self.flights, digest(token));
-        flight.answer.get_or_init(|| self.introspect(token)).await.clone()
+        let key = digest(token);
+        if let Some(reason) = self.refusals.get(&key, Instant::now()) {
+            self.counts.cache_hits.fetch_add(1, Ordering::Relaxed);
+            return Err(Rejection::Invalid(reason));
+        }
+        if let Some(client) = client {
+            if let Err(wait) = self.throttle.take(client, Instant::now()) {
+                self.counts.throttled.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(%client, "introspection refused: the client address asked too often");
+                return Err(Rejection::Throttled { retry_after_secs: wait.as_secs() });
+            }
+        }
+        let flight = Flight::join(&self.flights, key);
+        let answer = flight.answer.get_or_init(|| self.introspect(token)).await.clone();
+        if let Err(Rejection::Invalid(reason)) = answer {
+            self.refusals.put(key, reason, Instant::now());
+        }
+        answer
     }
 
     /// Asks the issuer about `token`, and keeps an active answer.
@@ -262,32 +292,27 @@ fn read_answer(answer: &Value, issuer: &IssuerUrl, audiences: &[String], leeway:
     if !audience_ok {
         return Err(Reason::Audience);
     }
-    let time = |key: &str| match answer.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(value) => value.as_u64().map(Some).ok_or(Reason::Claims),
-    };
-    let leeway = leeway.as_secs();
-    let exp = time("exp")?;
-    if exp.is_some_and(|exp| exp.saturating_add(leeway) <= now) {
-        return Err(Reason::Expired);
-    }
-    if time("nbf")?.is_some_and(|nbf| nbf > now.saturating_add(leeway)) {
-        return Err(Reason::NotYetValid);
-    }
+    let exp = check_times(answer.get("exp"), answer.get("nbf"), now, leeway, false)?;
     // A token bound to a key (DPoP, mTLS) is only good with a proof corral does not check.
     let bearer = answer.get("token_type").and_then(Value::as_str).is_none_or(|t| t.eq_ignore_ascii_case("bearer"));
     if !bearer || answer.get("cnf").is_some_and(|c| !c.is_null()) {
         return Err(Reason::Type);
     }
     let mut claims = answer.clone();
-    // A client credentials token names no user: its subject is the client, as in the JWTs the
-    // same servers issue (RFC 9068 §2.2).
-    if claims.get("sub").and_then(Value::as_str).is_none() {
-        let Some(client) = claims.get("client_id").and_then(Value::as_str).map(str::to_owned) else { return Err(Reason::Claims) };
-        claims["sub"] = Value::String(client);
+    match claims.get("sub") {
+        // A client credentials token names no user: its subject is the client, as in the JWTs
+        // the same servers issue (RFC 9068 §2.2). Only when there is no `sub` at all: a `sub`
+        // of another shape taken for the client would make every user of that client one.
+        None | Some(Value::Null) => {
+            let Some(client) = claims.get("client_id").and_then(Value::as_str).map(str::to_owned) else { return Err(Reason::Claims) };
+            claims["sub"] = Value::String(client);
+        }
+        // A subject is a non-empty string (RFC 7519 §4.1.2), as the JWT path reads it.
+        Some(Value::String(sub)) if !sub.is_empty() => {}
+        Some(_) => return Err(Reason::Claims),
     }
     let claims: Claims = serde_json::from_value(claims).map_err(|_| Reason::Claims)?;
-    Ok((user_from_claims(claims), exp))
+    Ok((user_from_claims(claims).ok_or(Reason::Claims)?, exp))
 }
 
 fn unix_now() -> u64 {
@@ -368,11 +393,16 @@ mod tests {
         assert_eq!(read(active(json!({ "aud": null }))).unwrap_err(), Reason::Audience, "a missing aud is a refusal");
         assert_eq!(read(active(json!({ "exp": NOW - 31 }))).unwrap_err(), Reason::Expired);
         assert!(read(active(json!({ "exp": NOW - 10 }))).is_ok(), "within the leeway");
+        assert_eq!(read(active(json!({ "exp": NOW as f64 + 600.5 }))).unwrap().1, Some(NOW + 600), "a NumericDate may have a fraction");
         assert_eq!(read(active(json!({ "nbf": NOW + 3600 }))).unwrap_err(), Reason::NotYetValid);
         assert_eq!(read(active(json!({ "exp": "soon" }))).unwrap_err(), Reason::Claims);
         assert_eq!(read(active(json!({ "token_type": "DPoP" }))).unwrap_err(), Reason::Type);
         assert_eq!(read(active(json!({ "cnf": { "jkt": "x" } }))).unwrap_err(), Reason::Type);
         assert_eq!(read(active(json!({ "sub": null, "client_id": null }))).unwrap_err(), Reason::Claims);
+        // A subject that is not a non-empty string is refused, never replaced by the client.
+        for sub in [json!(1001), json!(""), json!(["ada"]), json!(true)] {
+            assert_eq!(read(active(json!({ "sub": sub }))).unwrap_err(), Reason::Claims, "{sub}");
+        }
     }
 
     #[test]
@@ -386,6 +416,7 @@ mod tests {
             endpoint: None,
             max_age: Duration::from_secs(300),
             capacity: 10,
+            rate: crate::identity::IntrospectionRate { per_second: 1.0, burst: 1 },
         };
         assert!(!format!("{settings:?}").contains("s3cret"));
         let introspector = Introspector::new(&settings, vec![], Duration::ZERO, Duration::ZERO, Fetcher::new(Duration::from_secs(1)).unwrap());

@@ -34,8 +34,10 @@ pub struct IntrospectionCounts {
     pub refused: AtomicU64,
     /// Calls that got no usable answer (unreachable, timed out, an error status).
     pub unreachable: AtomicU64,
-    /// Tokens answered from the kept answers, without a call.
+    /// Tokens answered from the kept answers or the refusals remembered, without a call.
     pub cache_hits: AtomicU64,
+    /// Tokens refused without a call because their client address asked too often.
+    pub throttled: AtomicU64,
 }
 
 impl IntrospectionCounts {
@@ -50,6 +52,8 @@ impl IntrospectionCounts {
         }
         text.push_str("# HELP corral_oauth_introspection_cache_hits_total Opaque tokens answered from kept introspection answers.\n# TYPE corral_oauth_introspection_cache_hits_total counter\n");
         text.push_str(&format!("corral_oauth_introspection_cache_hits_total{{issuer=\"{issuer}\"}} {}\n", self.cache_hits.load(Ordering::Relaxed)));
+        text.push_str("# HELP corral_oauth_introspections_throttled_total Opaque tokens refused (429) because their client address caused too many introspections.\n# TYPE corral_oauth_introspections_throttled_total counter\n");
+        text.push_str(&format!("corral_oauth_introspections_throttled_total{{issuer=\"{issuer}\"}} {}\n", self.throttled.load(Ordering::Relaxed)));
         text.push_str("# HELP corral_oauth_introspection_answers Introspection answers kept now.\n# TYPE corral_oauth_introspection_answers gauge\n");
         text.push_str(&format!("corral_oauth_introspection_answers{{issuer=\"{issuer}\"}} {kept}\n"));
         text

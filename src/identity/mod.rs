@@ -14,7 +14,9 @@
 //! issuer (RFC 7662 introspection, [`introspection`]), when the operator configured a client to
 //! ask as. That does touch the network, so each answer is kept ([`answers`]) for the token's
 //! remaining life, at most `--oauth-introspection-max-age`: a client sending the same token again
-//! is checked from memory.
+//! is checked from memory. A refusal is remembered briefly too ([`refusals`]), and the calls one
+//! client address may cause are bounded (`--oauth-introspection-rate`, [`throttle`]), so garbage
+//! tokens cannot turn corral into a flood against the authorization server.
 //!
 //! The cryptography and JOSE parsing are `jsonwebtoken`'s; this room decides which tokens to
 //! trust (issuer, audience, type, algorithm, times) and keeps the keys.
@@ -27,14 +29,17 @@ pub mod introspection;
 pub mod issuer;
 pub mod keys;
 mod metrics;
+mod refusals;
 mod rejection;
 mod settings;
+mod throttle;
 pub mod verify;
 
 pub use self::introspection::{ClientSecret, IntrospectionSettings};
 pub use self::issuer::IssuerUrl;
 pub use self::rejection::{Reason, Rejection};
 pub use self::settings::{IssuerSettings, OAuthSettings};
+pub use self::throttle::IntrospectionRate;
 pub use self::verify::Verifier;
 
 /// Defaults, each written once.
@@ -47,6 +52,8 @@ pub mod defaults {
     pub const REFETCH_COOLDOWN: &str = "30s";
     /// How long an introspection answer is kept at most (less when the token expires sooner).
     pub const INTROSPECTION_MAX_AGE: &str = "5m";
-    /// Introspection answers kept at once.
+    /// Introspection answers kept at once (and refusals remembered at once).
     pub const INTROSPECTION_CACHE: usize = 10_000;
+    /// Introspections one client address may cause: that many at once, then that rate.
+    pub const INTROSPECTION_RATE: &str = "20/s";
 }

@@ -74,4 +74,10 @@ pub enum Rejection {
     /// introspection endpoint did not answer (503: the client's token may be fine, and asking
     /// it to sign in again would not help).
     Unavailable,
+    /// An opaque token that would need an introspection this client address may not cause
+    /// now (429, with the seconds until it may).
+    Throttled {
+        /// Seconds until the address may cause another introspection.
+        retry_after_secs: u64,
+    },
 }

@@ -4,7 +4,8 @@
 //!
 //! The order is the cheap one: length, header (algorithm, type), the issuer named in the
 //! unverified claims, the issuer's key from memory, then the signature and the claims (issuer
-//! exact, audience, `exp`/`nbf` with the leeway) in one `jsonwebtoken::decode`. A token whose
+//! exact, audience) in one `jsonwebtoken::decode`, and `exp`/`nbf` with the leeway after it (as
+//! RFC 7519 NumericDates, a fraction allowed, which `jsonwebtoken` refuses). A token whose
 //! header does not parse is no JWT: with introspection configured it goes to its issuer
 //! ([`super::introspection`]), else it is malformed.
 
@@ -57,7 +58,7 @@ const ALGORITHMS: [Algorithm; 9] = [
 struct Issuer {
     keys: Arc<IssuerKeys>,
     relax_typ: bool,
-    /// A `Validation` per algorithm, made once (issuer, audiences, leeway, required claims).
+    /// A `Validation` per algorithm, made once (issuer, audiences, required claims).
     validations: HashMap<Algorithm, Validation>,
 }
 
@@ -112,11 +113,14 @@ impl Verifier {
                 .iter()
                 .map(|alg| {
                     let mut validation = Validation::new(*alg);
-                    validation.leeway = settings.leeway.as_secs();
-                    validation.validate_nbf = true;
+                    // `exp` and `nbf` are RFC 7519 NumericDates, which may have a fraction:
+                    // `jsonwebtoken` takes whole seconds only, so they are checked after it
+                    // (`Claims::check_times`), `exp` required there.
+                    validation.validate_exp = false;
+                    validation.validate_nbf = false;
                     validation.set_issuer(&[configured.issuer.as_str()]);
                     validation.set_audience(&audiences);
-                    validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+                    validation.set_required_spec_claims(&["iss", "aud", "sub"]);
                     (*alg, validation)
                 })
                 .collect();
@@ -139,7 +143,13 @@ impl Verifier {
     /// Checks `token` (the credential after `Bearer `) and names its subject. Counted; a refusal
     /// is logged by reason at debug level (never the token).
     pub async fn verify(&self, token: &str) -> Result<User, Rejection> {
-        let result = self.check(token).await;
+        self.verify_from(token, None).await
+    }
+
+    /// [`Verifier::verify`] for a token brought from `client`: an opaque token's introspection
+    /// is taken from that address's bucket.
+    pub async fn verify_from(&self, token: &str, client: Option<std::net::IpAddr>) -> Result<User, Rejection> {
+        let result = self.check(token, client).await;
         match &result {
             Ok(_) => self.metrics.accepted(),
             Err(Rejection::Invalid(reason)) => {
@@ -147,11 +157,13 @@ impl Verifier {
                 self.metrics.refused(*reason)
             }
             Err(Rejection::Unavailable) => self.metrics.unavailable(),
+            // Counted by the introspector.
+            Err(Rejection::Throttled { .. }) => {}
         }
         result
     }
 
-    async fn check(&self, token: &str) -> Result<User, Rejection> {
+    async fn check(&self, token: &str, client: Option<std::net::IpAddr>) -> Result<User, Rejection> {
         use Rejection::Invalid;
         if token.len() > MAX_TOKEN {
             return Err(Invalid(Reason::TooLong));
@@ -163,7 +175,7 @@ impl Verifier {
             Ok(header) => header,
             Err(e) => match &self.introspector {
                 // Not a JWT: an opaque token only its issuer can vouch for.
-                Some(introspector) => return introspector.check(token).await,
+                Some(introspector) => return introspector.check(token, client).await,
                 None => {
                     return Err(match e.kind() {
                         ErrorKind::InvalidAlgorithmName | ErrorKind::UnsupportedAlgorithm => Invalid(Reason::Algorithm),
@@ -204,11 +216,10 @@ impl Verifier {
                 _ => Reason::Malformed,
             })
         })?;
-        let expires = data.claims.expires().map(|exp| {
-            let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-            Instant::now() + Duration::from_secs(exp.saturating_sub(now))
-        });
-        let user = user_from_claims(data.claims);
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let exp = data.claims.check_times(now, self.settings.leeway).map_err(Invalid)?;
+        let expires = exp.map(|exp| Instant::now() + Duration::from_secs(exp.saturating_sub(now)));
+        let user = user_from_claims(data.claims).ok_or(Invalid(Reason::Claims))?;
         self.verified.put(token, Arc::new(user.clone()), expires);
         Ok(user)
     }

@@ -35,7 +35,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::bucket::Rate;
-use super::rules::{Covers, Limit, Pattern, Policy, Rule, Who};
+use super::rules::{Covers, Limit, Pattern, Policy, ResourcePattern, Rule, Who};
 
 /// Why a policy file was refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -167,8 +167,9 @@ pub fn parse(text: &str, file: &Path) -> Result<Policy, PolicyError> {
             let at = format!("{table}[{}]", index + 1);
             let rule = rule.into_inner();
             let who = who(rule.who, span.clone(), &at).map_err(|(span, key, message)| error(span, key, message))?;
-            let covers =
-                Covers { plugins: patterns(rule.plugins), tools: patterns(rule.tools), resources: patterns(rule.resources), prompts: patterns(rule.prompts) };
+            let resources = strings(rule.resources).iter().map(|r| ResourcePattern::new(r)).collect::<Result<Vec<_>, _>>();
+            let resources = resources.map_err(|message| error(span.clone(), format!("{at}.resources"), message))?;
+            let covers = Covers { plugins: patterns(rule.plugins), tools: patterns(rule.tools), resources, prompts: patterns(rule.prompts) };
             let any_task = match rule.tasks {
                 None => false,
                 Some(tasks) if table == "deny" => return Err(error(tasks.span(), format!("{at}.tasks"), "only an [[allow]] rule takes `tasks`".into())),

@@ -1,7 +1,9 @@
 //! A parsed policy and its decisions. Everything is compiled when the file is read: a decision
-//! walks a few rules comparing strings, allocates nothing and touches no store.
+//! walks a few rules comparing strings and touches no store; only a rule on a URI template
+//! matches a URI against it (`crate::uri::UriTemplate`, linear in the URI).
 
 use crate::principal::Principal;
+use crate::uri::{canonical, UriTemplate};
 
 use super::bucket::Rate;
 
@@ -157,6 +159,41 @@ impl Pattern {
     }
 }
 
+/// A rule's resource: a URI or URI template (or a `*` pattern of them); a URI template also
+/// covers every URI it expands to (RFC 6570), so `notes://{id}` refuses reading `notes://beta`,
+/// not only seeing the template.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResourcePattern {
+    pattern: Pattern,
+    template: Option<UriTemplate>,
+}
+
+impl ResourcePattern {
+    /// The resource pattern `text`, or why it could never match: a URI template that does not
+    /// parse, or a URI not written in the canonical form requests are compared in (which would
+    /// never match, since every URI asked for is made canonical first).
+    pub fn new(text: &str) -> Result<ResourcePattern, String> {
+        let template = if text.contains('{') {
+            Some(UriTemplate::parse(text)?)
+        } else {
+            if !text.contains('*') {
+                let canonical = canonical(text)?;
+                if canonical != text {
+                    return Err(format!("{text:?} is not written as requests are compared: write {canonical:?} (the URI's canonical form)"));
+                }
+            }
+            None
+        };
+        Ok(ResourcePattern { pattern: Pattern::new(text), template })
+    }
+
+    /// Whether `name` (a URI in its canonical form, or a template) is covered: it matches the
+    /// pattern, or it is one of the URIs the template expands to.
+    pub fn matches(&self, name: &str) -> bool {
+        self.pattern.matches(name) || self.template.as_ref().is_some_and(|t| t.matches(name))
+    }
+}
+
 /// What a rule covers.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Covers {
@@ -164,20 +201,20 @@ pub struct Covers {
     pub plugins: Vec<Pattern>,
     /// Tools, by served name.
     pub tools: Vec<Pattern>,
-    /// Resources and templates, by URI or URI template.
-    pub resources: Vec<Pattern>,
+    /// Resources and templates, by URI or URI template; a template also covers what it expands to.
+    pub resources: Vec<ResourcePattern>,
     /// Prompts, by name.
     pub prompts: Vec<Pattern>,
 }
 
 impl Covers {
     fn covers(&self, target: &Target<'_>) -> bool {
-        let named = match target.kind {
-            Kind::Tool => &self.tools,
-            Kind::Resource => &self.resources,
-            Kind::Prompt => &self.prompts,
-        };
-        self.plugins.iter().any(|p| p.matches(target.plugin)) || named.iter().any(|p| p.matches(target.name))
+        self.plugins.iter().any(|p| p.matches(target.plugin))
+            || match target.kind {
+                Kind::Tool => self.tools.iter().any(|p| p.matches(target.name)),
+                Kind::Resource => self.resources.iter().any(|p| p.matches(target.name)),
+                Kind::Prompt => self.prompts.iter().any(|p| p.matches(target.name)),
+            }
     }
 }
 

@@ -207,3 +207,37 @@ async fn a_broken_edit_keeps_the_last_good_policy_and_a_fixed_one_applies() {
     until(&mut reloads, |r| matches!(r, Reload::Applied(_))).await;
     assert!(allowed("a") && allowed("b"));
 }
+
+#[test]
+fn a_rule_on_a_uri_template_covers_the_uris_it_expands_to() {
+    let p = policy(
+        r#"
+        [[allow]]
+        who = { anyone = true }
+        plugins = "*"
+        [[deny]]
+        who = { anyone = true }
+        resources = ["notes://{id}", "notes://alpha"]
+        "#,
+    );
+    let resource = |name| Target { kind: Kind::Resource, plugin: "notes", name };
+    let anyone = Principal::Anonymous;
+    for refused in ["notes://{id}", "notes://beta", "notes://alpha", "notes://a%2Fb"] {
+        assert!(matches!(p.decide(&anyone, &resource(refused)), Decision::Deny(_)), "{refused}");
+    }
+    for allowed in ["notes://archive/2024", "mail://beta", "notes://"] {
+        assert_eq!(p.decide(&anyone, &resource(allowed)), Decision::Allow, "{allowed}: not an expansion of notes://{{id}}");
+    }
+}
+
+#[test]
+fn a_resource_rule_must_be_a_template_or_a_uri_in_canonical_form() {
+    let rule = |resources: &str| format!("[[deny]]\nwho = {{ anyone = true }}\nresources = [{resources:?}]\n");
+    let message = refused(&rule("notes://%61lpha"));
+    assert!(message.contains("deny[1].resources") && message.contains("\"notes://alpha\""), "{message}");
+    assert!(refused(&rule("NOTES://alpha")).contains("\"notes://alpha\""));
+    assert!(refused(&rule("notes://{id")).contains("without its"));
+    assert!(refused(&rule("alpha")).contains("not an absolute URI"));
+    policy(&rule("notes://*"));
+    policy(&rule("notes://{+path}"));
+}

@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::config::Limits;
 use crate::runtime::{Annotations, PluginCode, Prompt, Resource, ResourceTemplate, TaskSupport};
 
-use super::uri::UriTemplate;
+use crate::uri::UriTemplate;
 
 /// What one plugin brings to a catalog, checked against the catalog it was loaded beside.
 pub struct Loaded {
@@ -181,7 +181,7 @@ pub struct Catalog {
     pub plugins: Vec<Arc<Plugin>>,
     /// Tools by name; the map's order is the order `tools/list` pages through.
     pub tools: BTreeMap<String, Arc<ToolEntry>>,
-    /// Resources by URI.
+    /// Resources by URI, in its canonical form (`crate::uri::canonical`).
     pub resources: BTreeMap<String, Arc<ResourceEntry>>,
     /// Resource templates by URI template.
     pub templates: BTreeMap<String, Arc<TemplateEntry>>,
@@ -213,8 +213,8 @@ impl Catalog {
         self.prompts.get(name)
     }
 
-    /// The plugin a resource URI belongs to: the one that lists it, else the one with a
-    /// template that matches it.
+    /// The plugin a resource URI (in its canonical form, `crate::uri::canonical`) belongs to:
+    /// the one that lists it, else the one with a template that matches it.
     pub fn resource_owner(&self, uri: &str) -> Option<&Arc<Plugin>> {
         if let Some(entry) = self.resources.get(uri) {
             return Some(&entry.plugin);
@@ -228,7 +228,9 @@ impl Catalog {
             self.tools.insert(tool.name.clone(), Arc::new(tool));
         }
         for resource in loaded.resources {
-            self.resources.insert(resource.resource.uri.clone(), Arc::new(resource));
+            // Keyed by the canonical form, which is what a read or a subscription asks for.
+            let key = crate::uri::canonical(&resource.resource.uri).unwrap_or_else(|_| resource.resource.uri.clone());
+            self.resources.insert(key, Arc::new(resource));
         }
         for template in loaded.templates {
             self.templates.insert(template.template.uri_template.clone(), Arc::new(template));

@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use super::catalog::{stamp, Catalog, Loaded, Plugin, PromptEntry, Refusal, RefusalKind, ResourceEntry, Stamp, TemplateEntry, ToolEntry};
 use super::checks::{check_name, check_prompt, compile_schema, prepare_schema_checks};
-use super::uri::{check_uri, UriTemplate};
 use crate::config::{self, Limits, ManifestError};
 use crate::runtime::{CallContext, Failure, LoadError, PluginCode, Prompt, Resource, ResourceTemplate, Runtime, Silent, Tool};
+use crate::uri::{check_uri, UriTemplate};
 
 /// `list-tools` should answer at once; this bounds a plugin that doesn't.
 const LIST_TOOLS_TIMEOUT: Duration = Duration::from_secs(10);
@@ -415,7 +415,7 @@ fn check_resources(declared: Vec<Resource>, plugin: &Arc<Plugin>, loaded: &Catal
         if resources.iter().any(|r| r.resource.uri == uri) {
             return Err(refuse.resource(RefusalKind::DuplicateResource, &uri, "the plugin lists this URI twice".into()));
         }
-        if let Some(owner) = loaded.resource_owner(&uri) {
+        if let Some(owner) = loaded.resource_owner(&crate::uri::canonical(&uri).unwrap_or_else(|_| uri.clone())) {
             return Err(refuse.resource(RefusalKind::DuplicateResource, &uri, format!("the URI belongs to plugin `{}`", owner.name)));
         }
         resources.push(ResourceEntry { plugin: plugin.clone(), resource });

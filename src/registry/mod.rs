@@ -5,7 +5,7 @@
 //! the plugin version it started with even if the catalog is replaced meanwhile.
 //!
 //! Namespacing: tool names and prompt names are unique across the host, and every resource URI
-//! belongs to one plugin (see [`uri`]); a plugin that would break this is refused whole.
+//! belongs to one plugin (see [`crate::uri`]); a plugin that would break this is refused whole.
 
 mod background;
 mod catalog;
@@ -14,7 +14,6 @@ mod live;
 mod load;
 pub mod lock;
 mod reload;
-pub mod uri;
 mod watch;
 
 pub use background::load_in_background;

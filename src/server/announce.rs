@@ -48,6 +48,8 @@ pub fn announce_changes(host: &Arc<Host>) {
             let Some(host) = weak.upgrade() else { return };
             // A plugin speaks for its own resources only.
             let catalog = host.registry.snapshot();
+            // Subscriptions hold canonical URIs: a plugin may announce any spelling of one.
+            let update = crate::runtime::ResourceUpdate { uri: crate::uri::canonical(&update.uri).unwrap_or(update.uri), ..update };
             match catalog.resource_owner(&update.uri) {
                 Some(plugin) if *plugin.name == *update.plugin => {
                     // Only to those who may read it now, whatever the policy was when they subscribed.

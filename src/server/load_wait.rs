@@ -58,7 +58,8 @@ impl Needs {
             // A result kept by reference is read from the task store, not from a plugin.
             Method::ResourcesRead | Method::ResourcesSubscribe => match p.get_str("uri") {
                 Some(uri) if result_links::is_result_uri(uri) => Needs::Nothing,
-                uri => one(uri.map(|u| Target::Resource(u.to_owned()))),
+                // Waited for as it will be routed: in its canonical form.
+                uri => one(uri.map(|u| Target::Resource(crate::uri::canonical(u).unwrap_or_else(|_| u.to_owned())))),
             },
             Method::PromptsGet => one(p.get_str("name").map(|n| Target::Prompt(n.to_owned()))),
             Method::CompletionComplete => {

@@ -75,9 +75,17 @@ pub fn list_templates(host: &Host, owner: &Owner, params: Params<'_>) -> Result<
     page(&catalog.templates, params, host.options.page_size, ("resources/templates/list", "resourceTemplates"), keep, |e| template_json(&e.template))
 }
 
-/// The `uri` param of a resources request.
+/// The `uri` param of a resources request, as the client wrote it.
 pub fn uri_param(params: Params<'_>) -> Result<&str, RpcError> {
     params.required_str("uri", "the URI of a resource")
+}
+
+/// The `uri` param of a read or a subscription in its canonical form (`crate::uri::canonical`):
+/// what the policy decides on, what finds the plugin and what the plugin is handed, so that no
+/// other spelling of a URI reaches a resource a rule refuses.
+pub fn requested_uri(params: Params<'_>) -> Result<String, RpcError> {
+    let uri = uri_param(params)?;
+    crate::uri::canonical(uri).map_err(|why| RpcError::invalid_params(format!("`uri`: {why}")))
 }
 
 /// The error for a URI no plugin serves, with the URI in `data` as MCP asks.

@@ -355,7 +355,7 @@ impl Session {
             let owner = self.shared.owner.clone();
             return scope.answer_later(id, async move { result_links::read(&host, &owner, Params::new(&params)).await });
         }
-        let owner = resources::uri_param(p).and_then(|uri| Ok((uri.to_owned(), resources::owner(&host, uri)?)));
+        let owner = resources::requested_uri(p).and_then(|uri| Ok((resources::owner(&host, &uri)?, uri))).map(|(plugin, uri)| (uri, plugin));
         let Some((uri, plugin)) = scope.admit(&id, owner, |(uri, plugin)| Action::ReadResource { plugin: &plugin.name, uri }) else { return };
         let ctx = self.context(&plugin, p, scope);
         scope.spawn_request(id, move |cancel| async move { resources::read(&host, &plugin, &uri, ctx(cancel)).await.ok() });
@@ -391,13 +391,13 @@ impl Session {
 
     /// `resources/subscribe` (`on`) and `resources/unsubscribe`.
     fn subscribe(&self, params: Params<'_>, on: bool) -> Result<Value, RpcError> {
-        let uri = resources::uri_param(params)?;
+        let uri = resources::requested_uri(params)?;
         if on {
-            let plugin = resources::owner(&self.shared.host, uri)?;
-            authorize(&self.shared.host, &self.shared.owner, Action::ReadResource { plugin: &plugin.name, uri })?;
-            self.shared.subscriptions.lock().unwrap().insert(uri.to_owned());
+            let plugin = resources::owner(&self.shared.host, &uri)?;
+            authorize(&self.shared.host, &self.shared.owner, Action::ReadResource { plugin: &plugin.name, uri: &uri })?;
+            self.shared.subscriptions.lock().unwrap().insert(uri);
         } else {
-            self.shared.subscriptions.lock().unwrap().remove(uri);
+            self.shared.subscriptions.lock().unwrap().remove(&uri);
         }
         Ok(json!({}))
     }

@@ -136,8 +136,8 @@ impl SqliteStore {
         let shown = path.display().to_string();
         let in_memory = path == Path::new(":memory:");
         let io = |source| StoreError::Io { path: shown.clone(), source };
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty() && !in_memory) {
-            std::fs::create_dir_all(parent).map_err(io)?;
+        if !in_memory {
+            create_owner_only(path).map_err(io)?;
         }
         let open = |source| StoreError::Open { path: shown.clone(), source };
         let conn = Connection::open(path).map_err(open)?;
@@ -160,6 +160,14 @@ impl SqliteStore {
         let (writes, queue) = mpsc::channel(CHANNEL_BOUND);
         threads.push(spawn("corral-taskdb", move || run_writer(conn, queue)).map_err(io)?);
         Ok(SqliteStore { writes, reads, checkpoint_stop: Mutex::new(checkpoint_stop), threads: Mutex::new(threads) })
+    }
+
+    /// Opens the task database at `path` for an operator's command (`corral tasks`): never
+    /// creates one, and refuses a file that is not corral's before anything is written to it,
+    /// so that a mistyped `--db` cannot put corral's schema into another program's database.
+    pub fn open_existing(path: &Path, durability: Durability) -> StoreResult<SqliteStore> {
+        check_is_task_store(path)?;
+        SqliteStore::open(path, durability)
     }
 
     /// Runs `f` on the writer thread inside the next batch; resolves once the batch committed.
@@ -269,6 +277,36 @@ fn join(threads: Vec<JoinHandle<()>>) {
 
 fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> std::io::Result<JoinHandle<()>> {
     thread::Builder::new().name(name.into()).spawn(f)
+}
+
+/// Creates the database file, and the directories to it that do not exist, for its owner only
+/// (0600, 0700): it holds every task's arguments and results. SQLite gives its WAL and shared
+/// memory files the database file's mode. An existing file or directory is left as it is.
+fn create_owner_only(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(parent)?;
+    }
+    match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Whether the file at `path` is a corral task store, read through a read-only connection that
+/// creates nothing: a schema version corral wrote (`PRAGMA user_version`, set by every store
+/// since the first) and its `tasks` and `outcomes` tables.
+fn check_is_task_store(path: &Path) -> StoreResult<()> {
+    let refused = |why: String| StoreError::NotCorralStore { path: path.display().to_string(), why };
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX).map_err(|e| refused(e.to_string()))?;
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| refused(e.to_string()))?;
+    let tables: i64 = conn
+        .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('tasks', 'outcomes')", [], |r| r.get(0))
+        .map_err(|e| refused(e.to_string()))?;
+    if version < 1 || tables < 2 {
+        return Err(refused(format!("a SQLite database without corral's schema (schema version {version}, {tables} of its 2 main tables)")));
+    }
+    Ok(())
 }
 
 fn prepare(conn: &Connection, durability: Durability) -> rusqlite::Result<()> {
@@ -829,6 +867,28 @@ mod tests {
         assert!(matches!(e, StoreError::NotTaskDatabase { .. }), "{e:?}");
         assert!(e.to_string().contains("is it a corral task database?"), "{e}");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "not a database, just notes");
+    }
+
+    #[tokio::test]
+    async fn a_new_store_and_its_directories_are_for_their_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state/corral/tasks.db");
+        let store = SqliteStore::open(&path, Durability::Process).unwrap();
+        store.insert(crate::tasks::store_suite::task("t1", "o", "h")).await.unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o600, "the database");
+        for file in ["tasks.db-wal", "tasks.db-shm"] {
+            let beside = path.with_file_name(file);
+            assert_eq!(mode(&beside), 0o600, "{file} takes the database's mode");
+        }
+        assert_eq!(mode(&dir.path().join("state/corral")), 0o700);
+        assert_eq!(mode(&dir.path().join("state")), 0o700);
+        store.close().await;
+        // An existing file keeps the mode its owner gave it.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        SqliteStore::open(&path, Durability::Process).unwrap().close().await;
+        assert_eq!(mode(&path), 0o640);
     }
 
     #[tokio::test]

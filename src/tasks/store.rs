@@ -47,6 +47,15 @@ pub enum StoreError {
         /// What SQLite said.
         source: rusqlite::Error,
     },
+    /// An operator's command was given a file that is not a corral task store (another
+    /// program's database, or no database): it was opened read-only and left as it was.
+    #[error("task store {path}: {why} (is it a corral task database? corral's operator commands open only a store `corral serve --db` made, and change no other file)")]
+    NotCorralStore {
+        /// The database file as given.
+        path: String,
+        /// What is missing or what SQLite said.
+        why: String,
+    },
     /// The directory for the database, or a store thread, cannot be made.
     #[error("task store {path}: {source}")]
     Io {

@@ -91,6 +91,11 @@ pub struct HttpArgs {
     /// Introspection answers kept at once (the oldest goes first when full).
     #[arg(long, env = "CORRAL_OAUTH_INTROSPECTION_CACHE", value_name = "ENTRIES", default_value_t = identity::defaults::INTROSPECTION_CACHE, value_parser = config::parse_positive::<usize>)]
     pub oauth_introspection_cache: usize,
+    /// Introspections one client address may cause (a token bucket, N/s, N/min, N/h: N at
+    /// once, then that rate); past it an unknown opaque token is answered 429 with
+    /// Retry-After. Known tokens and refusals remembered cost none.
+    #[arg(long, env = "CORRAL_OAUTH_INTROSPECTION_RATE", value_name = "RATE", default_value = identity::defaults::INTROSPECTION_RATE, value_parser = parse_introspection_rate)]
+    pub oauth_introspection_rate: identity::IntrospectionRate,
     /// Largest request body (an HTTP body or a stdio line), e.g. 4MiB; bigger ones get 413 (over
     /// stdio, an error answer).
     #[arg(long, env = "CORRAL_MAX_BODY", default_value = "4MiB", value_parser = config::parse_size)]
@@ -304,6 +309,13 @@ fn parse_introspection_client(text: &str) -> Result<(IssuerUrl, String), String>
         return Err(format!("`{client}` is not a client id"));
     }
     Ok((IssuerUrl::parse(issuer)?, client.to_owned()))
+}
+
+/// `N/s`, `N/min`, `N/h` or `N/day`, as a policy's rates are written: N at once, then that rate.
+fn parse_introspection_rate(text: &str) -> Result<identity::IntrospectionRate, String> {
+    let per_second = crate::policy::Rate::per(text)?;
+    let count = text.split_once('/').and_then(|(n, _)| n.trim().parse::<f64>().ok()).unwrap_or(1.0);
+    Ok(identity::IntrospectionRate { per_second, burst: count.ceil().clamp(1.0, u32::MAX as f64) as u32 })
 }
 
 /// An endpoint corral sends secrets to: https, or plain http on a loopback address only.

@@ -70,7 +70,7 @@ async fn open(args: &TaskStoreArgs) -> anyhow::Result<Arc<dyn TaskStore>> {
     if !db.is_file() {
         bail!("task store {}: no such file (give --db the file `corral serve --db` uses)", db.display());
     }
-    let store = SqliteStore::open(&db, Durability::Process).map_err(|e| anyhow!("{e:#}"))?;
+    let store = SqliteStore::open_existing(&db, Durability::Process).map_err(|e| anyhow!("{e:#}"))?;
     Ok(Arc::new(store))
 }
 

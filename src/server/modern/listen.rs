@@ -46,7 +46,10 @@ struct Filter {
     tools: bool,
     prompts: bool,
     resources: bool,
+    /// As the client wrote them, for the acknowledgement.
     resource_uris: Vec<String>,
+    /// The same in their canonical form, which updates are announced in.
+    canonical_uris: Vec<String>,
     task_ids: Vec<String>,
 }
 
@@ -70,11 +73,14 @@ impl Filter {
         if wanted.has("taskIds") && !envelope.capabilities.tasks {
             return Err(missing_capability(TASKS_EXTENSION));
         }
+        let resource_uris = uris("resourceSubscriptions")?;
+        let canonical_uris = resource_uris.iter().map(|u| crate::uri::canonical(u).unwrap_or_else(|_| u.clone())).collect();
         Ok(Filter {
             tools: flag("toolsListChanged")?,
             prompts: flag("promptsListChanged")?,
             resources: flag("resourcesListChanged")?,
-            resource_uris: uris("resourceSubscriptions")?,
+            resource_uris,
+            canonical_uris,
             task_ids: distinct_task_ids(uris("taskIds")?)?,
         })
     }
@@ -146,7 +152,7 @@ impl Listener for Listen {
     }
 
     fn resource_updated(&self, uri: &str, may_hear: &dyn Fn(&Owner) -> bool) -> bool {
-        let wanted = self.filter.resource_uris.iter().any(|u| u == uri) && may_hear(&self.owner);
+        let wanted = self.filter.canonical_uris.iter().any(|u| u == uri) && may_hear(&self.owner);
         if wanted {
             let mut params = Map::new();
             params.insert("uri".into(), json!(uri));
@@ -270,6 +276,17 @@ mod tests {
         assert_eq!(sent.len(), 2, "{sent:?}");
         assert!(sent.iter().all(|m| m["params"]["_meta"][SUBSCRIPTION_ID_KEY] == "listen-1"), "{sent:?}");
         assert_eq!(sent[1]["params"]["uri"], "test://a");
+    }
+
+    #[test]
+    fn a_resource_is_listened_to_whichever_way_its_uri_is_spelled() {
+        let params = json!({"notifications": {"resourceSubscriptions": ["NOTES://%61lpha"]}});
+        let filter = Filter::read(Params::new(params.as_object().unwrap()), &envelope(false)).unwrap();
+        assert_eq!(filter.acknowledged(), json!({"resourceSubscriptions": ["NOTES://%61lpha"]}), "acknowledged as asked");
+        let out = Arc::new(Collect::default());
+        let owner = Owner::new(crate::principal::Principal::Anonymous, crate::principal::Wire::Stateless);
+        let listen = Listen { subscription: json!("listen-1"), filter, outlet: out.clone(), owner };
+        assert!(listen.resource_updated("notes://alpha", &|_| true), "updates are announced in the canonical form");
     }
 
     #[test]

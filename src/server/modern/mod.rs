@@ -273,7 +273,7 @@ fn read(scope: &Scope, id: RequestId, envelope: Envelope, params: Map<String, Va
         return scope
             .answer_later(id, async move { result_links::read(&host, &owner, Params::new(&params)).await.map(|v| wire::result(v, COMPLETE, Some(caching))) });
     }
-    let owner = resources::uri_param(Params::new(&params)).and_then(|uri| Ok((uri.to_owned(), resources::owner(&host, uri)?)));
+    let owner = resources::requested_uri(Params::new(&params)).and_then(|uri| Ok((resources::owner(&host, &uri)?, uri))).map(|(plugin, uri)| (uri, plugin));
     let Some((uri, plugin)) = scope.admit(&id, owner.map_err(era_error), |(uri, plugin)| Action::ReadResource { plugin: &plugin.name, uri }) else { return };
     let Some(round) = scope.or_answer(&id, round(scope, "resources/read", &envelope, &params)) else { return };
     let observer = observer(scope, &envelope, &plugin, Params::new(&params).progress_token(), round);

@@ -32,6 +32,11 @@ pub enum Denied {
     InsufficientScope(Vec<String>),
     /// The token's issuer could not be reached since start (503).
     Unavailable,
+    /// An opaque token this client address may not have introspected now (429, `Retry-After`).
+    Throttled {
+        /// Seconds until it may.
+        retry_after_secs: u64,
+    },
 }
 
 /// Why a request's headers were turned away: the status and a message for the body. (Not a
@@ -128,6 +133,12 @@ impl Guard {
     /// authentication is on, `None` when off. Only [`Authorization`](SINGLE) once: [`check_single`]
     /// runs first.
     pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Option<Principal>, Denied> {
+        self.authenticate_from(headers, None).await
+    }
+
+    /// [`Guard::authenticate`] for a request from `client`: the introspections an address may
+    /// cause are bounded.
+    pub async fn authenticate_from(&self, headers: &HeaderMap, client: Option<std::net::IpAddr>) -> Result<Option<Principal>, Denied> {
         if !self.auth_enabled() {
             return Ok(None);
         }
@@ -138,13 +149,14 @@ impl Guard {
             return Ok(Some(Principal::Token(who)));
         }
         let Some(oauth) = &self.oauth else { return Err(Denied::Invalid) };
-        match oauth.verify(presented).await {
+        match oauth.verify_from(presented, client).await {
             Ok(user) => match oauth.missing_scopes(&user) {
                 missing if missing.is_empty() => Ok(Some(Principal::User(Arc::new(user)))),
                 missing => Err(Denied::InsufficientScope(missing)),
             },
             Err(Rejection::Invalid(_)) => Err(Denied::Invalid),
             Err(Rejection::Unavailable) => Err(Denied::Unavailable),
+            Err(Rejection::Throttled { retry_after_secs }) => Err(Denied::Throttled { retry_after_secs }),
         }
     }
 }

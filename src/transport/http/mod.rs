@@ -277,6 +277,9 @@ fn deny(app: &App, denied: &Denied) -> Response {
             if status == StatusCode::SERVICE_UNAVAILABLE {
                 response.headers_mut().insert("retry-after", HeaderValue::from_static("5"));
             }
+            if let Denied::Throttled { retry_after_secs } = denied {
+                response.headers_mut().insert("retry-after", HeaderValue::from(*retry_after_secs));
+            }
             response
         }
         None => refuse(StatusCode::UNAUTHORIZED, message),
@@ -294,8 +297,8 @@ async fn resource_metadata(State(app): State<Arc<App>>) -> Response {
 /// Origin/Host, authentication and protocol version: the checks every method shares.
 // A refusal is the HTTP response itself; boxing it would buy nothing on these cold paths.
 #[allow(clippy::result_large_err)]
-async fn check_headers(app: &App, headers: &HeaderMap) -> Result<Option<Principal>, Response> {
-    let identity = check_access(app, headers).await?;
+async fn check_headers(app: &App, headers: &HeaderMap, peer: Option<&PeerAddr>) -> Result<Option<Principal>, Response> {
+    let identity = check_access(app, headers, peer).await?;
     check_version(headers)?;
     Ok(identity)
 }
@@ -304,7 +307,7 @@ async fn check_headers(app: &App, headers: &HeaderMap) -> Result<Option<Principa
 /// its era is known.
 // A refusal is the HTTP response itself; boxing it would buy nothing on these cold paths.
 #[allow(clippy::result_large_err)]
-async fn check_access(app: &App, headers: &HeaderMap) -> Result<Option<Principal>, Response> {
+async fn check_access(app: &App, headers: &HeaderMap, peer: Option<&PeerAddr>) -> Result<Option<Principal>, Response> {
     // Before any header is read: a check must not pass on one copy while the era, the session
     // or the method is decided by another.
     guard::check_single(headers).map_err(|(s, m)| refuse(s, m))?;
@@ -314,7 +317,7 @@ async fn check_access(app: &App, headers: &HeaderMap) -> Result<Option<Principal
     if let Some(length) = announced.filter(|n| *n > app.settings.max_body as u64) {
         return Err(refuse(StatusCode::PAYLOAD_TOO_LARGE, format!("the body is {length} bytes, over --max-body ({} bytes)", app.settings.max_body)));
     }
-    app.guard.authenticate(headers).await.map_err(|denied| deny(app, &denied))
+    app.guard.authenticate_from(headers, peer.map(|p| p.0.ip())).await.map_err(|denied| deny(app, &denied))
 }
 
 /// A 2025-11-25 request's `MCP-Protocol-Version`, when it sends one, must be a version of that era.
@@ -369,8 +372,8 @@ fn find_session(app: &App, headers: &HeaderMap, identity: &Option<Principal>) ->
 /// The shared checks, then the request's session (GET and DELETE need one).
 // A refusal is the HTTP response itself; boxing it would buy nothing on these cold paths.
 #[allow(clippy::result_large_err)]
-async fn existing_session(app: &App, headers: &HeaderMap) -> Result<(String, Arc<HttpSession>), Response> {
-    let identity = check_headers(app, headers).await?;
+async fn existing_session(app: &App, headers: &HeaderMap, peer: Option<&PeerAddr>) -> Result<(String, Arc<HttpSession>), Response> {
+    let identity = check_headers(app, headers, peer).await?;
     find_session(app, headers, &identity)
 }
 
@@ -394,7 +397,7 @@ fn new_session(app: &App, identity: Option<Principal>) -> Result<(String, Arc<Ht
 }
 
 async fn post_message(State(app): State<Arc<App>>, peer: Option<Extension<PeerAddr>>, headers: HeaderMap, body: axum::body::Body) -> Response {
-    let identity = match check_access(&app, &headers).await {
+    let identity = match check_access(&app, &headers, peer.as_deref()).await {
         Ok(identity) => identity,
         // Its body stays unread, so hyper closes the connection after the answer, perhaps while
         // the client sends its next request down it: the answer says so first.
@@ -517,7 +520,7 @@ fn events(
 }
 
 async fn open_stream(State(app): State<Arc<App>>, peer: Option<Extension<PeerAddr>>, headers: HeaderMap) -> Response {
-    let (_, session) = match existing_session(&app, &headers).await {
+    let (_, session) = match existing_session(&app, &headers, peer.as_deref()).await {
         Ok(found) => found,
         Err(response) => return response,
     };
@@ -550,8 +553,8 @@ async fn open_stream(State(app): State<Arc<App>>, peer: Option<Extension<PeerAdd
     Sse::new(events).keep_alive(KeepAlive::default()).into_response()
 }
 
-async fn end_session(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    let (id, session) = match existing_session(&app, &headers).await {
+async fn end_session(State(app): State<Arc<App>>, peer: Option<Extension<PeerAddr>>, headers: HeaderMap) -> Response {
+    let (id, session) = match existing_session(&app, &headers, peer.as_deref()).await {
         Ok(found) => found,
         Err(response) => return response,
     };
@@ -586,7 +589,7 @@ async fn readyz(State(app): State<Arc<App>>) -> Response {
 
 /// Prometheus metrics: behind the same Host/Origin checks as `/mcp`, and its own tokens when it
 /// has them, else the MCP clients'.
-async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+async fn metrics(State(app): State<Arc<App>>, peer: Option<Extension<PeerAddr>>, headers: HeaderMap) -> Response {
     match &app.metrics_guard {
         Some(guard) => {
             let checked = guard::check_single(&headers).and_then(|()| guard.check_origin(&headers)).and_then(|()| guard.token_holder(&headers));
@@ -595,7 +598,7 @@ async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
             }
         }
         None => {
-            if let Err(response) = check_headers(&app, &headers).await {
+            if let Err(response) = check_headers(&app, &headers, peer.as_deref()).await {
                 return response;
             }
         }

@@ -71,6 +71,7 @@ impl ResourceMetadata {
                 (StatusCode::FORBIDDEN, format!("Bearer error=\"insufficient_scope\", scope=\"{needed}\", {metadata}"))
             }
             Denied::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, format!("Bearer {metadata}{scope}")),
+            Denied::Throttled { .. } => (StatusCode::TOO_MANY_REQUESTS, format!("Bearer {metadata}{scope}")),
         }
     }
 }
@@ -82,6 +83,9 @@ pub fn message(denied: &Denied) -> String {
         Denied::Invalid => "invalid bearer token".into(),
         Denied::InsufficientScope(missing) => format!("the access token lacks the scope {}", missing.join(" ")),
         Denied::Unavailable => "the token's authorization server cannot be reached now; try again later".into(),
+        Denied::Throttled { retry_after_secs } => {
+            format!("too many unknown access tokens from this address: no new token is checked for {retry_after_secs} s (see Retry-After)")
+        }
     }
 }
 

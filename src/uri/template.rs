@@ -1,4 +1,4 @@
-//! Resource URIs and URI templates (RFC 6570) as far as routing a read needs them: which
+//! URI templates (RFC 6570) as far as routing a read and a policy rule need them: which
 //! template a URI matches, and whether two plugins could claim the same URI.
 
 /// One piece of a parsed template.
