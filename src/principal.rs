@@ -175,6 +175,21 @@ impl fmt::Display for Owner {
     }
 }
 
+/// The address a client counts as wherever one client is bounded by where it connects from
+/// (connections, streams without authentication, sign-in and introspection throttles): an IPv4
+/// address whole, an IPv6 address by its /64, the block one host is usually given, so a client
+/// cannot step through its own addresses; an IPv4-mapped address as its IPv4 address.
+pub fn client_address(ip: std::net::IpAddr) -> std::net::IpAddr {
+    use std::net::IpAddr;
+    match ip {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6((u128::from(v6) & !((1u128 << 64) - 1)).into()),
+        },
+        v4 => v4,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,6 +211,14 @@ mod tests {
         assert_eq!(Owner::parse("modern:anonymous").unwrap(), Owner::new(Principal::Anonymous, Wire::Stateless));
         assert_eq!(Owner::parse("modern:token:ci").unwrap().stateless(), Owner::new(Principal::Token("ci".into()), Wire::Stateless));
         assert_eq!(Owner::parse("nobody"), None);
+    }
+
+    #[test]
+    fn a_client_address_is_an_ipv4_address_or_an_ipv6_64() {
+        let at = |s: &str| client_address(s.parse().unwrap()).to_string();
+        assert_eq!(at("192.0.2.7"), "192.0.2.7");
+        assert_eq!(at("2001:db8:1:2:ffff::1"), "2001:db8:1:2::");
+        assert_eq!(at("::ffff:192.0.2.9"), "192.0.2.9");
     }
 
     #[test]

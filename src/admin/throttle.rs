@@ -15,6 +15,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::principal::client_address;
+
 /// Failures from one address before the first pause.
 pub const FREE_FAILURES: u32 = 5;
 /// The first pause; each further failure doubles it, up to [`MAX_PAUSE`].
@@ -38,23 +40,12 @@ pub struct SignInThrottle {
     addresses: Mutex<HashMap<IpAddr, Failures>>,
 }
 
-/// The address a failure counts against: an IPv6 address's /64.
-fn block(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => IpAddr::V6((u128::from(v6) & !((1u128 << 64) - 1)).into()),
-        },
-        v4 => v4,
-    }
-}
-
 impl SignInThrottle {
     /// `Err(wait)` while `ip` is paused: how long until it may try again.
     pub fn check(&self, ip: IpAddr) -> Result<(), Duration> {
         let addresses = self.addresses.lock().unwrap();
         let now = Instant::now();
-        match addresses.get(&block(ip)).and_then(|f| f.paused_until) {
+        match addresses.get(&client_address(ip)).and_then(|f| f.paused_until) {
             Some(until) if until > now => Err(until - now),
             _ => Ok(()),
         }
@@ -65,12 +56,12 @@ impl SignInThrottle {
         let mut addresses = self.addresses.lock().unwrap();
         let now = Instant::now();
         addresses.retain(|_, f| now.duration_since(f.last) < FORGET_AFTER);
-        if addresses.len() >= MAX_ADDRESSES && !addresses.contains_key(&block(ip)) {
+        if addresses.len() >= MAX_ADDRESSES && !addresses.contains_key(&client_address(ip)) {
             if let Some(quietest) = addresses.iter().min_by_key(|(_, f)| f.last).map(|(ip, _)| *ip) {
                 addresses.remove(&quietest);
             }
         }
-        let failures = addresses.entry(block(ip)).or_insert(Failures { count: 0, last: now, paused_until: None });
+        let failures = addresses.entry(client_address(ip)).or_insert(Failures { count: 0, last: now, paused_until: None });
         failures.count += 1;
         failures.last = now;
         if let Some(beyond) = failures.count.checked_sub(FREE_FAILURES) {
@@ -82,7 +73,7 @@ impl SignInThrottle {
 
     /// A sign-in from `ip` succeeded: its failures are forgotten.
     pub fn succeeded(&self, ip: IpAddr) {
-        self.addresses.lock().unwrap().remove(&block(ip));
+        self.addresses.lock().unwrap().remove(&client_address(ip));
     }
 }
 

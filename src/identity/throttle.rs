@@ -29,18 +29,6 @@ pub struct Throttle {
     buckets: Mutex<HashMap<IpAddr, (f64, Instant)>>,
 }
 
-/// The address a client's bucket is kept under: IPv4 whole, IPv6 by its /64.
-fn client_key(addr: IpAddr) -> IpAddr {
-    match addr {
-        IpAddr::V6(v6) if v6.to_ipv4_mapped().is_none() => {
-            let bits = u128::from(v6) & !((1u128 << 64) - 1);
-            IpAddr::V6(bits.into())
-        }
-        IpAddr::V6(v6) => IpAddr::V4(v6.to_ipv4_mapped().unwrap_or(std::net::Ipv4Addr::UNSPECIFIED)),
-        v4 => v4,
-    }
-}
-
 impl Throttle {
     /// Buckets of `rate`.
     pub fn new(rate: IntrospectionRate) -> Throttle {
@@ -51,7 +39,7 @@ impl Throttle {
     pub fn take(&self, client: IpAddr, now: Instant) -> Result<(), Duration> {
         let burst = f64::from(self.rate.burst.max(1));
         let mut buckets = self.buckets.lock().unwrap();
-        let key = client_key(client);
+        let key = crate::principal::client_address(client);
         if !buckets.contains_key(&key) && buckets.len() >= MAX_ADDRESSES {
             self.make_room(&mut buckets, now, burst);
         }

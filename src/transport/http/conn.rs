@@ -91,18 +91,6 @@ impl Table {
     }
 }
 
-/// The address connections count against: an IPv6 address's /64, the block one host is
-/// usually given (an IPv4-mapped address is its IPv4 address).
-fn block(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => IpAddr::V6((u128::from(v6) & !((1u128 << 64) - 1)).into()),
-        },
-        v4 => v4,
-    }
-}
-
 /// Accepts connections for one server and tracks them until they close.
 pub struct Acceptor {
     settings: ConnectionSettings,
@@ -166,7 +154,7 @@ impl Acceptor {
     /// Serves `stream` with `router`, or refuses it at once when every slot is established.
     pub fn accept(&self, stream: TcpStream, router: Router) {
         let peer = stream.peer_addr().ok().map(super::PeerAddr);
-        let address = peer.map(|super::PeerAddr(addr)| block(addr.ip()));
+        let address = peer.map(|super::PeerAddr(addr)| crate::principal::client_address(addr.ip()));
         let (id, evict, reclaim) = match self.admit(address) {
             Admission::Serve { id, evict, reclaim } => (id, evict, reclaim),
             Admission::Refuse => return refuse(stream, self.settings.max_connections, self.cap),

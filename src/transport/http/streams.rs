@@ -44,7 +44,7 @@ pub struct PeerAddr(pub SocketAddr);
 pub(super) enum StreamClient {
     /// An authenticated principal, wherever it connects from.
     Principal(Principal),
-    /// Without authentication: everyone at one address.
+    /// Without authentication: everyone at one address (an IPv6 /64).
     Address(IpAddr),
     /// Neither known (a request that did not come through the acceptor): counted together.
     Unknown,
@@ -55,7 +55,7 @@ impl StreamClient {
     pub(super) fn of(principal: Option<Principal>, peer: Option<PeerAddr>) -> StreamClient {
         match (principal, peer) {
             (Some(principal), _) => StreamClient::Principal(principal),
-            (None, Some(PeerAddr(addr))) => StreamClient::Address(addr.ip()),
+            (None, Some(PeerAddr(addr))) => StreamClient::Address(crate::principal::client_address(addr.ip())),
             (None, None) => StreamClient::Unknown,
         }
     }
@@ -154,6 +154,13 @@ mod tests {
 
     fn address(last: u8) -> StreamClient {
         StreamClient::of(None, Some(PeerAddr(SocketAddr::from(([10, 0, 0, last], 4000)))))
+    }
+
+    #[test]
+    fn without_authentication_an_ipv6_64_is_one_client() {
+        let v6 = |s: &str| StreamClient::of(None, Some(PeerAddr(SocketAddr::new(s.parse().unwrap(), 4000))));
+        assert_eq!(v6("2001:db8:1:2::1"), v6("2001:db8:1:2:ffff::9"));
+        assert_ne!(v6("2001:db8:1:2::1"), v6("2001:db8:1:3::1"));
     }
 
     #[test]
