@@ -171,7 +171,9 @@ pub fn plugin_manifest(wasm: &Path, defaults: &Limits, memory_ceiling: u64, prot
     };
     let file = parse(&text).map_err(|(line, message)| error(None, line, message))?;
     if let Some(build) = file.build {
-        build.check(&wasm.file_stem().map(|s| s.to_string_lossy()).unwrap_or_default()).map_err(|(name, message)| error(Some(ManifestKey { table: "build", name }), None, message))?;
+        build
+            .check(&wasm.file_stem().map(|s| s.to_string_lossy()).unwrap_or_default())
+            .map_err(|(name, message)| error(Some(ManifestKey { table: "build", name }), None, message))?;
     }
     if let Some(ns) = &file.namespace {
         check_namespace(ns).map_err(|message| error(Some(ManifestKey { table: "", name: "namespace" }), None, message))?;

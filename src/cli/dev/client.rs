@@ -72,9 +72,9 @@ impl Client {
         std::thread::Builder::new().name("corral-fixtures".into()).spawn(move || {
             for line in BufReader::new(from_server).lines() {
                 let Ok(line) = line else { return };
-                match serde_json::from_str::<Value>(&line) {
-                    Ok(message) if tx.send(message).is_ok() => {}
-                    _ => return,
+                let Ok(message) = serde_json::from_str::<Value>(&line) else { return };
+                if tx.send(message).is_err() {
+                    return;
                 }
             }
         })?;
@@ -130,7 +130,9 @@ impl Client {
                 let reply = match asked {
                     "elicitation/create" => match answers.pop_front() {
                         Some(answer) => json!({ "jsonrpc": "2.0", "id": request, "result": answer }),
-                        None => json!({ "jsonrpc": "2.0", "id": request, "error": { "code": -32603, "message": "the fixture scripts no (more) answers to elicitation/create" } }),
+                        None => {
+                            json!({ "jsonrpc": "2.0", "id": request, "error": { "code": -32603, "message": "the fixture scripts no (more) answers to elicitation/create" } })
+                        }
                     },
                     "roots/list" => json!({ "jsonrpc": "2.0", "id": request, "result": { "roots": [] } }),
                     "ping" => json!({ "jsonrpc": "2.0", "id": request, "result": {} }),

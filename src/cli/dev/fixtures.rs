@@ -31,15 +31,20 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// One fixture call.
 #[derive(Clone, Debug)]
 pub struct Fixture {
+    /// The fixture's name, unique in its file.
     pub name: String,
+    /// The tool called, by the name it is served under.
     pub tool: String,
+    /// The call's arguments.
     pub arguments: Value,
     /// Called as an MCP task.
     pub task: bool,
     /// The client's replies to the call's elicitation requests, in order (each an
     /// `ElicitResult`: `{ action = "accept", content = {...} }`).
     pub answers: Vec<Value>,
+    /// What the result must be.
     pub expect: Expect,
+    /// How long the call (and, as a task, its result) may take.
     pub timeout: Duration,
 }
 
@@ -161,12 +166,10 @@ pub fn text_of(result: &Value) -> String {
 /// The first place (a JSON pointer) where `got` lacks what `want` has, if any.
 fn missing(want: &Value, got: &Value, at: &str) -> Option<String> {
     match (want, got) {
-        (Value::Object(want), Value::Object(got)) => {
-            want.iter().find_map(|(k, w)| match got.get(k) {
-                Some(g) => missing(w, g, &format!("{at}/{k}")),
-                None => Some(format!("{at}/{k}")),
-            })
-        }
+        (Value::Object(want), Value::Object(got)) => want.iter().find_map(|(k, w)| match got.get(k) {
+            Some(g) => missing(w, g, &format!("{at}/{k}")),
+            None => Some(format!("{at}/{k}")),
+        }),
         (Value::Array(want), Value::Array(got)) if want.len() <= got.len() => {
             want.iter().zip(got).enumerate().find_map(|(i, (w, g))| missing(w, g, &format!("{at}/{i}")))
         }
@@ -190,7 +193,8 @@ mod tests {
         assert_eq!(Expect::Subset(json!({ "structuredContent": { "tags": ["a"] } })).mismatch(&result), None);
         let lacks = Expect::Subset(json!({ "structuredContent": { "n": 4 } })).mismatch(&result).unwrap();
         assert!(lacks.contains("/structuredContent/n"), "{lacks}");
-        let schema = json!({ "type": "object", "required": ["structuredContent"], "properties": { "structuredContent": { "properties": { "n": { "maximum": 2 } } } } });
+        let schema =
+            json!({ "type": "object", "required": ["structuredContent"], "properties": { "structuredContent": { "properties": { "n": { "maximum": 2 } } } } });
         let wrong = Expect::Schema(schema).mismatch(&result).unwrap();
         assert!(wrong.contains("/structuredContent/n"), "{wrong}");
     }

@@ -229,7 +229,11 @@ async fn run_fixtures(dev: &Dev, project: &Project) {
     let failed: Vec<&str> = outcomes.iter().filter(|o| o.verdict != client::Verdict::Pass).map(|o| o.fixture.as_str()).collect();
     match failed.is_empty() {
         true => dev.host.log_to_clients(LogLevel::Info, LOGGER, &format!("{}: {} fixtures passed", project.name, outcomes.len())),
-        false => dev.host.log_to_clients(LogLevel::Warning, LOGGER, &format!("{}: {} of {} fixtures failed: {}", project.name, failed.len(), outcomes.len(), failed.join(", "))),
+        false => dev.host.log_to_clients(
+            LogLevel::Warning,
+            LOGGER,
+            &format!("{}: {} of {} fixtures failed: {}", project.name, failed.len(), outcomes.len(), failed.join(", ")),
+        ),
     };
 }
 

@@ -29,7 +29,8 @@ impl Project {
 }
 
 /// Files named `*.toml` that belong to tools, never plugin manifests.
-const NOT_MANIFESTS: &[&str] = &[super::fixtures::FILE, "Cargo.toml", "pyproject.toml", "rust-toolchain.toml", "config.toml", "rustfmt.toml", "clippy.toml", "deny.toml"];
+const NOT_MANIFESTS: &[&str] =
+    &[super::fixtures::FILE, "Cargo.toml", "pyproject.toml", "rust-toolchain.toml", "config.toml", "rustfmt.toml", "clippy.toml", "deny.toml"];
 
 /// The projects in `dirs`, each directory being a project or holding some; an error names a
 /// directory with none, a broken `[build]` table, or a plugin name found twice.

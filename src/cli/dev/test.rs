@@ -15,6 +15,7 @@ use crate::cli::host::build_host;
 use crate::server::ServerOptions;
 use crate::tasks::{Durability, TaskSettings};
 
+/// Builds, serves and runs the fixtures; the exit status is 0 only if everything passed.
 pub async fn run(args: TestArgs) -> anyhow::Result<ExitCode> {
     let dev = args.as_dev();
     let projects = project::find(&dev.dirs())?;

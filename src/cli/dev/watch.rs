@@ -87,7 +87,12 @@ struct Filter {
 impl Filter {
     fn new(project: &Project) -> Filter {
         let output_dir = project.build.output.parent().filter(|p| !p.as_os_str().is_empty()).map(|p| project.dir.join(p));
-        Filter { dir: project.dir.clone(), watched: project.build.watch.iter().map(|w| project.dir.join(w)).collect(), output_dir, manifest: project.manifest.clone() }
+        Filter {
+            dir: project.dir.clone(),
+            watched: project.build.watch.iter().map(|w| project.dir.join(w)).collect(),
+            output_dir,
+            manifest: project.manifest.clone(),
+        }
     }
 
     fn is_source(&self, path: &Path) -> bool {
@@ -130,7 +135,8 @@ mod tests {
         for source in ["src/lib.rs", "app.js", "Cargo.toml", "p.toml", "lib/deep/x.c"] {
             assert!(filter.is_source(&dir.join(source)), "{source}");
         }
-        for product in ["target/debug/x", "dist/p.wasm", "out/p.wasm", "node_modules/a/b.js", ".git/index", "src/.lib.rs.swp", "app.js~", "x/__pycache__/a.pyc"] {
+        for product in ["target/debug/x", "dist/p.wasm", "out/p.wasm", "node_modules/a/b.js", ".git/index", "src/.lib.rs.swp", "app.js~", "x/__pycache__/a.pyc"]
+        {
             assert!(!filter.is_source(&dir.join(product)), "{product}");
         }
         assert!(!filter.is_source(Path::new("/elsewhere/a.rs")));
