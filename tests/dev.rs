@@ -56,10 +56,12 @@ fn a_client_stays_connected_across_good_and_broken_saves_of_rust_and_js_projects
     let dir = tempfile::tempdir().unwrap();
     let rust = new_project(dir.path(), "dev-rust", "rust");
     let js = new_project(dir.path(), "dev-js", "js");
-    // A target dir that outlives the test, so that reruns build only what changed; each
-    // project is built once first, so that `corral dev`'s own first build is incremental and
-    // the JavaScript one has its compiler installed (npm ci).
-    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("dev-rust-project");
+    // A target dir that outlives the test and is the one tests/new_project.rs builds its Rust
+    // project in (the same template, so the same dependencies): a cold build of the SDK's
+    // dependencies takes minutes on two cores, and is paid once for both tests. Each project is
+    // built once first, so that `corral dev`'s own first build is incremental and the
+    // JavaScript one has its compiler installed (npm ci).
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("new-rust-project");
     run(&rust, "./build.sh", &[], &[("CARGO_TARGET_DIR", &target)]);
     run(&js, "./build.sh", &[], &[]);
 
