@@ -157,6 +157,17 @@ fn corral_test(projects: &[&Path], junit: &Path) -> (bool, String, String) {
     (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), std::fs::read_to_string(junit).unwrap_or_default())
 }
 
+/// The report's `tests`, `failures` and `errors` counts (of its `<testsuites>` element, in
+/// whatever order the writer puts its attributes).
+fn totals(xml: &str) -> [u64; 3] {
+    let start = xml.find("<testsuites").unwrap_or_else(|| panic!("no <testsuites> in {xml:?}"));
+    let element = &xml[start..start + xml[start..].find('>').unwrap()];
+    ["tests", "failures", "errors"].map(|name| {
+        let at = element.find(&format!(" {name}=\"")).unwrap_or_else(|| panic!("no {name} in {element}")) + name.len() + 3;
+        element[at..at + element[at..].find('"').unwrap()].parse().unwrap()
+    })
+}
+
 #[test]
 fn corral_test_passes_and_fails_as_the_fixtures_say_with_a_junit_report() {
     let dist = example_dist();
@@ -168,14 +179,15 @@ fn corral_test_passes_and_fails_as_the_fixtures_say_with_a_junit_report() {
     let (passed, out, xml) = corral_test(&[&ticker], &junit);
     assert!(passed, "{out}");
     assert!(out.contains("ticker: 2 of 2 fixtures passed"), "{out}");
-    assert!(xml.contains(r#"tests="2" failures="0" errors="0""#), "{xml}");
+    assert_eq!(totals(&xml), [2, 0, 0], "{xml}");
 
     // A wrong expectation fails (exit 1), and the report says which and why.
     std::fs::write(ticker.join("fixtures.toml"), good.replace("counted down from 2", "counted down from 3")).unwrap();
     let (passed, out, xml) = corral_test(&[&ticker], &junit);
     assert!(!passed, "{out}");
     assert!(out.contains("FAIL  ticker: counts down as a task"), "{out}");
-    assert!(xml.contains(r#"failures="1""#) && xml.contains("counted down from 3"), "{xml}");
+    assert_eq!(totals(&xml), [2, 1, 0], "{xml}");
+    assert!(xml.contains("counted down from 3"), "{xml}");
 
     // A build that fails is an error of its plugin, the others still run.
     std::fs::write(ticker.join("fixtures.toml"), good).unwrap();
@@ -183,5 +195,6 @@ fn corral_test_passes_and_fails_as_the_fixtures_say_with_a_junit_report() {
     let (passed, out, xml) = corral_test(&[&ticker, &broken], &junit);
     assert!(!passed, "{out}");
     assert!(out.contains("ticker: 2 of 2 fixtures passed"), "{out}");
+    assert_eq!(totals(&xml)[2], 1, "the broken build is one error: {xml}");
     assert!(xml.contains(r#"<testsuite name="broken""#) && xml.contains("<error"), "{xml}");
 }
