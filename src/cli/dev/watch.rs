@@ -4,15 +4,15 @@
 //! output), `node_modules/`, `__pycache__/`, hidden files and directories (`.git`, `.venv`,
 //! editors' swap files) and backups (`file~`) are ignored, or every build would start the next.
 //! The project's top level is watched on its own and each other directory recursively, so a
-//! Rust project's `target/` costs no inotify watches. Events are debounced: a batch is sent
-//! once the tree has been quiet for the debounce time, so an editor's write-rename-chmod is one
-//! change.
+//! Rust project's `target/` costs no inotify watches. Only writes count: inotify also reports
+//! every file a build opens to read, which would make each build start the next. Events are
+//! debounced: a batch is sent once the tree has been quiet for the debounce time, so an
+//! editor's write-rename-chmod is one change.
 
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
-use notify_debouncer_mini::notify::{RecommendedWatcher, RecursiveMode};
-use notify_debouncer_mini::{new_debouncer, DebounceEventResult, Debouncer};
+use notify_debouncer_mini::notify::{self, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
 use super::project::Project;
@@ -22,29 +22,45 @@ const IGNORED_DIRS: &[&str] = &["target", "dist", "node_modules", "__pycache__"]
 
 /// Watching stops when this is dropped.
 pub struct Sources {
-    _debouncer: Debouncer<RecommendedWatcher>,
+    _watcher: RecommendedWatcher,
 }
 
 /// Starts watching `project`: each debounced batch of relevant changes is sent as the changed
 /// paths.
 pub fn watch(project: &Project, quiet: Duration) -> anyhow::Result<(Sources, mpsc::UnboundedReceiver<Vec<PathBuf>>)> {
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (changed, mut raw) = mpsc::unbounded_channel();
     let filter = Filter::new(project);
     let name = project.name.clone();
-    let mut debouncer = new_debouncer(quiet, move |events: DebounceEventResult| match events {
-        Ok(events) => {
-            let paths: Vec<PathBuf> = events.into_iter().map(|e| e.path).filter(|p| filter.is_source(p)).collect();
-            if !paths.is_empty() {
-                let _ = tx.send(paths);
-            }
-        }
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| match event {
+        // Opening a file to read it is no change.
+        Ok(event) if matches!(event.kind, EventKind::Access(_)) => {}
+        Ok(event) => event.paths.into_iter().filter(|p| filter.is_source(p)).for_each(|p| drop(changed.send(p))),
         Err(e) => tracing::error!(plugin = %name, "watching the sources: {e}"),
     })
     .map_err(|e| anyhow::anyhow!("cannot watch {}: {e}", project.dir.display()))?;
     for (path, mode) in roots(project)? {
-        debouncer.watcher().watch(&path, mode).map_err(|e| anyhow::anyhow!("cannot watch {}: {e}", path.display()))?;
+        watcher.watch(&path, mode).map_err(|e| anyhow::anyhow!("cannot watch {}: {e}", path.display()))?;
     }
-    Ok((Sources { _debouncer: debouncer }, rx))
+    let (tx, rx) = mpsc::unbounded_channel();
+    // Ends when the watcher (and with it `changed`) is dropped, or nobody listens any more.
+    tokio::spawn(async move {
+        while let Some(first) = raw.recv().await {
+            let mut batch = vec![first];
+            let open = loop {
+                match tokio::time::timeout(quiet, raw.recv()).await {
+                    Ok(Some(path)) => batch.push(path),
+                    Ok(None) => break false,
+                    Err(_quiet) => break true,
+                }
+            };
+            batch.sort();
+            batch.dedup();
+            if tx.send(batch).is_err() || !open {
+                return;
+            }
+        }
+    });
+    Ok((Sources { _watcher: watcher }, rx))
 }
 
 /// What to watch: the `[build] watch` paths (a file through its directory, which survives an
@@ -165,5 +181,18 @@ mod tests {
         let paths = tokio::time::timeout(Duration::from_secs(60), changes.recv()).await.expect("a change").unwrap();
         assert!(paths.contains(&dir.join("src/lib.rs")), "{paths:?}");
         assert!(paths.iter().all(|p| !p.starts_with(dir.join("target"))), "{paths:?}");
+    }
+
+    #[tokio::test]
+    async fn reading_a_source_is_no_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path().canonicalize().unwrap();
+        std::fs::write(dir.join("read.rs"), "a").unwrap();
+        let (_sources, mut changes) = watch(&project(&dir, &[]), Duration::from_millis(50)).unwrap();
+        // A read, then a write: had the read been reported, it would come first, alone.
+        std::fs::read(dir.join("read.rs")).unwrap();
+        std::fs::write(dir.join("written.rs"), "b").unwrap();
+        let paths = tokio::time::timeout(Duration::from_secs(60), changes.recv()).await.expect("a change").unwrap();
+        assert_eq!(paths, [dir.join("written.rs")]);
     }
 }
