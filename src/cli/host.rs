@@ -28,7 +28,7 @@ impl HostArgs {
     /// The runtime's settings, with the compile cache in `cache_dir`.
     pub fn runtime_settings(&self, cache_dir: Option<PathBuf>) -> RuntimeSettings {
         RuntimeSettings {
-            engine: EngineSettings { memory_ceiling: self.memory_ceiling, max_instances: self.max_instances },
+            engine: EngineSettings { memory_ceiling: self.memory_ceiling, max_instances: self.max_instances, compiler: self.compiler },
             epoch_tick: self.epoch_tick,
             max_output: self.max_output,
             cache_dir,

@@ -8,6 +8,11 @@ use clap::Parser;
 
 use super::{HostArgs, HttpArgs};
 use crate::config;
+use crate::runtime::Compiler;
+
+/// The compiler `corral dev` and `corral test` use unless told: Winch compiles the largest
+/// example (Python, 30 MB) several times faster than Cranelift (BENCHMARKS.md, "corral dev").
+const DEV_COMPILER: &str = "winch";
 
 /// `corral dev`.
 #[derive(clap::Args)]
@@ -27,6 +32,10 @@ pub struct DevArgs {
     /// Compile every build instead of using the compile cache.
     #[arg(long, conflicts_with = "cache_dir")]
     pub no_cache: bool,
+    /// What compiles each build: `winch` (wasmtime's baseline compiler) compiles several times
+    /// faster than `cranelift` into slower code, which is what a save-and-call loop wants.
+    #[arg(long, env = "CORRAL_COMPILER", default_value = DEV_COMPILER, value_parser = Compiler::parse)]
+    pub compiler: Compiler,
 }
 
 impl DevArgs {
@@ -48,6 +57,7 @@ impl DevArgs {
         if self.no_cache {
             argv.push("--no-cache".into());
         }
+        argv.extend(["--compiler".into(), self.compiler.name().into()]);
         Ok(Host::try_parse_from(argv)?.host)
     }
 
@@ -88,11 +98,15 @@ pub struct TestArgs {
     /// Compile every build instead of using the compile cache.
     #[arg(long, conflicts_with = "cache_dir")]
     pub no_cache: bool,
+    /// What compiles each build: `winch` (wasmtime's baseline compiler) compiles several times
+    /// faster than `cranelift` into slower code, which is what a save-and-call loop wants.
+    #[arg(long, env = "CORRAL_COMPILER", default_value = DEV_COMPILER, value_parser = Compiler::parse)]
+    pub compiler: Compiler,
 }
 
 impl TestArgs {
     /// The same host as `corral dev` would run for these projects.
     pub fn as_dev(&self) -> DevArgs {
-        DevArgs { dirs: self.dirs.clone(), http: None, debounce: Duration::ZERO, cache_dir: self.cache_dir.clone(), no_cache: self.no_cache }
+        DevArgs { dirs: self.dirs.clone(), http: None, debounce: Duration::ZERO, cache_dir: self.cache_dir.clone(), no_cache: self.no_cache, compiler: self.compiler }
     }
 }
