@@ -25,7 +25,8 @@ fn main() {
     let status = Command::new(root.join("scripts/build-plugins.sh")).stdout(std::process::Stdio::null()).status().expect("running scripts/build-plugins.sh");
     assert!(status.success(), "scripts/build-plugins.sh failed: {status}");
     let tokio = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-    let runtime = |compiler| Runtime::new(RuntimeSettings { engine: EngineSettings { compiler, ..EngineSettings::default() }, ..RuntimeSettings::default() }).unwrap();
+    let runtime =
+        |compiler| Runtime::new(RuntimeSettings { engine: EngineSettings { compiler, ..EngineSettings::default() }, ..RuntimeSettings::default() }).unwrap();
     let (cranelift, winch) = (runtime(Compiler::Cranelift), runtime(Compiler::Winch));
     let examples = [
         ("python", "stats", "describe_numbers", json!({ "numbers": [1.5, 2.5, 3.0, 10.0] }), 3),

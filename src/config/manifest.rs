@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::limits::Limits;
 use super::build::{BuildFile, BuildSpec};
+use super::limits::Limits;
 use super::permissions::{DirGrant, EnvVar, NetPattern, Permissions};
 use super::values::{check_positive, parse_duration, parse_memory, parse_size};
 

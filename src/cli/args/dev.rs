@@ -107,6 +107,13 @@ pub struct TestArgs {
 impl TestArgs {
     /// The same host as `corral dev` would run for these projects.
     pub fn as_dev(&self) -> DevArgs {
-        DevArgs { dirs: self.dirs.clone(), http: None, debounce: Duration::ZERO, cache_dir: self.cache_dir.clone(), no_cache: self.no_cache, compiler: self.compiler }
+        DevArgs {
+            dirs: self.dirs.clone(),
+            http: None,
+            debounce: Duration::ZERO,
+            cache_dir: self.cache_dir.clone(),
+            no_cache: self.no_cache,
+            compiler: self.compiler,
+        }
     }
 }

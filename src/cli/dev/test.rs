@@ -5,12 +5,12 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use crate::cli::args::TestArgs;
 use super::client::{self, Verdict};
 use super::junit::{self, PluginRun};
 use super::project::{self, Project};
 use super::stage::Stage;
 use super::{build, fixtures, trim};
+use crate::cli::args::TestArgs;
 use crate::cli::host::build_host;
 use crate::server::ServerOptions;
 use crate::tasks::{Durability, TaskSettings};
