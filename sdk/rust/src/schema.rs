@@ -28,8 +28,25 @@ pub(crate) fn of<T: JsonSchema>() -> Value {
 /// The `format`s JSON Schema 2020-12 defines; ajv (what the TypeScript SDK validates with)
 /// knows these through ajv-formats, and in strict mode warns about any other.
 const STANDARD_FORMATS: &[&str] = &[
-    "date-time", "date", "time", "duration", "email", "idn-email", "hostname", "idn-hostname", "ipv4", "ipv6", "uri",
-    "uri-reference", "iri", "iri-reference", "uuid", "uri-template", "json-pointer", "relative-json-pointer", "regex",
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
 ];
 
 /// Drops the `format`s schemars adds for Rust's number types (`uint64`, `uint`, `int32`,
