@@ -67,7 +67,8 @@ fn host() -> &'static (tokio::runtime::Runtime, Arc<Host>) {
         let host = rt.block_on(async {
             let dir = tempfile::tempdir().expect("a plugin directory");
             let memory_ceiling = 64 << 20;
-            let settings = RuntimeSettings { engine: EngineSettings { memory_ceiling, max_instances: 4 }, ..RuntimeSettings::default() };
+            let settings =
+                RuntimeSettings { engine: EngineSettings { memory_ceiling, max_instances: 4, ..EngineSettings::default() }, ..RuntimeSettings::default() };
             let runtime = Runtime::new(settings).expect("a runtime");
             let load = LoadSettings { defaults: Limits::default(), memory_ceiling, protected: Vec::new() };
             let catalog = load_dir(dir.path(), &runtime, &load).await.expect("an empty plugin directory loads");

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
 use corral::cli::args::{Cli, Command, LogFormat};
-use corral::cli::{call, compile, completions, health, inspect, new, publish, pull, serve, sign, tasks, tools};
+use corral::cli::{call, compile, completions, dev, health, inspect, new, publish, pull, serve, sign, tasks, tools};
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -57,6 +57,8 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Compile(args) => compile::run(args),
         Command::Inspect(args) => inspect::run(args).await,
         Command::New(args) => new::run(args),
+        Command::Dev(args) => dev::run(args).await,
+        Command::Test(args) => dev::test::run(args).await,
         Command::Pull(args) => pull::run(args).await,
         Command::Publish(args) => publish::run(args).await,
         Command::Tasks(args) => tasks::run(args).await,

@@ -28,7 +28,7 @@ impl HostArgs {
     /// The runtime's settings, with the compile cache in `cache_dir`.
     pub fn runtime_settings(&self, cache_dir: Option<PathBuf>) -> RuntimeSettings {
         RuntimeSettings {
-            engine: EngineSettings { memory_ceiling: self.memory_ceiling, max_instances: self.max_instances },
+            engine: EngineSettings { memory_ceiling: self.memory_ceiling, max_instances: self.max_instances, compiler: self.compiler },
             epoch_tick: self.epoch_tick,
             max_output: self.max_output,
             cache_dir,
@@ -363,17 +363,31 @@ pub async fn build_host(
     durability: Durability,
     tasks: TaskSettings,
 ) -> anyhow::Result<(Arc<Host>, Arc<LoadSettings>)> {
+    let files = plugin_files(&args.plugins)?;
+    let (host, load) = build_host_unloaded(args, options, db, durability, tasks).await?;
+    load_in_background(args.plugins.clone(), files, host.runtime().clone(), load.clone(), host.registry().clone())
+        .map_err(|e| anyhow::anyhow!("cannot start a thread to load the plugins: {e}"))?;
+    Ok((host, load))
+}
+
+/// A host whose registry is still loading: requests that need the plugins wait (`--load-wait`)
+/// until the caller starts the first load (`registry::load_in_background`), e.g. once
+/// `corral dev` has built them.
+pub async fn build_host_unloaded(
+    args: &HostArgs,
+    options: ServerOptions,
+    db: &Path,
+    durability: Durability,
+    tasks: TaskSettings,
+) -> anyhow::Result<(Arc<Host>, Arc<LoadSettings>)> {
     let defaults = args.default_limits()?;
     let cache_dir = args.cache_dir()?;
     let runtime = Runtime::new(args.runtime_settings(cache_dir.clone()))?;
     // The cache exists now (the runtime created it), so it can be canonicalized.
     let protected = cache_dir.iter().filter_map(|d| d.canonicalize().ok()).collect();
     let load = Arc::new(LoadSettings { defaults, memory_ceiling: args.memory_ceiling, protected });
-    let files = plugin_files(&args.plugins)?;
     let runtime = Arc::new(runtime);
     let registry = Arc::new(Registry::loading(args.load_wait));
-    load_in_background(args.plugins.clone(), files, runtime.clone(), load.clone(), registry.clone())
-        .map_err(|e| anyhow::anyhow!("cannot start a thread to load the plugins: {e}"))?;
     let (store, runners) = open_store(db, durability, &tasks).await?;
     let metrics = Arc::new(server::Metrics::default());
     metrics.set_build(env!("CARGO_PKG_VERSION"), env!("CORRAL_COMMIT"));

@@ -8,6 +8,7 @@ pub mod args;
 pub mod call;
 pub mod compile;
 pub mod completions;
+pub mod dev;
 pub mod health;
 pub mod host;
 pub mod inspect;

@@ -2,7 +2,9 @@
 //!
 //! The project holds the contract (`wit/plugin.wit`, or the vendored Rust SDK that carries it),
 //! a starter tool with a test, a manifest `NAME.toml` and `build.sh`, which puts
-//! `dist/NAME.wasm` and its manifest side by side for `corral serve --plugins dist`.
+//! `dist/NAME.wasm` and its manifest side by side for `corral serve --plugins dist`; the
+//! manifest's `[build]` table names that script, so `corral dev` and `corral test` build the
+//! project, and `fixtures.toml` holds calls of the starter tool with their expected results.
 //! JavaScript, Python and C projects are on the newest contract (0.3.0); the JavaScript and
 //! Python ones carry the same small helper layer (typed arguments, progress, checkpoints and a
 //! host double for their tests) and a second tool that checkpoints and resumes.
@@ -19,9 +21,8 @@ pub fn run(args: NewArgs) -> anyhow::Result<ExitCode> {
     let shown = project.display();
     println!("created {shown} ({:?} plugin `{}`)", args.lang, args.name);
     println!("next:");
-    println!("  cd {shown} && ./build.sh");
-    println!("  corral inspect dist/{}.wasm", args.name);
-    println!("  corral serve --plugins dist --watch");
+    println!("  corral dev {shown}        # builds, serves MCP on stdio, rebuilds on every save");
+    println!("  or: cd {shown} && ./build.sh && corral serve --plugins dist");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -105,6 +106,10 @@ mod tests {
             let project = create(dir.path(), "my-tool", lang).unwrap();
             assert!(project.join("my-tool.toml").is_file(), "{lang:?}");
             assert!(project.join("build.sh").is_file(), "{lang:?}");
+            let build = crate::config::build_spec(&project.join("my-tool.toml"), "my-tool").unwrap().expect("a [build] table");
+            assert_eq!((build.command.as_str(), build.output.to_str().unwrap()), ("./build.sh", "dist/my-tool.wasm"), "{lang:?}");
+            let fixtures = crate::cli::dev::read_fixtures(&project).unwrap();
+            assert!(fixtures.iter().any(|f| f.tool == "my_tool"), "{lang:?}: a fixture of the starter tool");
             for entry in walk(&project) {
                 let text = std::fs::read_to_string(&entry).unwrap_or_default();
                 assert!(!text.contains("{{"), "{lang:?}: {} keeps a placeholder", entry.display());

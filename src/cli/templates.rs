@@ -27,6 +27,7 @@ pub const RUST: &[File] = &[
     file!("Cargo.toml", "templates/rust/Cargo.toml"),
     file!("src/lib.rs", "templates/rust/src/lib.rs"),
     file!("build.sh", "templates/rust/build.sh", executable),
+    file!("fixtures.toml", "templates/rust/fixtures.toml"),
     file!("README.md", "templates/rust/README.md"),
     file!(".gitignore", "templates/rust/gitignore"),
     // The SDK, vendored: it is not on crates.io.
@@ -59,6 +60,7 @@ pub const JS: &[File] = &[
     file!("package.json", "templates/js/package.json"),
     file!("package-lock.json", "templates/js/package-lock.json"),
     file!("build.sh", "templates/js/build.sh", executable),
+    file!("fixtures.toml", "templates/js/fixtures.toml"),
     file!("README.md", "templates/js/README.md"),
     file!(".gitignore", "templates/js/gitignore"),
     file!("wit/plugin.wit", "wit/v0.3/plugin.wit"),
@@ -73,6 +75,8 @@ pub const PYTHON: &[File] = &[
     file!("test_app.py", "templates/python/test_app.py"),
     file!("requirements.txt", "templates/python/requirements.txt"),
     file!("build.sh", "templates/python/build.sh", executable),
+    // The same tools as JavaScript's, so the same fixtures.
+    file!("fixtures.toml", "templates/js/fixtures.toml"),
     file!("README.md", "templates/python/README.md"),
     file!(".gitignore", "templates/python/gitignore"),
     file!("wit/plugin.wit", "wit/v0.3/plugin.wit"),
@@ -89,6 +93,7 @@ pub const C: &[File] = &[
     file!("gen/plugin.h", "templates/c/gen/plugin.h"),
     file!("gen/plugin_component_type.o", "templates/c/gen/plugin_component_type.o"),
     file!("build.sh", "templates/c/build.sh", executable),
+    file!("fixtures.toml", "templates/common/fixtures.toml"),
     file!("README.md", "templates/c/README.md"),
     file!(".gitignore", "templates/c/gitignore"),
     file!("wit/plugin.wit", "wit/v0.3/plugin.wit"),

@@ -1,5 +1,5 @@
 //! A plugin's sidecar manifest (`NAME.toml` next to `NAME.wasm`): `namespace`, `[limits]` and
-//! `[permissions]`.
+//! `[permissions]`, and for its project's development loop `[build]` (see [`super::build`]).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::build::{BuildFile, BuildSpec};
 use super::limits::Limits;
 use super::permissions::{DirGrant, EnvVar, NetPattern, Permissions};
 use super::values::{check_positive, parse_duration, parse_memory, parse_size};
@@ -35,6 +36,8 @@ struct ManifestFile {
     limits: LimitsFile,
     #[serde(default)]
     permissions: PermissionsFile,
+    /// How the project builds the component; a host checks it but has no use for it.
+    build: Option<BuildFile>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -166,8 +169,12 @@ pub fn plugin_manifest(wasm: &Path, defaults: &Limits, memory_ceiling: u64, prot
         }
         Err(e) => return Err(error(None, None, format!("cannot read: {e}"))),
     };
-    let file: ManifestFile =
-        toml::from_str(&text).map_err(|e| error(None, e.span().map(|span| text[..span.start].matches('\n').count() + 1), e.message().to_owned()))?;
+    let file = parse(&text).map_err(|(line, message)| error(None, line, message))?;
+    if let Some(build) = file.build {
+        build
+            .check(&wasm.file_stem().map(|s| s.to_string_lossy()).unwrap_or_default())
+            .map_err(|(name, message)| error(Some(ManifestKey { table: "build", name }), None, message))?;
+    }
     if let Some(ns) = &file.namespace {
         check_namespace(ns).map_err(|message| error(Some(ManifestKey { table: "", name: "namespace" }), None, message))?;
     }
@@ -178,6 +185,20 @@ pub fn plugin_manifest(wasm: &Path, defaults: &Limits, memory_ceiling: u64, prot
     let base = path.parent().unwrap_or(Path::new("."));
     let permissions = permissions(file.permissions, base, protected).map_err(keyed("permissions"))?;
     Ok(Manifest { namespace: file.namespace, limits, permissions })
+}
+
+/// The `[build]` table of the project manifest `manifest` (`NAME.toml`), `None` when it has
+/// none. The whole manifest must parse, as a host would read it.
+pub fn build_spec(manifest: &Path, name: &str) -> Result<Option<BuildSpec>, ManifestError> {
+    let error = |key: Option<ManifestKey>, line: Option<usize>, message: String| ManifestError { file: manifest.to_owned(), key, line, message };
+    let text = std::fs::read_to_string(manifest).map_err(|e| error(None, None, format!("cannot read: {e}")))?;
+    let file = parse(&text).map_err(|(line, message)| error(None, line, message))?;
+    file.build.map(|b| b.check(name)).transpose().map_err(|(key, message)| error(Some(ManifestKey { table: "build", name: key }), None, message))
+}
+
+/// The manifest's TOML; an error is its line (when known) and message.
+fn parse(text: &str) -> Result<ManifestFile, (Option<usize>, String)> {
+    toml::from_str(text).map_err(|e| (e.span().map(|span| text[..span.start].matches('\n').count() + 1), e.message().to_owned()))
 }
 
 /// A namespace is joined to names with `_`, so it is kept to letters, digits and `-` (the

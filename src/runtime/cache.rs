@@ -49,7 +49,13 @@ pub enum CacheOutcome {
 impl CompileCache {
     /// Opens (creating, owner-only) the part of `root` that belongs to `engine`'s configuration.
     pub fn open(root: &Path, engine: &Engine) -> std::io::Result<CompileCache> {
-        let dir = root.join(format!("{FORMAT}-{}", fingerprint(engine)));
+        CompileCache::open_for(root, engine, super::Compiler::Cranelift)
+    }
+
+    /// As [`CompileCache::open`], for an engine that compiles with `compiler`: code of one
+    /// compiler is never served to an engine of the other.
+    pub fn open_for(root: &Path, engine: &Engine, compiler: super::Compiler) -> std::io::Result<CompileCache> {
+        let dir = root.join(format!("{FORMAT}-{}", fingerprint(engine, compiler)));
         create_private_dir(&dir)?;
         Ok(CompileCache { dir })
     }
@@ -179,7 +185,7 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 /// A stable name for everything about `engine` that decides whether an artifact can run in it.
-fn fingerprint(engine: &Engine) -> String {
+fn fingerprint(engine: &Engine, compiler: super::Compiler) -> String {
     struct ShaHasher(Sha256);
     impl Hasher for ShaHasher {
         fn write(&mut self, bytes: &[u8]) {
@@ -191,6 +197,11 @@ fn fingerprint(engine: &Engine) -> String {
     }
     let mut hasher = ShaHasher(Sha256::new());
     std::hash::Hash::hash(&engine.precompile_compatibility_hash(), &mut hasher);
+    // wasmtime's hash may or may not tell the compilers apart; this does. Cranelift's
+    // fingerprint stays what it was before there was a choice, so existing caches stay valid.
+    if compiler != super::Compiler::Cranelift {
+        hasher.0.update(compiler.name().as_bytes());
+    }
     hex(&hasher.0.finalize()[..12])
 }
 
@@ -332,6 +343,8 @@ mod tests {
         let (with_fuel, without_fuel) = (engine(true), engine(false));
         let a = CompileCache::open(root.path(), &with_fuel).unwrap();
         let b = CompileCache::open(root.path(), &without_fuel).unwrap();
+        let winch = CompileCache::open_for(root.path(), &with_fuel, crate::runtime::Compiler::Winch).unwrap();
+        assert_ne!(winch.dir(), a.dir(), "each compiler has its own entries");
         assert_ne!(a.dir(), b.dir(), "the fingerprint covers code-changing settings");
         let bytes = wat::parse_str(ECHO).unwrap();
         a.load(&with_fuel, &bytes).unwrap();

@@ -85,7 +85,8 @@ impl Runtime {
         linker.instance("corral:plugin/messages@0.3.0")?;
         let cache = match &settings.cache_dir {
             Some(dir) => Some(
-                CompileCache::open(dir, &engine).map_err(|e| anyhow::anyhow!("compile cache {}: {e} (pass --no-cache to run without one)", dir.display()))?,
+                CompileCache::open_for(dir, &engine, settings.engine.compiler)
+                    .map_err(|e| anyhow::anyhow!("compile cache {}: {e} (pass --no-cache to run without one)", dir.display()))?,
             ),
             None => None,
         };

@@ -32,7 +32,7 @@ pub use cache::CompileCache;
 pub use call::{CallContext, CallObserver, ClientAnswer, ResourceUpdate, Silent, Usage};
 pub use denials::Denials;
 pub use engine::build as build_engine;
-pub use engine::EngineSettings;
+pub use engine::{Compiler, EngineSettings};
 pub use exports::Contract;
 pub use failure::Failure;
 pub use input::{check_keys as check_input_keys, InputRequest, InputResponse, Keyed, MAX_KEY_LEN};

@@ -68,6 +68,12 @@ impl Host {
         &self.runtime
     }
 
+    /// Sends a log message of the host's own to every session whose client wants `level`;
+    /// returns how many got it.
+    pub fn log_to_clients(&self, level: crate::mcp::types::LogLevel, logger: &str, data: &str) -> usize {
+        self.sessions.log(level, logger, data)
+    }
+
     /// The Prometheus text of `/metrics`.
     pub async fn metrics_text(&self) -> String {
         self.metrics.render(&self.engine, &self.options.audit).await

@@ -437,6 +437,14 @@ impl Listener for Shared {
         initialized
     }
 
+    fn log(&self, level: LogLevel, message: &crate::mcp::jsonrpc::Outgoing) -> bool {
+        let wanted = *self.phase.lock().unwrap() == Phase::Initialized && self.levels.allows(level);
+        if wanted {
+            self.outlet.send(message.clone());
+        }
+        wanted
+    }
+
     fn describe(&self) -> Option<super::session_view::SessionView> {
         let client = self.client.lock().unwrap().clone();
         Some(super::session_view::SessionView::new(&self.owner, client, self.opened_at, self.requests.in_flight()))

@@ -2,7 +2,8 @@
 //!
 //! That is `notifications/{tools,resources,prompts}/list_changed` after a hot reload, and
 //! `notifications/resources/updated` to the sessions subscribed to a resource a plugin says
-//! changed, when the policy lets their principals read it. Sessions join when created and leave when dropped; the set holds them weakly, so it
+//! changed, when the policy lets their principals read it, and the host's own log messages
+//! (`corral dev`'s build errors). Sessions join when created and leave when dropped; the set holds them weakly, so it
 //! never keeps one alive.
 
 use std::collections::HashMap;
@@ -12,6 +13,7 @@ use std::sync::{Arc, Mutex, Weak};
 use serde_json::json;
 
 use crate::mcp::jsonrpc::{notification, Outgoing};
+use crate::mcp::types::LogLevel;
 use crate::principal::Owner;
 
 /// `notifications/{kind}/list_changed`, made once for every listener it goes to: its method,
@@ -42,6 +44,12 @@ pub(crate) trait Listener: Send + Sync {
     /// (a 2026-07-28 listen stream).
     fn describe(&self) -> Option<super::session_view::SessionView> {
         None
+    }
+    /// Sends `message` (a `notifications/message`) if the session is initialized and its client
+    /// asked for `level` or lower (`logging/setLevel`); returns whether it did. Listeners
+    /// that are not sessions have no log level and hear nothing.
+    fn log(&self, _level: LogLevel, _message: &Outgoing) -> bool {
+        false
     }
 }
 
@@ -75,6 +83,13 @@ impl Sessions {
     /// Sends `changed` to every initialized session; returns how many got it.
     pub(crate) fn broadcast(&self, changed: &ListChanged) -> usize {
         self.listeners().iter().filter(|l| l.announce(changed)).count()
+    }
+
+    /// Sends a log message from the host itself (not from a call) to every session that wants
+    /// `level`; returns how many got it. `corral dev` tells its client of a failed build this way.
+    pub fn log(&self, level: LogLevel, logger: &str, data: &str) -> usize {
+        let message = notification("notifications/message", &json!({ "level": level, "logger": logger, "data": data }));
+        self.listeners().iter().filter(|l| l.log(level, &message)).count()
     }
 
     /// Tells the sessions subscribed to `uri` whose owners `may_hear` of it that it changed;

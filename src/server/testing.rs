@@ -31,7 +31,7 @@ pub async fn host(plugins: &[(&str, Vec<u8>)], options: ServerOptions) -> Arc<Ho
     }
     // A small pool: tests run side by side and each has its own engine.
     let memory_ceiling = 64 << 20;
-    let settings = RuntimeSettings { engine: EngineSettings { memory_ceiling, max_instances: 8 }, ..RuntimeSettings::default() };
+    let settings = RuntimeSettings { engine: EngineSettings { memory_ceiling, max_instances: 8, ..EngineSettings::default() }, ..RuntimeSettings::default() };
     let runtime = Runtime::new(settings).expect("a runtime");
     let defaults = Limits { memory: 16 << 20, ..Limits::default() };
     let load = LoadSettings { defaults, memory_ceiling, protected: Vec::new() };

@@ -21,7 +21,48 @@ pub(crate) fn of<T: JsonSchema>() -> Value {
     if let Some(root) = schema.as_object_mut() {
         root.remove("title");
     }
+    standard_formats_only(&mut schema);
     schema
+}
+
+/// The `format`s JSON Schema 2020-12 defines; ajv (what the TypeScript SDK validates with)
+/// knows these through ajv-formats, and in strict mode warns about any other.
+const STANDARD_FORMATS: &[&str] = &[
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// Drops the `format`s schemars adds for Rust's number types (`uint64`, `uint`, `int32`,
+/// `double`, ...): no validator knows them, and clients print a warning for each. The bounds
+/// they stand for stay (`minimum: 0` for an unsigned type).
+fn standard_formats_only(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            if map.get("format").and_then(Value::as_str).is_some_and(|f| !STANDARD_FORMATS.contains(&f)) {
+                map.remove("format");
+            }
+            map.values_mut().for_each(standard_formats_only);
+        }
+        Value::Array(items) => items.iter_mut().for_each(standard_formats_only),
+        _ => {}
+    }
 }
 
 /// `T`'s schema as an MCP elicitation form wants it: flat (enums inlined, no `$ref`/`$defs`),
@@ -38,6 +79,7 @@ pub(crate) fn elicitation<T: JsonSchema>() -> Value {
             properties.values_mut().for_each(drop_null);
         }
     }
+    standard_formats_only(&mut schema);
     schema
 }
 

@@ -43,6 +43,29 @@ fn count(_: NoArgs) -> Result<String, String> {
     Ok("3".into())
 }
 
+#[derive(Deserialize, JsonSchema)]
+#[allow(dead_code)]
+struct Sizes {
+    count: u64,
+    small: u8,
+    ratio: f64,
+    at: Option<u32>,
+    /// A property that happens to be called `format`.
+    format: String,
+}
+
+#[test]
+fn schemas_carry_only_formats_json_schema_defines() {
+    let tool = Tool::new("sizes", "Sizes.", |_: Sizes| Ok::<_, String>(String::new()));
+    let text = tool.input_schema().to_string();
+    for made_up in ["uint64", "uint8", "double", "uint32", "uint"] {
+        assert!(!text.contains(&format!("\"{made_up}\"")), "{made_up} in {text}");
+    }
+    let schema = tool.input_schema();
+    assert_eq!(schema["properties"]["count"]["minimum"], 0, "the bound stays: {schema}");
+    assert_eq!(schema["properties"]["format"]["type"], "string", "{schema}");
+}
+
 #[test]
 fn the_tools_pass_the_hosts_checks() {
     testing::check(&tools());

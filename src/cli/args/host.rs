@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 
 use crate::config::{self, defaults, Limits};
-use crate::runtime::EngineSettings;
+use crate::runtime::{Compiler, EngineSettings};
 use crate::tasks::{Durability, TaskSettings};
 
 /// The flags every command that loads the plugin directory shares.
@@ -58,6 +58,10 @@ pub struct HostArgs {
     /// Compile every plugin at every start instead of using the compile cache.
     #[arg(long, env = "CORRAL_NO_CACHE", conflicts_with = "cache_dir")]
     pub no_cache: bool,
+    /// What compiles the plugins: `cranelift` optimises (for serving), `winch` compiles several
+    /// times faster into code several times slower (for development: `corral dev`'s default).
+    #[arg(long, env = "CORRAL_COMPILER", default_value = "cranelift", value_parser = Compiler::parse)]
+    pub compiler: Compiler,
 }
 
 /// What a stored task survives (`--db-sync`).

@@ -10,8 +10,9 @@
 //! One file per family of subcommands: [`host`] holds the flags every command that loads plugins
 //! shares (the plugin directory, limits, the task store), [`serve`] the server's own (HTTP, OAuth,
 //! the console, the audit trail, the policy), [`plugin`] the one-shot commands on a plugin
-//! directory or file, [`registry`] `pull` and `publish`, [`tasks`] the operator's `corral tasks`.
+//! directory or file, [`registry`] `pull` and `publish`, [`dev`] `corral dev` and `corral test`, [`tasks`] the operator's `corral tasks`.
 
+mod dev;
 mod host;
 mod plugin;
 mod registry;
@@ -20,6 +21,7 @@ mod tasks;
 
 use clap::{Parser, Subcommand};
 
+pub use self::dev::{DevArgs, TestArgs};
 pub use self::host::{DbSync, HostArgs, TaskArgs};
 pub use self::plugin::{CallArgs, CompileArgs, InspectArgs, Lang, NewArgs, ToolsArgs};
 pub use self::registry::{PublishArgs, PullArgs, RegistryArgs, SignArgs, VerifyArgs};
@@ -71,6 +73,12 @@ pub enum Command {
     Inspect(InspectArgs),
     /// Create a plugin project (Rust, JavaScript, Python or C) that builds on the first try.
     New(NewArgs),
+    /// Develop plugin projects: build, serve and watch them; a save rebuilds the plugin and the
+    /// connected client's next call runs the new code.
+    Dev(DevArgs),
+    /// Build plugin projects and run their fixture calls (fixtures.toml) headless; exits 1 when
+    /// a build or a fixture fails. --junit FILE writes JUnit XML for CI.
+    Test(TestArgs),
     /// Fetch a plugin from an OCI registry, verify its digests and signature, and pin it in
     /// the plugin directory's corral.lock.
     Pull(PullArgs),
