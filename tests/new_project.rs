@@ -97,7 +97,10 @@ fn assert_tally_resumes_after_a_kill(project: &Path, name: &str) {
     let dist = project.join("dist");
     // Room for the long run: the starter manifest's 10 s and default fuel are for calls.
     let manifest = std::fs::read_to_string(dist.join(format!("{name}.toml"))).unwrap();
-    std::fs::write(dist.join(format!("{name}.toml")), format!("{manifest}task-timeout = \"5m\"\nfuel = 1000000000000\n")).unwrap();
+    // Under `[limits]`, which is no longer the manifest's last table (`[build]` follows it).
+    assert!(manifest.contains("\n[limits]\n"), "{manifest}");
+    let manifest = manifest.replacen("\n[limits]\n", "\n[limits]\ntask-timeout = \"5m\"\nfuel = 1000000000000\n", 1);
+    std::fs::write(dist.join(format!("{name}.toml")), manifest).unwrap();
     let db = tempfile::tempdir().unwrap();
     let db_file = db.path().join("tasks.db");
     let start = || {
