@@ -2,7 +2,10 @@
 """Lists each `sleep(` under tests/ that no enclosing loop (loop/while/for) surrounds: a fixed wait
 instead of a wait for a condition. Run from the tree's root; prints the count on stderr."""
 import re, subprocess, sys
-hits = subprocess.run(["grep", "-rn", "sleep(", "tests/"], capture_output=True, text=True).stdout.splitlines()
+# The tests' own sources: not the clients and toolchains the suites install beside them.
+skip = ["--exclude-dir=node_modules", "--exclude-dir=target", "--exclude-dir=.venv*", "--exclude-dir=venv*", "--exclude-dir=dist"]
+kinds = ["--include=*.rs", "--include=*.mjs", "--include=*.js", "--include=*.py", "--include=*.sh"]
+hits = subprocess.run(["grep", "-rn", *skip, *kinds, "sleep(", "tests/"], capture_output=True, text=True).stdout.splitlines()
 fixed = []
 for h in hits:
     path, no, text = h.split(":", 2)
