@@ -37,6 +37,12 @@ done
 command -v curl >/dev/null || die "curl is required"
 started=$SECONDS
 
+# Installs are serialised: tests that need the clients (tests/dev.rs, tests/replicas.rs) run side
+# by side in one test binary, and two `python3 -m venv` into one directory break each other. The
+# second waits here, then finds the stamps fresh.
+exec 9>"$here/.install.lock"
+flock 9 || die "cannot lock $here/.install.lock"
+
 # 1. Node 24, the TypeScript SDK and the Inspector (package-lock.json).
 if ! fresh "$here/package-lock.json" "$here/node_modules/.corral-stamp"; then
     log "npm ci in $here"
@@ -61,6 +67,7 @@ for sdk in mcp1 mcp2; do
     sha256sum <"$req" >"$venv/.corral-stamp"
 done
 log "clients installed ($((SECONDS - started)) s)"
+exec 9>&-
 (( install_only )) && exit 0
 
 # 3. The example plugins (a no-op when scripts/test.sh built them already), and for the surface
