@@ -4,7 +4,7 @@
 # New finds are minimised into fuzz/corpus/TARGET, which `cargo test --test fuzz_corpus` replays.
 #
 #   scripts/fuzz.sh [SECONDS]        # all targets, one after another
-#   scripts/fuzz.sh build            # only build them (CI does it beside the tests)
+#   scripts/fuzz.sh build            # only build them
 #   TARGETS="session" scripts/fuzz.sh 60
 #   CMIN=1 scripts/fuzz.sh 600       # then minimise each corpus to the inputs that reach every
 #                                    # coverage edge (hit counts ignored: hundreds, not thousands)

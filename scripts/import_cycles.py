@@ -134,7 +134,10 @@ class Room:
             paths = []
             for use in re.findall(r"\buse\s+([^;]+);", text, re.S):
                 paths.extend(use_paths(use))
-            paths.extend(re.findall(r"\b((?:crate::" + self.name + r"|super|self)(?:::\w+)+)", text))
+            # Paths written inline, outside the `use`s (whose braced groups were read above:
+            # `use super::m::{A, B}` names the files defining A and B, not `m` itself).
+            body = re.sub(r"\buse\s+[^;]+;", "", text)
+            paths.extend(re.findall(r"\b((?:crate::" + self.name + r"|super|self)(?:::\w+)+)", body))
             for p in paths:
                 parts = p.split("::")
                 if parts[0] == "super" and len(parts) > 1 and parts[1] in inline:

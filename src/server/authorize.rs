@@ -143,3 +143,23 @@ pub(super) fn may_read(host: &Host, principal: &Principal, plugin: &str, uri: &s
 pub(super) fn steers_any_task(host: &Host, owner: &Owner) -> bool {
     host.options.policy.current().is_some_and(|policy| policy.steers_any_task(owner.principal()))
 }
+
+/// Whom a request acts as on task `id`: its own owner, or, for a principal the policy lets steer
+/// every task (an operator), the task's owner when the task was made on the request's wire (one
+/// read more, for operators only). Anyone else reaches only its own tasks: the stores read by
+/// owner, and another owner's task answers "not found", like a missing one.
+pub(super) async fn steering_owner(host: &Host, owner: &Owner, id: &str) -> Result<Owner, RpcError> {
+    if !steers_any_task(host, owner) {
+        return Ok(owner.clone());
+    }
+    let theirs = host.engine.owner_of(id).await.map_err(super::task_view::engine_error)?.as_deref().and_then(Owner::parse);
+    match theirs {
+        Some(theirs) if theirs.wire() == owner.wire() => {
+            if theirs != *owner {
+                tracing::info!(operator = %owner, owner = %theirs, task = id, "an operator acts on another principal's task");
+            }
+            Ok(theirs)
+        }
+        _ => Ok(owner.clone()),
+    }
+}

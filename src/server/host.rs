@@ -4,11 +4,11 @@
 use std::sync::Arc;
 
 use super::metrics::{Metrics, ToolUsage};
-use super::modern::{self, TaskInputs};
+use super::modern::{OpenListens, TaskInputs};
 use super::options::ServerOptions;
 use super::runner::ToolRunner;
 use super::sessions::Sessions;
-use super::tools;
+use super::tool_run;
 use crate::registry::Registry;
 use crate::runtime::Runtime;
 use crate::tasks::Engine;
@@ -33,7 +33,7 @@ pub struct Host {
     /// Runs the tasks admitted here for their requestor (the engine holds a clone for the rest).
     pub(super) runner: ToolRunner,
     /// The `subscriptions/listen` streams watching tasks, per owner (each watch costs a reader).
-    pub(super) listens: modern::OpenListens,
+    pub(super) listens: OpenListens,
     /// The call rates of principals the policy limits, when this host keeps them itself.
     pub(super) buckets: crate::policy::Buckets,
 }
@@ -96,8 +96,8 @@ impl Host {
     }
 
     /// What running a call needs of the host.
-    pub(super) fn runs(&self) -> tools::Runs<'_> {
-        tools::Runs { runtime: &self.runtime, metrics: &self.metrics, audit: &self.options.audit }
+    pub(super) fn runs(&self) -> tool_run::Runs<'_> {
+        tool_run::Runs { runtime: &self.runtime, metrics: &self.metrics, audit: &self.options.audit }
     }
 
     /// Stops the task engine (once the transport has returned): workers, adopted calls and the

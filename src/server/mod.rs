@@ -8,6 +8,7 @@ mod ask;
 mod authorize;
 mod host;
 mod inline;
+mod kept_results;
 mod limits;
 mod load_wait;
 mod metrics;
@@ -37,6 +38,7 @@ mod task_view;
 mod tasks;
 #[cfg(test)]
 pub(crate) mod testing;
+mod tool_run;
 mod tools;
 mod usage;
 
@@ -57,4 +59,5 @@ pub use session::Session;
 #[cfg(test)]
 pub(crate) use sessions::ListChanged;
 pub use sessions::Sessions;
-pub use tools::{call_tool_once, list_entry, Cancelled};
+pub use tool_run::Cancelled;
+pub use tools::{call_tool_once, list_entry};

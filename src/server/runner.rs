@@ -17,7 +17,7 @@ use super::modern::TaskInput;
 use super::results::failure_result;
 use super::task_observer::TaskObserver;
 use super::task_view::resumed_message;
-use super::tools::{self, AdmittedCall, Called, Cancelled};
+use super::tool_run::{self, AdmittedCall, Called, Cancelled};
 use super::{result_links, Metrics, TaskInputs};
 use crate::audit::{Audit, TaskRun};
 use crate::mcp::types::{CallToolResult, ContentBlock};
@@ -143,8 +143,8 @@ impl ToolRunner {
             let inline_limit = limits.inline_result;
             let ctx = CallContext::for_request(limits, cancel, observer);
             let call = AdmittedCall { entry, arguments, progress_token: None };
-            let runs = tools::Runs { runtime: &runtime, metrics: &metrics, audit: &audit };
-            let outcome = tools::run_validated(runs, tools::Caller { owner: &owner, task: Some(run) }, &call, ctx).await;
+            let runs = tool_run::Runs { runtime: &runtime, metrics: &metrics, audit: &audit };
+            let outcome = tool_run::run_validated(runs, tool_run::Caller { owner: &owner, task: Some(run) }, &call, ctx).await;
             board.forget(control.id());
             finished(&tool, kept(&control, expires_at, &tool, inline_limit, outcome).await)
         })

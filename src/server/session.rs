@@ -12,7 +12,7 @@ use super::notify::{CallNotifier, LevelFilter};
 use super::peer::{ClientCaps, Peer};
 use super::scope::{Requests, Scope};
 use super::sessions::{ListChanged, Listener};
-use super::{limits, prompts, resources, result_links, tasks, tools, Host, Outlet};
+use super::{kept_results, limits, prompts, resources, result_links, tasks, tool_run, tools, Host, Outlet};
 use crate::cancel::CancelHandle;
 use crate::mcp::jsonrpc::error_message;
 use crate::mcp::modern::{self, Era};
@@ -327,9 +327,9 @@ impl Session {
         let (host, owner) = (shared.host.clone(), shared.owner.clone());
         scope.spawn_request(id, move |cancel| async move {
             let ctx = CallContext::for_request(call.entry.plugin.limits.clone(), cancel, observer);
-            let caller = tools::Caller { owner: owner.key(), task: None };
-            let result = tools::run(host.runs(), caller, &call, ctx).await.ok()?.result;
-            let result = result_links::keep_plain(&host, &owner, &call.entry.name, call.entry.plugin.limits.inline_result, result).await;
+            let caller = tool_run::Caller { owner: owner.key(), task: None };
+            let result = tool_run::run(host.runs(), caller, &call, ctx).await.ok()?.result;
+            let result = kept_results::keep_plain(&host, &owner, &call.entry.name, call.entry.plugin.limits.inline_result, result).await;
             Some(Ok(result))
         });
     }
@@ -353,7 +353,7 @@ impl Session {
         let p = Params::new(&params);
         if resources::uri_param(p).is_ok_and(result_links::is_result_uri) {
             let owner = self.shared.owner.clone();
-            return scope.answer_later(id, async move { result_links::read(&host, &owner, Params::new(&params)).await });
+            return scope.answer_later(id, async move { kept_results::read(&host, &owner, Params::new(&params)).await });
         }
         let owner = resources::requested_uri(p).and_then(|uri| Ok((resources::owner(&host, &uri)?, uri))).map(|(plugin, uri)| (uri, plugin));
         let Some((uri, plugin)) = scope.admit(&id, owner, |(uri, plugin)| Action::ReadResource { plugin: &plugin.name, uri }) else { return };

@@ -7,7 +7,6 @@ use std::time::{Duration, UNIX_EPOCH};
 use serde_json::{json, Value};
 
 use crate::mcp::{Params, RpcError};
-use crate::principal::Owner;
 use crate::tasks::{EngineError, Task};
 
 /// The `_meta` key that ties a message to its task.
@@ -82,25 +81,5 @@ pub(super) fn engine_error(e: EngineError) -> RpcError {
         }
         EngineError::ShuttingDown => RpcError::new(OVERLOADED, e.to_string()).with_data(json!({ "kind": "shutting-down" })),
         EngineError::Store(s) => RpcError::internal(s.to_string()),
-    }
-}
-
-/// Whom a request acts as on task `id`: its own owner, or, for a principal the policy lets steer
-/// every task (an operator), the task's owner when the task was made on the request's wire (one
-/// read more, for operators only). Anyone else reaches only its own tasks: the stores read by
-/// owner, and another owner's task answers "not found", like a missing one.
-pub(super) async fn steering_owner(host: &super::Host, owner: &Owner, id: &str) -> Result<Owner, RpcError> {
-    if !super::authorize::steers_any_task(host, owner) {
-        return Ok(owner.clone());
-    }
-    let theirs = host.engine.owner_of(id).await.map_err(engine_error)?.as_deref().and_then(Owner::parse);
-    match theirs {
-        Some(theirs) if theirs.wire() == owner.wire() => {
-            if theirs != *owner {
-                tracing::info!(operator = %owner, owner = %theirs, task = id, "an operator acts on another principal's task");
-            }
-            Ok(theirs)
-        }
-        _ => Ok(owner.clone()),
     }
 }

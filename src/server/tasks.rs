@@ -10,11 +10,12 @@ use std::time::Instant;
 
 use serde_json::{json, Map, Value};
 
+use super::authorize::steering_owner;
 use super::notify::ProgressGate;
 use super::results::{error_result, failure_result, violations_json, violations_summary};
 use super::runner::Requestor;
-use super::task_view::{self, engine_error, interrupted_message, steering_owner, task_json, RELATED_TASK};
-use super::tools::AdmittedCall;
+use super::task_view::{self, engine_error, interrupted_message, task_json, RELATED_TASK};
+use super::tool_run::AdmittedCall;
 use super::{paging, Host, Outlet};
 use crate::mcp::jsonrpc::notification;
 use crate::mcp::types::CallToolResult;

@@ -1,22 +1,18 @@
-//! `tools/list` and `tools/call`.
-
-use std::sync::Arc;
+//! `tools/list`, and admitting a `tools/call`: its params checked and its tool found (running it
+//! is [`super::tool_run`]'s).
 
 use serde_json::{json, Map, Value};
-use tracing::Instrument;
 
 use super::authorize::Visible;
 use super::paging::page;
-use super::results::{failure_result, invalid_arguments_result, note_denials, tool_result, INVALID_ARGUMENTS};
-use super::{with_permit, Host, Metrics};
-use crate::audit::{Audit, CallOutcome, CallRecord, Subject, TaskRun};
+use super::tool_run::{run, AdmittedCall, Caller, Cancelled};
+use super::Host;
 use crate::mcp::types::{CallToolResult, TaskSupport as McpTaskSupport, Tool, ToolAnnotations, ToolExecution};
 use crate::mcp::{Params, RpcError};
 use crate::policy::Kind;
 use crate::principal::{Owner, Principal, Wire};
-use crate::registry::{violations, ToolEntry};
-use crate::runtime::{CallContext, Failure, Runtime, TaskSupport};
-use crate::telemetry::trace;
+use crate::registry::ToolEntry;
+use crate::runtime::{CallContext, Failure, TaskSupport};
 
 /// The MCP view of a tool.
 pub fn list_entry(entry: &ToolEntry) -> Tool {
@@ -56,21 +52,6 @@ pub fn list(host: &Host, owner: &Owner, params: Params<'_>) -> Result<Value, Rpc
     page(&catalog.tools, params, host.options.page_size, ("tools/list", "tools"), keep, |e| json!(list_entry(e)))
 }
 
-/// A `tools/call` that passed the protocol checks and is ready to run.
-pub struct AdmittedCall {
-    /// The tool, from the catalog at admission: a reload does not change a call in flight.
-    pub entry: Arc<ToolEntry>,
-    /// The arguments object (`{}` when the client sent none).
-    pub arguments: Value,
-    /// Where the call's progress goes, when the client asked for progress.
-    pub progress_token: Option<Value>,
-}
-
-/// The caller cancelled the call and wants no answer (MCP sends none): the one way a call
-/// ends without a `CallToolResult`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Cancelled;
-
 /// The tool's task policy for an admitted 2025-11-25 call: a tool whose `taskSupport` is
 /// "required" must be called with `task`. A protocol error otherwise.
 pub fn check_task_policy(call: AdmittedCall, params: Params<'_>) -> Result<AdmittedCall, RpcError> {
@@ -95,141 +76,6 @@ pub fn admit_local(host: &Host, params: Params<'_>) -> Result<AdmittedCall, RpcE
     let progress_token = params.checked_progress_token()?;
     let entry = host.registry.snapshot().tool(name).cloned().ok_or_else(|| RpcError::invalid_params(format!("unknown tool `{name}`")))?;
     Ok(AdmittedCall { entry, arguments, progress_token })
-}
-
-/// What a call came to: its result, and the kind of the failure the host imposed on it (a
-/// limit, a trap, output that broke its schema), which the result also reports as an error.
-pub struct Called {
-    /// The `CallToolResult`.
-    pub result: CallToolResult,
-    /// The failure's kind (`timeout`, `fuel-exhausted`, …); `None` when the tool answered.
-    pub failure: Option<&'static str>,
-}
-
-/// What running a call needs of the host: the runtime, and where its figures go.
-#[derive(Clone, Copy)]
-pub struct Runs<'a> {
-    /// Runs the guest.
-    pub runtime: &'a Runtime,
-    /// Counts the call by tool and outcome, with its latency, fuel and memory.
-    pub metrics: &'a Metrics,
-    /// Records the call (`--audit-log`).
-    pub audit: &'a Audit,
-}
-
-/// Who a call acts for, as the audit trail names them.
-pub struct Caller<'a> {
-    /// The owner key of the request (or task) the call runs for.
-    pub owner: &'a str,
-    /// The task it runs for, if it runs as one.
-    pub task: Option<TaskRun>,
-}
-
-/// Runs an admitted call to its result. Validation failures and limits become `isError`
-/// results; `Err(Cancelled)` means the caller cancelled and wants no answer.
-pub async fn run(runs: Runs<'_>, caller: Caller<'_>, call: &AdmittedCall, ctx: CallContext) -> Result<Called, Cancelled> {
-    run_counted(runs, caller, call, ctx, true).await
-}
-
-/// Like [`run`], for arguments already validated (a task's, checked at admission).
-pub async fn run_validated(runs: Runs<'_>, caller: Caller<'_>, call: &AdmittedCall, ctx: CallContext) -> Result<Called, Cancelled> {
-    run_counted(runs, caller, call, ctx, false).await
-}
-
-/// The one place a call ends, whatever its era, transport or task: counted, then audited.
-async fn run_counted(runs: Runs<'_>, caller: Caller<'_>, call: &AdmittedCall, ctx: CallContext, validate: bool) -> Result<Called, Cancelled> {
-    let started = std::time::Instant::now();
-    let (usage, denials) = (ctx.usage.clone(), ctx.denials.clone());
-    let (outcome, denied) = run_checked(runs.runtime, call, ctx, validate, caller.task.is_some()).await;
-    let took = started.elapsed();
-    let label = match &outcome {
-        Ok(Called { failure: Some(kind), .. }) => kind,
-        Ok(Called { result, .. }) if result.is_error => "tool-error",
-        Ok(_) => "ok",
-        Err(Cancelled) => Failure::Cancelled.kind(),
-    };
-    runs.metrics.call(&call.entry.name, label, took, &usage);
-    runs.audit.call(|| {
-        let (outcome_kind, failure, is_error) = match &outcome {
-            Ok(Called { failure: Some(kind), .. }) => (CallOutcome::Failed, Some((*kind).to_owned()), false),
-            Ok(Called { result, .. }) => (CallOutcome::Result, None, result.is_error),
-            Err(Cancelled) => (CallOutcome::Cancelled, None, false),
-        };
-        let entry = &call.entry;
-        let mut record = CallRecord::new(caller.owner.to_owned(), Subject::Tool(entry.name.clone()), outcome_kind);
-        record.plugin = Some(entry.plugin.name.clone());
-        record.digest = Some(entry.plugin.code.digest());
-        record.contract = Some(entry.plugin.code.contract().as_str());
-        record.failure = failure;
-        record.is_error = is_error;
-        record.duration = took;
-        record.fuel_consumed = usage.fuel_consumed();
-        record.peak_memory = usage.peak_memory();
-        // A cancelled call's refusals were never taken for a result: nobody else reads them.
-        record.denials = match &outcome {
-            Ok(_) => denied,
-            Err(Cancelled) => denials.take(),
-        };
-        record.task = caller.task;
-        record.trace_id = trace::current_trace_id();
-        if runs.audit.with_arguments() {
-            record.arguments = Some(call.arguments.clone());
-            record.result = outcome.as_ref().ok().map(|c| serde_json::to_value(&c.result).expect("results serialize"));
-        }
-        record
-    });
-    outcome
-}
-
-/// Runs the call; what it came to, and what the sandbox refused it (also named in the result).
-async fn run_checked(runtime: &Runtime, call: &AdmittedCall, ctx: CallContext, validate: bool, in_task: bool) -> (Result<Called, Cancelled>, Vec<String>) {
-    let entry = &call.entry;
-    if validate {
-        let problems = violations(&entry.input_validator, &call.arguments);
-        if !problems.is_empty() {
-            return (Ok(Called { result: invalid_arguments_result(&entry.name, &problems), failure: Some(INVALID_ARGUMENTS) }), Vec::new());
-        }
-    }
-    let arguments = call.arguments.to_string();
-    let denials = ctx.denials.clone();
-    let (cancel, usage) = (ctx.cancel.clone(), ctx.usage.clone());
-    // Untraced, nothing is looked up for a span (the digest is a shared string to clone).
-    let span = match crate::telemetry::enabled() {
-        true => {
-            trace::guest(tracing::Span::current(), in_task, &entry.plugin.name, &entry.plugin.code.digest(), entry.plugin.code.contract().as_str(), &entry.name)
-        }
-        false => tracing::Span::none(),
-    };
-    let run = with_permit(&entry.plugin, &cancel, || runtime.call_tool(&entry.plugin.code, &entry.own_name, &arguments, ctx));
-    // A plain call's run is traced on its request's span, which is entered already.
-    let outcome = if in_task { run.instrument(span.clone()).await } else { run.await };
-    let ended = |outcome: &str, failed: bool| {
-        if span.is_disabled() {
-            return;
-        }
-        let digest = (!in_task).then(|| entry.plugin.code.digest());
-        let plugin = digest.as_deref().map(|digest| (entry.plugin.name.as_str(), digest, entry.plugin.code.contract().as_str()));
-        trace::guest_ended(&span, trace::GuestEnded { outcome, fuel_consumed: usage.fuel_consumed(), peak_memory: usage.peak_memory(), failed, plugin });
-    };
-    let (mut result, failure) = match outcome.and_then(|result| tool_result(entry, result)) {
-        Ok(result) => (result, None),
-        Err(Failure::Cancelled) => {
-            ended(Failure::Cancelled.kind(), false);
-            return (Err(Cancelled), Vec::new());
-        }
-        Err(failure) => {
-            tracing::warn!(parent: &span, tool = %entry.name, plugin = %entry.plugin.name, kind = failure.kind(), "{}", failure.describe(&entry.name));
-            (failure_result(&entry.name, &failure), Some(failure.kind()))
-        }
-    };
-    let denied = denials.take();
-    for what in &denied {
-        tracing::warn!(parent: &span, tool = %entry.name, plugin = %entry.plugin.name, "{what}");
-    }
-    let outcome = failure.unwrap_or(if result.is_error { "tool-error" } else { "ok" });
-    ended(outcome, failure.is_some());
-    note_denials(&mut result, denied.clone());
-    (Ok(Called { result, failure }), denied)
 }
 
 /// One call outside any session (`corral call`): a local test, so the task policy is not applied.

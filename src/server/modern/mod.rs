@@ -27,8 +27,9 @@ use super::authorize::Action;
 use super::load_wait::Needs;
 use super::notify::{CallNotifier, LevelFilter};
 use super::scope::Scope;
-use super::tools::{self, AdmittedCall};
-use super::{prompts, resources, result_links, task_view};
+use super::tool_run::{self, AdmittedCall};
+use super::tools;
+use super::{kept_results, prompts, resources, result_links, task_view};
 use crate::cancel::CancelHandle;
 use crate::mcp::modern::wire::{self, CacheScope, Caching, COMPLETE};
 use crate::mcp::modern::{missing_capability, Envelope, ModernMethod, MODERN_PROTOCOL_VERSION, TASKS_EXTENSION};
@@ -204,9 +205,9 @@ fn call(scope: &Scope, id: RequestId, envelope: Envelope, params: Map<String, Va
     let ctx = context(&call.entry.plugin, &observer);
     let owner = scope.owner().clone();
     scope.spawn_request(id, move |cancel| async move {
-        let caller = tools::Caller { owner: owner.key(), task: None };
-        let result = tools::run(host.runs(), caller, &call, ctx(cancel)).await.ok()?.result;
-        let result = result_links::keep_plain(&host, &owner, &call.entry.name, call.entry.plugin.limits.inline_result, result).await;
+        let caller = tool_run::Caller { owner: owner.key(), task: None };
+        let result = tool_run::run(host.runs(), caller, &call, ctx(cancel)).await.ok()?.result;
+        let result = kept_results::keep_plain(&host, &owner, &call.entry.name, call.entry.plugin.limits.inline_result, result).await;
         Some(finish(&observer, Ok(serde_json::to_value(result).expect("results serialize"))))
     });
 }
@@ -245,14 +246,14 @@ fn adaptive(scope: &Scope, id: RequestId, envelope: Envelope, call: AdmittedCall
         }
         let mut running: futures_util::future::BoxFuture<'static, _> = {
             let (host, call, ctx, owner) = (host.clone(), call.clone(), ctx(cancel.clone()), owner.clone());
-            Box::pin(async move { tools::run(host.runs(), tools::Caller { owner: owner.key(), task: None }, &call, ctx).await })
+            Box::pin(async move { tool_run::run(host.runs(), tool_run::Caller { owner: owner.key(), task: None }, &call, ctx).await })
         };
         // The call is polled first: one that ends in its first poll arms no timer.
         let adopt = tokio::select! {
             biased;
             done = &mut running => {
                 let result = done.ok()?.result;
-                let result = result_links::keep_plain(&host, &owner, &call.entry.name, call.entry.plugin.limits.inline_result, result).await;
+                let result = kept_results::keep_plain(&host, &owner, &call.entry.name, call.entry.plugin.limits.inline_result, result).await;
                 return Some(finish(&observer, Ok(serde_json::to_value(result).expect("results serialize"))));
             }
             _ = tokio::time::sleep(task_after) => RunningCall { call: running, cancel, asks, input },
@@ -271,7 +272,7 @@ fn read(scope: &Scope, id: RequestId, envelope: Envelope, params: Map<String, Va
         let owner = scope.owner().clone();
         let caching = Caching { ttl_ms: 0, scope: CacheScope::Private };
         return scope
-            .answer_later(id, async move { result_links::read(&host, &owner, Params::new(&params)).await.map(|v| wire::result(v, COMPLETE, Some(caching))) });
+            .answer_later(id, async move { kept_results::read(&host, &owner, Params::new(&params)).await.map(|v| wire::result(v, COMPLETE, Some(caching))) });
     }
     let owner = resources::requested_uri(Params::new(&params)).and_then(|uri| Ok((resources::owner(&host, &uri)?, uri))).map(|(plugin, uri)| (uri, plugin));
     let Some((uri, plugin)) = scope.admit(&id, owner.map_err(era_error), |(uri, plugin)| Action::ReadResource { plugin: &plugin.name, uri }) else { return };
