@@ -34,6 +34,7 @@ mod sqlite_blobs;
 mod sqlite_inputs;
 mod sqlite_operator;
 mod sqlite_rows;
+mod sqlite_secrets;
 mod state;
 mod store;
 #[cfg(test)]

@@ -1,0 +1,130 @@
+//! What one call's environment gets: each secret its plugin declares, resolved for the caller.
+//!
+//! A plugin that declares nothing costs a call nothing here (no lookup, no allocation). One that
+//! declares secrets gets all of them or none: a call never runs with half its credentials.
+
+use std::sync::Arc;
+
+use zeroize::Zeroizing;
+
+use super::{Holder, HostSecretError, HostSecrets, SecretsKey, Vault, VaultError};
+use crate::config::{SecretDecl, SecretScope};
+use crate::principal::Owner;
+
+/// Where a host's secrets come from: the vault of caller secrets (with `--secrets-key-file`)
+/// and the directory of host secrets (`--secrets-dir`); either may be off.
+#[derive(Clone, Default)]
+pub struct Resolver {
+    key: Option<Arc<SecretsKey>>,
+    vault: Option<Vault>,
+    host: Option<HostSecrets>,
+}
+
+impl std::fmt::Debug for Resolver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Resolver").field("key", &self.key).field("caller_secrets", &self.vault.is_some()).field("host", &self.host).finish()
+    }
+}
+
+/// Variables for one call: `(NAME, value)`, the values wiped when the call's context is dropped.
+pub type SecretEnv = Vec<(String, Zeroizing<String>)>;
+
+/// Why a call's secrets could not all be resolved: names, never values.
+#[derive(Debug, thiserror::Error)]
+pub enum Unresolved {
+    /// The caller has not set a caller secret: they can, through the page or an operator.
+    #[error("secret {} of plugin {plugin} is not set for {holder}", decl.name)]
+    NotSet {
+        /// The plugin.
+        plugin: String,
+        /// The secret, as declared (description and help URL for whoever asks the caller).
+        decl: SecretDecl,
+        /// Whose it would be.
+        holder: Holder,
+    },
+    /// The caller is nobody in particular (an HTTP session without auth, an anonymous client).
+    #[error("plugin {plugin} needs the caller's own secret {name}, and this caller is anonymous: sign in (a token or OAuth) to use it")]
+    Anonymous {
+        /// The plugin.
+        plugin: String,
+        /// The secret's name.
+        name: String,
+    },
+    /// The host keeps no caller secrets.
+    #[error("plugin {plugin} needs the caller's own secret {name}, and caller secrets are off on this host (it was started without --secrets-key-file)")]
+    CallerSecretsOff {
+        /// The plugin.
+        plugin: String,
+        /// The secret's name.
+        name: String,
+    },
+    /// The host has no secrets directory.
+    #[error("plugin {plugin} needs the host's secret {name}, and host secrets are off (it was started without --secrets-dir)")]
+    HostSecretsOff {
+        /// The plugin.
+        plugin: String,
+        /// The secret's name.
+        name: String,
+    },
+    /// A host secret is missing or unreadable.
+    #[error("{0}")]
+    Host(#[from] HostSecretError),
+    /// The vault failed.
+    #[error("{0}")]
+    Vault(#[from] VaultError),
+}
+
+impl Resolver {
+    /// Caller secrets sealed with `key` (opened over the store by [`Resolver::over`]), host
+    /// secrets from `host`.
+    pub fn new(key: Option<Arc<SecretsKey>>, host: Option<HostSecrets>) -> Resolver {
+        Resolver { key, vault: None, host }
+    }
+
+    /// The same, with its caller secrets in `rows` (the host's task store): refused when the
+    /// store holds secrets another key sealed.
+    pub async fn over(self, rows: Option<Arc<dyn super::SecretRows>>) -> Result<Resolver, VaultError> {
+        let vault = match (&self.key, rows) {
+            (Some(key), Some(rows)) => Some(Vault::open(key.clone(), rows).await?),
+            _ => None,
+        };
+        Ok(Resolver { vault, ..self })
+    }
+
+    /// Whether caller secrets can be resolved.
+    pub fn keeps_caller_secrets(&self) -> bool {
+        self.vault.is_some()
+    }
+
+    /// The vault, for the page that stores a caller's secret.
+    pub fn vault(&self) -> Option<&Vault> {
+        self.vault.as_ref()
+    }
+
+    /// The variables a call of `plugin` (which declares `declared`) made for `owner` gets.
+    pub async fn resolve(&self, owner: &str, plugin: &str, declared: &[SecretDecl]) -> Result<SecretEnv, Unresolved> {
+        if declared.is_empty() {
+            return Ok(Vec::new());
+        }
+        let holder = Owner::parse(owner).and_then(|o| Holder::of(&o));
+        let mut env = Vec::with_capacity(declared.len());
+        for decl in declared {
+            let value = match decl.scope {
+                SecretScope::Host => {
+                    let host = self.host.as_ref().ok_or_else(|| Unresolved::HostSecretsOff { plugin: plugin.to_owned(), name: decl.name.clone() })?;
+                    host.get(plugin, &decl.name)?
+                }
+                SecretScope::Caller => {
+                    let vault = self.vault.as_ref().ok_or_else(|| Unresolved::CallerSecretsOff { plugin: plugin.to_owned(), name: decl.name.clone() })?;
+                    let holder = holder.as_ref().ok_or_else(|| Unresolved::Anonymous { plugin: plugin.to_owned(), name: decl.name.clone() })?;
+                    match vault.get(holder, plugin, &decl.name).await? {
+                        Some(value) => value,
+                        None => return Err(Unresolved::NotSet { plugin: plugin.to_owned(), decl: decl.clone(), holder: holder.clone() }),
+                    }
+                }
+            };
+            env.push((decl.name.clone(), Zeroizing::new(value.expose().to_owned())));
+        }
+        Ok(env)
+    }
+}
