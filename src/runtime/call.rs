@@ -16,6 +16,7 @@ use super::denials::Denials;
 use super::failure::Stopped;
 use super::input::{self, InputRequest, InputResponse, Keyed, Root};
 use super::network::{HttpGuard, LookupView, NetGuard};
+use super::redact::SecretVars;
 use super::time_limit::TimeLimit;
 use crate::cancel::CancelHandle;
 use crate::config::Limits;
@@ -147,6 +148,9 @@ pub struct CallContext {
     pub usage: Arc<Usage>,
     /// `limits.timeout` unless switched while the call runs (an adopted call gets its task's).
     pub time_limit: TimeLimit,
+    /// The secrets resolved for this call (`[secrets.NAME]` of its plugin, for its caller): in
+    /// its environment, and redacted from its stdout and stderr.
+    pub secret_env: SecretVars,
 }
 
 impl CallContext {
@@ -157,7 +161,7 @@ impl CallContext {
 
     /// A context for a call that `cancel` stops (a request, a task), under `limits.timeout`.
     pub fn for_request(limits: Limits, cancel: CancelHandle, observer: Arc<dyn CallObserver>) -> CallContext {
-        CallContext { limits, cancel, observer, denials: Arc::default(), usage: Arc::default(), time_limit: TimeLimit::default() }
+        CallContext { limits, cancel, observer, denials: Arc::default(), usage: Arc::default(), time_limit: TimeLimit::default(), secret_env: Arc::new([]) }
     }
 }
 

@@ -148,7 +148,7 @@ pub fn error_result(text: String, kind: &str) -> CallToolResult {
     with_error_meta(CallToolResult::error_text(text), detail)
 }
 
-fn with_error_meta(mut result: CallToolResult, detail: Map<String, Value>) -> CallToolResult {
+pub(super) fn with_error_meta(mut result: CallToolResult, detail: Map<String, Value>) -> CallToolResult {
     result.meta.insert(ERROR_META_KEY.into(), Value::Object(detail));
     result
 }

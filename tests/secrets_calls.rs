@@ -1,0 +1,241 @@
+//! Secrets in calls, with a real guest built from source (`tests/guests/probe`, which reports
+//! its environment): each principal's own caller secret, the operator's host secret from a
+//! directory laid out as a mounted Kubernetes Secret (and its update), only the declared names
+//! and only in the calls they are resolved for, every leak redacted, and nothing of any value in
+//! the host's log, audit trail or database. On a SQLite file and on PostgreSQL
+//! (`postgres::NAME`, skipped without a server unless `CORRAL_REQUIRE_POSTGRES` is set).
+
+mod common;
+#[path = "../src/tasks/postgres/testing.rs"]
+mod pg_cluster;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use common::{test_guests, McpProcess, Transport, TIMEOUT};
+use serde_json::{json, Value};
+
+const ADA: &str = "ada-tracker-token-0123456789";
+const BOB: &str = "bob-tracker-token-9876543210";
+const WEBHOOK: &str = "operator-webhook-key-first";
+const WEBHOOK_2: &str = "operator-webhook-key-second";
+const KEY: &str = "6b1f3c2a9d8e7f60514233241506f7e8d9cabbac0d1e2f30415263748596a7b8";
+const MANIFEST: &str = "[secrets.TRACKER_TOKEN]\nscope = \"caller\"\ndescription = \"Your tracker API token\"\nhelp_url = \"https://tracker.example/tokens\"\n\
+                        [secrets.WEBHOOK_KEY]\nscope = \"host\"\ndescription = \"The team's webhook key\"\n";
+
+/// A plugin directory with the probe twice: `probe` declaring the two secrets, `bare` declaring
+/// none; a key file, a secrets directory and a store.
+struct Setup {
+    dir: tempfile::TempDir,
+    db: String,
+}
+
+impl Setup {
+    fn new(db: Option<String>) -> Setup {
+        let dir = tempfile::tempdir().unwrap();
+        let plugins = dir.path().join("plugins");
+        std::fs::create_dir(&plugins).unwrap();
+        for name in ["probe", "bare"] {
+            std::fs::copy(test_guests().join("probe.wasm"), plugins.join(format!("{name}.wasm"))).unwrap();
+        }
+        std::fs::write(plugins.join("probe.toml"), MANIFEST).unwrap();
+        std::fs::write(dir.path().join("key"), format!("{KEY}\n")).unwrap();
+        std::fs::write(dir.path().join("tokens"), "ada tok-ada-1\nbob tok-bob-2\ncarol tok-carol-3\n").unwrap();
+        write_host_secret(&dir.path().join("secrets"), WEBHOOK);
+        let db = db.unwrap_or_else(|| dir.path().join("tasks.db").to_str().unwrap().to_owned());
+        Setup { dir, db }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn s(&self, name: &str) -> String {
+        self.path(name).to_str().unwrap().to_owned()
+    }
+
+    /// `corral secrets set probe TRACKER_TOKEN --principal P`, the value on stdin.
+    fn set(&self, principal: &str, value: &str) {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_corral"))
+            .args(["secrets", "set", "probe", "TRACKER_TOKEN", "--principal", principal, "--db", &self.db, "--secrets-key-file", &self.s("key")])
+            .stdin(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(value.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    fn serve(&self, transport: Transport, extra: &[&str]) -> McpProcess {
+        let (plugins, db, audit) = (self.s("plugins"), self.db.clone(), self.s("audit.log"));
+        let mut args = vec!["serve", "--plugins", &plugins, "--db", &db, "--audit-log", &audit, "--audit-arguments"];
+        args.extend_from_slice(extra);
+        McpProcess::spawn_with(transport, &args)
+    }
+}
+
+/// Writes `DIR/probe/WEBHOOK_KEY` as the kubelet updates a mounted Secret: a new timestamped
+/// directory, then the `..data` symlink swapped to it in one rename.
+fn write_host_secret(dir: &Path, value: &str) {
+    use std::os::unix::fs::symlink;
+    std::fs::create_dir_all(dir).unwrap();
+    let version = format!("..{}", value.len() + std::fs::read_dir(dir).unwrap().count());
+    std::fs::create_dir_all(dir.join(&version).join("probe")).unwrap();
+    std::fs::write(dir.join(&version).join("probe/WEBHOOK_KEY"), value).unwrap();
+    symlink(&version, dir.join("..data_tmp")).unwrap();
+    std::fs::rename(dir.join("..data_tmp"), dir.join("..data")).unwrap();
+    if dir.join("probe").symlink_metadata().is_err() {
+        symlink("..data/probe", dir.join("probe")).unwrap();
+    }
+}
+
+fn reversed(s: &str) -> String {
+    s.chars().rev().collect()
+}
+
+/// The probe's report of one call reading `name`.
+fn report(mcp: &mut McpProcess, tool: &str, name: &str) -> (Value, Value) {
+    let result = mcp.call_tool(tool, json!({ "env": name }));
+    let report = result["content"][0]["text"].as_str().and_then(|t| serde_json::from_str(t).ok()).unwrap_or(Value::Null);
+    (report, result)
+}
+
+fn each_principal_sees_its_own_secret_and_nothing_leaks(setup: &Setup) {
+    setup.set("token:ada", ADA);
+    setup.set("token:bob", BOB);
+    let mut mcp =
+        setup.serve(Transport::Http, &["--auth-tokens-file", &setup.s("tokens"), "--secrets-key-file", &setup.s("key"), "--secrets-dir", &setup.s("secrets")]);
+
+    mcp.set_bearer_token("tok-ada-1");
+    mcp.initialize();
+    let (ada, result) = report(&mut mcp, "probe", "TRACKER_TOKEN");
+    assert_eq!(ada["env_reversed"], json!(reversed(ADA)), "ada's own secret: {result}");
+    assert_eq!(ada["env"], json!("[secret TRACKER_TOKEN]"), "the value echoed in a result is redacted: {result}");
+    assert_eq!(ada["env_names"], json!(["TRACKER_TOKEN", "WEBHOOK_KEY"]), "the declared names and nothing else: {result}");
+    let (host, _) = report(&mut mcp, "probe", "WEBHOOK_KEY");
+    assert_eq!(host["env_reversed"], json!(reversed(WEBHOOK)));
+
+    // The operator updates the Secret: the next call reads the new value.
+    write_host_secret(&setup.path("secrets"), WEBHOOK_2);
+    let (host, _) = report(&mut mcp, "probe", "WEBHOOK_KEY");
+    assert_eq!(host["env_reversed"], json!(reversed(WEBHOOK_2)));
+
+    // A plugin that declares nothing sees nothing, whoever calls it.
+    let (bare, _) = report(&mut mcp, "bare", "TRACKER_TOKEN");
+    assert_eq!((bare["env_count"].as_u64(), bare["env"].clone()), (Some(0), Value::Null), "{bare}");
+
+    // Leaked through every channel: each arrives redacted.
+    let id = mcp.send_request("tools/call", json!({"name": "probe", "arguments": {"env": "TRACKER_TOKEN", "echo": true}, "_meta": {"progressToken": "p1"}}));
+    let response = mcp.wait_response(id, TIMEOUT);
+    assert!(response["result"]["content"][0]["text"].as_str().unwrap().contains("[secret TRACKER_TOKEN]"), "{response}");
+    let progress = mcp.notifications().into_iter().filter(|n| n["method"] == "notifications/progress").collect::<Vec<_>>();
+    assert_eq!(progress.len(), 1, "{progress:?}");
+    assert_eq!(progress[0]["params"]["message"], json!("probe leaks [secret TRACKER_TOKEN] in progress"));
+    mcp.wait_stderr("the redacted leaks in the host log", TIMEOUT, |log| {
+        log.contains("probe leaks [secret TRACKER_TOKEN] on stderr") && log.contains("probe leaks [secret TRACKER_TOKEN] in a log")
+    });
+
+    mcp.set_bearer_token("tok-bob-2");
+    mcp.new_session();
+    let (bob, result) = report(&mut mcp, "probe", "TRACKER_TOKEN");
+    assert_eq!(bob["env_reversed"], json!(reversed(BOB)), "bob's own secret: {result}");
+
+    // Carol has set none: the call does not run, and she is told which secret and where to get one.
+    mcp.set_bearer_token("tok-carol-3");
+    mcp.new_session();
+    let (_, result) = report(&mut mcp, "probe", "TRACKER_TOKEN");
+    assert_eq!(result["isError"], json!(true), "{result}");
+    let error = &result["_meta"]["corral/error"];
+    assert_eq!(error["kind"], "secret-unavailable", "{result}");
+    assert_eq!((error["secret"].as_str(), error["helpUrl"].as_str()), (Some("TRACKER_TOKEN"), Some("https://tracker.example/tokens")), "{result}");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("secret TRACKER_TOKEN of plugin probe is not set for token:carol"), "{text}");
+
+    mcp.close_stdin();
+    mcp.wait_exit(TIMEOUT);
+    let mut everything = mcp.stderr_text().into_bytes();
+    everything.extend(std::fs::read(setup.path("audit.log")).unwrap());
+    if !setup.db.starts_with("postgres") {
+        for entry in std::fs::read_dir(setup.dir.path()).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_file() && path.file_name().unwrap().to_str().unwrap().starts_with("tasks.db") {
+                everything.extend(std::fs::read(path).unwrap());
+            }
+        }
+    } else {
+        everything.extend(pg_cluster::psql(&setup.db, "SELECT encode(sealed, 'escape') FROM corral_secrets").unwrap().into_bytes());
+    }
+    let audit = std::fs::read_to_string(setup.path("audit.log")).unwrap();
+    assert!(audit.contains("[secret TRACKER_TOKEN]"), "the audit trail's result is the redacted one: {audit}");
+    for value in [ADA, BOB, WEBHOOK, WEBHOOK_2] {
+        assert!(!everything.windows(value.len()).any(|w| w == value.as_bytes()), "{value} reached a log, the audit trail or the store");
+    }
+}
+
+#[test]
+fn without_a_key_caller_secrets_are_off_and_a_call_says_so() {
+    let setup = Setup::new(None);
+    let mut mcp = setup.serve(Transport::Stdio, &["--secrets-dir", &setup.s("secrets")]);
+    mcp.initialize();
+    let (_, result) = report(&mut mcp, "probe", "TRACKER_TOKEN");
+    assert_eq!(result["_meta"]["corral/error"]["kind"], "secret-unavailable", "{result}");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("caller secrets are off on this host (it was started without --secrets-key-file)"), "{text}");
+}
+
+#[test]
+fn the_local_user_on_stdio_has_secrets_of_their_own_and_host_secrets_need_the_directory() {
+    let setup = Setup::new(None);
+    setup.set("local", ADA);
+    let mut mcp = setup.serve(Transport::Stdio, &["--secrets-key-file", &setup.s("key")]);
+    mcp.initialize();
+    let (_, result) = report(&mut mcp, "probe", "TRACKER_TOKEN");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("needs the host's secret WEBHOOK_KEY, and host secrets are off (it was started without --secrets-dir)"), "{text}");
+    mcp.close_stdin();
+    mcp.wait_exit(TIMEOUT);
+
+    let mut mcp = setup.serve(Transport::Stdio, &["--secrets-key-file", &setup.s("key"), "--secrets-dir", &setup.s("secrets")]);
+    mcp.initialize();
+    let (local, result) = report(&mut mcp, "probe", "TRACKER_TOKEN");
+    assert_eq!(local["env_reversed"], json!(reversed(ADA)), "{result}");
+}
+
+#[test]
+fn a_wrong_or_missing_key_file_stops_the_start() {
+    let setup = Setup::new(None);
+    setup.set("token:ada", ADA);
+    let start = |key: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_corral"))
+            .args(["serve", "--plugins", &setup.s("plugins"), "--db", &setup.db, "--secrets-key-file"])
+            .arg(key)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    std::fs::write(setup.path("other.key"), "0a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20212223242526272829").unwrap();
+    let out = start(&setup.path("other.key"));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("sealed under key id") && said.contains("it is not their key"), "{said}");
+    let out = start(&setup.path("absent.key"));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("absent.key: cannot read"), "{said}");
+}
+
+/// Each scenario on a SQLite file and on PostgreSQL.
+macro_rules! on_both_stores {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $( #[test] fn $name() { super::$name(&super::Setup::new(None)) } )*
+        }
+        mod postgres {
+            $( #[test] fn $name() { if let Some(url) = super::pg_cluster::database_or_skip() { super::$name(&super::Setup::new(Some(url))) } } )*
+        }
+    };
+}
+
+on_both_stores!(each_principal_sees_its_own_secret_and_nothing_leaks);
