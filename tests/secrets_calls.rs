@@ -63,7 +63,7 @@ impl Setup {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        child.stdin.take().unwrap().write_all(value.as_bytes()).unwrap();
+        let _ = child.stdin.take().unwrap().write_all(value.as_bytes());
         let out = child.wait_with_output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }

@@ -149,7 +149,7 @@ fn table(listing: &[SecretListing]) -> String {
         return "no secrets stored\n".to_owned();
     }
     let width = |f: fn(&SecretListing) -> &str, title: &str| listing.iter().map(|l| f(l).len()).max().unwrap_or(0).max(title.len());
-    let (wp, wl, wn) = (width(|l| &l.holder, "PRINCIPAL"), width(|l| &l.plugin, "PLUGIN"), width(|l| &l.name, "NAME"));
+    let (wp, wl, wn) = (width(|l| l.holder.as_str(), "PRINCIPAL"), width(|l| l.plugin.as_str(), "PLUGIN"), width(|l| l.name.as_str(), "NAME"));
     let mut out = format!("{:<wp$}  {:<wl$}  {:<wn$}  {:<20}  UPDATED\n", "PRINCIPAL", "PLUGIN", "NAME", "SET");
     for l in listing {
         out.push_str(&format!("{:<wp$}  {:<wl$}  {:<wn$}  {:<20}  {}\n", l.holder, l.plugin, l.name, time(l.created_at), time(l.updated_at)));

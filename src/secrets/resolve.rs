@@ -33,7 +33,7 @@ pub type SecretEnv = Vec<(String, Zeroizing<String>)>;
 #[derive(Debug, thiserror::Error)]
 pub enum Unresolved {
     /// The caller has not set a caller secret: they can, through the page or an operator.
-    #[error("secret {} of plugin {plugin} is not set for {holder}", decl.name)]
+    #[error("secret {} of plugin {plugin} is not set for {holder}", .decl.name)]
     NotSet {
         /// The plugin.
         plugin: String,

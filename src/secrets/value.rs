@@ -19,7 +19,7 @@ pub enum ValueError {
     #[error("the value is empty")]
     Empty,
     /// More than [`MAX_VALUE`] bytes.
-    #[error("the value is {0} bytes; at most {MAX_VALUE} are accepted")]
+    #[error("the value is {0} bytes; at most 16384 are accepted")]
     TooLong(usize),
     /// An environment variable cannot hold it.
     #[error("the value is not UTF-8 text without NUL characters (it becomes an environment variable)")]
@@ -83,5 +83,6 @@ mod tests {
         assert_eq!(Secret::from_input(vec![b'x'; MAX_VALUE + 1]), Err(ValueError::TooLong(MAX_VALUE + 1)));
         assert_eq!(Secret::new(b"a\0b"), Err(ValueError::NotText));
         assert_eq!(Secret::new(&[0xff, 0xfe]), Err(ValueError::NotText));
+        assert_eq!(MAX_VALUE, 16384, "the message of TooLong says so");
     }
 }

@@ -18,7 +18,7 @@ pub enum VaultError {
     #[error(
         "the secrets in this store were sealed under key id {}, but the key file given has id {ours}: it is not their key \
          (after `corral secrets rotate-key`, give every host the new key file)",
-        describe(found)
+        describe(.found)
     )]
     WrongKey {
         /// This host's key id.

@@ -77,7 +77,7 @@ impl SecretRows for SqliteStore {
             let rows = select.query_map(params![holder], |r| {
                 Ok(SecretListing { holder: r.get(0)?, plugin: r.get(1)?, name: r.get(2)?, created_at: r.get(3)?, updated_at: r.get(4)? })
             })?;
-            rows.collect()
+            rows.collect::<rusqlite::Result<Vec<_>>>()
         });
         Box::pin(async move { read.await.map_err(rows_error) })
     }
@@ -94,7 +94,7 @@ impl SecretRows for SqliteStore {
         let read = self.read(|c| {
             let mut select = c.prepare_cached("SELECT key_id, count(*) FROM secrets GROUP BY key_id ORDER BY key_id")?;
             let rows = select.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u64)))?;
-            rows.collect()
+            rows.collect::<rusqlite::Result<Vec<_>>>()
         });
         Box::pin(async move { read.await.map_err(rows_error) })
     }
@@ -104,7 +104,7 @@ impl SecretRows for SqliteStore {
         let read = self.read(move |c| {
             let mut select = c.prepare_cached(&format!("SELECT {COLUMNS} FROM secrets WHERE key_id = ?1 ORDER BY holder, plugin, name"))?;
             let rows = select.query_map(params![key_id], read_row)?;
-            rows.collect()
+            rows.collect::<rusqlite::Result<Vec<_>>>()
         });
         Box::pin(async move { read.await.map_err(rows_error) })
     }

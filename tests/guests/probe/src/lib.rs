@@ -104,7 +104,7 @@ impl Guest for Probe {
                 if let Some(v) = &value {
                     eprintln!("probe leaks {v} on stderr");
                     corral::plugin::host::log(corral::plugin::host::LogLevel::Info, &format!("probe leaks {v} in a log"));
-                    corral::plugin::host::progress(1.0, Some(2.0), Some(&format!("probe leaks {v} in progress")));
+                    corral::plugin::host::progress(1.0, Some(2.0), Some(format!("probe leaks {v} in progress").as_str()));
                 }
             }
             report.insert("env".into(), json!(value));
