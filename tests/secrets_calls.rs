@@ -25,7 +25,8 @@ const MANIFEST: &str = "[secrets.TRACKER_TOKEN]\nscope = \"caller\"\ndescription
                         [secrets.WEBHOOK_KEY]\nscope = \"host\"\ndescription = \"The team's webhook key\"\n";
 
 /// A plugin directory with the probe twice: `probe` declaring the two secrets, `bare` declaring
-/// none; a key file, a secrets directory and a store.
+/// none (and serving its tool as `bare_probe`, so the two names do not clash); a key file, a
+/// secrets directory and a store.
 struct Setup {
     dir: tempfile::TempDir,
     db: String,
@@ -40,6 +41,7 @@ impl Setup {
             std::fs::copy(test_guests().join("probe.wasm"), plugins.join(format!("{name}.wasm"))).unwrap();
         }
         std::fs::write(plugins.join("probe.toml"), MANIFEST).unwrap();
+        std::fs::write(plugins.join("bare.toml"), "namespace = \"bare\"\n").unwrap();
         std::fs::write(dir.path().join("key"), format!("{KEY}\n")).unwrap();
         std::fs::write(dir.path().join("tokens"), "ada tok-ada-1\nbob tok-bob-2\ncarol tok-carol-3\n").unwrap();
         write_host_secret(&dir.path().join("secrets"), WEBHOOK);
@@ -123,7 +125,7 @@ fn each_principal_sees_its_own_secret_and_nothing_leaks(setup: &Setup) {
     assert_eq!(host["env_reversed"], json!(reversed(WEBHOOK_2)));
 
     // A plugin that declares nothing sees nothing, whoever calls it.
-    let (bare, _) = report(&mut mcp, "bare", "TRACKER_TOKEN");
+    let (bare, _) = report(&mut mcp, "bare_probe", "TRACKER_TOKEN");
     assert_eq!((bare["env_count"].as_u64(), bare["env"].clone()), (Some(0), Value::Null), "{bare}");
 
     // Leaked through every channel: each arrives redacted.

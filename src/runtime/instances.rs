@@ -410,6 +410,7 @@ impl Runtime {
             peak_memory: 0,
             checkpoint: None,
             checkpoint_cap: ctx.limits.checkpoint,
+            secrets: ctx.secret_env.clone(),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| state);
