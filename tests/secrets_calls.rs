@@ -18,15 +18,21 @@ use serde_json::{json, Value};
 
 const ADA: &str = "ada-tracker-token-0123456789";
 const BOB: &str = "bob-tracker-token-9876543210";
+/// Ada's secret for `kept`: long enough (over 4 KiB) that the probe's report of it is kept by
+/// reference.
+fn ada_long() -> String {
+    format!("ada-kept-{}-end", "0123456789abcdef".repeat(300))
+}
 const WEBHOOK: &str = "operator-webhook-key-first";
 const WEBHOOK_2: &str = "operator-webhook-key-second";
 const KEY: &str = "6b1f3c2a9d8e7f60514233241506f7e8d9cabbac0d1e2f30415263748596a7b8";
 const MANIFEST: &str = "[secrets.TRACKER_TOKEN]\nscope = \"caller\"\ndescription = \"Your tracker API token\"\nhelp_url = \"https://tracker.example/tokens\"\n\
                         [secrets.WEBHOOK_KEY]\nscope = \"host\"\ndescription = \"The team's webhook key\"\n";
 
-/// A plugin directory with the probe twice: `probe` declaring the two secrets, `bare` declaring
-/// none (and serving its tool as `bare_probe`, so the two names do not clash); a key file, a
-/// secrets directory and a store.
+/// A plugin directory with the probe three times: `probe` declaring the two secrets, `kept`
+/// declaring them too but with results this small kept in the store by reference, and `bare`
+/// declaring none (the last two under namespaces of their own, so the tool names do not clash);
+/// a key file, a secrets directory and a store.
 struct Setup {
     dir: tempfile::TempDir,
     db: String,
@@ -37,10 +43,15 @@ impl Setup {
         let dir = tempfile::tempdir().unwrap();
         let plugins = dir.path().join("plugins");
         std::fs::create_dir(&plugins).unwrap();
-        for name in ["probe", "bare"] {
+        for name in ["probe", "kept", "bare"] {
             std::fs::copy(test_guests().join("probe.wasm"), plugins.join(format!("{name}.wasm"))).unwrap();
         }
         std::fs::write(plugins.join("probe.toml"), MANIFEST).unwrap();
+        std::fs::write(
+            plugins.join("kept.toml"),
+            format!("namespace = \"kept\"\n[limits]\ninline-result = \"64B\"\n{}", MANIFEST.split("[secrets.WEBHOOK_KEY]").next().unwrap()),
+        )
+        .unwrap();
         std::fs::write(plugins.join("bare.toml"), "namespace = \"bare\"\n").unwrap();
         std::fs::write(dir.path().join("key"), format!("{KEY}\n")).unwrap();
         std::fs::write(dir.path().join("tokens"), "ada tok-ada-1\nbob tok-bob-2\ncarol tok-carol-3\n").unwrap();
@@ -59,8 +70,13 @@ impl Setup {
 
     /// `corral secrets set probe TRACKER_TOKEN --principal P`, the value on stdin.
     fn set(&self, principal: &str, value: &str) {
+        self.set_for("probe", principal, value);
+    }
+
+    /// `corral secrets set PLUGIN TRACKER_TOKEN --principal P`, the value on stdin.
+    fn set_for(&self, plugin: &str, principal: &str, value: &str) {
         let mut child = Command::new(env!("CARGO_BIN_EXE_corral"))
-            .args(["secrets", "set", "probe", "TRACKER_TOKEN", "--principal", principal, "--db", &self.db, "--secrets-key-file", &self.s("key")])
+            .args(["secrets", "set", plugin, "TRACKER_TOKEN", "--principal", principal, "--db", &self.db, "--secrets-key-file", &self.s("key")])
             .stdin(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -72,7 +88,8 @@ impl Setup {
 
     fn serve(&self, transport: Transport, extra: &[&str]) -> McpProcess {
         let (plugins, db, audit) = (self.s("plugins"), self.db.clone(), self.s("audit.log"));
-        let mut args = vec!["serve", "--plugins", &plugins, "--db", &db, "--audit-log", &audit, "--audit-arguments"];
+        // Debug lines too: nothing the host logs at any level may hold a value.
+        let mut args = vec!["--log-level", "debug", "serve", "--plugins", &plugins, "--db", &db, "--audit-log", &audit, "--audit-arguments"];
         args.extend_from_slice(extra);
         McpProcess::spawn_with(transport, &args)
     }
@@ -107,6 +124,7 @@ fn report(mcp: &mut McpProcess, tool: &str, name: &str) -> (Value, Value) {
 fn each_principal_sees_its_own_secret_and_nothing_leaks(setup: &Setup) {
     setup.set("token:ada", ADA);
     setup.set("token:bob", BOB);
+    setup.set_for("kept", "token:ada", &ada_long());
     let mut mcp =
         setup.serve(Transport::Http, &["--auth-tokens-file", &setup.s("tokens"), "--secrets-key-file", &setup.s("key"), "--secrets-dir", &setup.s("secrets")]);
 
@@ -139,6 +157,13 @@ fn each_principal_sees_its_own_secret_and_nothing_leaks(setup: &Setup) {
         log.contains("probe leaks [secret TRACKER_TOKEN] on stderr") && log.contains("probe leaks [secret TRACKER_TOKEN] in a log")
     });
 
+    // A result too large to send inline is kept in the store, redacted like any other.
+    let kept = mcp.call_tool("kept_probe", json!({"env": "TRACKER_TOKEN", "echo": true}));
+    let link = kept["content"].as_array().unwrap().iter().find(|c| c["type"] == "resource_link").unwrap_or_else(|| panic!("kept by reference: {kept}"));
+    let read = mcp.request("resources/read", json!({"uri": link["uri"]}));
+    let kept_text = read["result"]["contents"][0]["text"].as_str().unwrap_or_else(|| panic!("{read}"));
+    assert!(kept_text.contains("[secret TRACKER_TOKEN]") && kept_text.contains(&reversed(&ada_long())), "{kept_text}");
+
     mcp.set_bearer_token("tok-bob-2");
     mcp.new_session();
     let (bob, result) = report(&mut mcp, "probe", "TRACKER_TOKEN");
@@ -155,24 +180,49 @@ fn each_principal_sees_its_own_secret_and_nothing_leaks(setup: &Setup) {
     let text = result["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("secret TRACKER_TOKEN of plugin probe is not set for token:carol"), "{text}");
 
+    let metrics = ureq::get(format!("{}/metrics", mcp.http_url().unwrap().trim_end_matches("/mcp")))
+        .header("authorization", "Bearer tok-ada-1")
+        .call()
+        .unwrap()
+        .into_body()
+        .read_to_string()
+        .unwrap();
+    assert!(metrics.contains("corral_tool_calls_total"), "{metrics}");
     mcp.close_stdin();
     mcp.wait_exit(TIMEOUT);
-    let mut everything = mcp.stderr_text().into_bytes();
-    everything.extend(std::fs::read(setup.path("audit.log")).unwrap());
+    // Where each byte was found, to name the place that leaked.
+    let mut everything: Vec<(String, Vec<u8>)> = vec![
+        ("the host's log".into(), mcp.stderr_text().into_bytes()),
+        ("/metrics".into(), metrics.into_bytes()),
+        ("the audit trail".into(), std::fs::read(setup.path("audit.log")).unwrap()),
+    ];
     if !setup.db.starts_with("postgres") {
         for entry in std::fs::read_dir(setup.dir.path()).unwrap() {
             let path = entry.unwrap().path();
             if path.is_file() && path.file_name().unwrap().to_str().unwrap().starts_with("tasks.db") {
-                everything.extend(std::fs::read(path).unwrap());
+                everything.push((path.display().to_string(), std::fs::read(path).unwrap()));
             }
         }
     } else {
-        everything.extend(pg_cluster::psql(&setup.db, "SELECT encode(sealed, 'escape') FROM corral_secrets").unwrap().into_bytes());
+        // Every row of every table, as text.
+        let tables = pg_cluster::psql(&setup.db, "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()").unwrap();
+        for table in tables.split_whitespace() {
+            everything.push((table.to_owned(), pg_cluster::psql(&setup.db, &format!("SELECT t::text FROM {table} t")).unwrap().into_bytes()));
+        }
+        everything
+            .push(("corral_secrets.sealed".into(), pg_cluster::psql(&setup.db, "SELECT encode(sealed, 'escape') FROM corral_secrets").unwrap().into_bytes()));
     }
     let audit = std::fs::read_to_string(setup.path("audit.log")).unwrap();
     assert!(audit.contains("[secret TRACKER_TOKEN]"), "the audit trail's result is the redacted one: {audit}");
-    for value in [ADA, BOB, WEBHOOK, WEBHOOK_2] {
-        assert!(!everything.windows(value.len()).any(|w| w == value.as_bytes()), "{value} reached a log, the audit trail or the store");
+    for value in [ADA, &ada_long(), BOB, WEBHOOK, WEBHOOK_2] {
+        for (place, bytes) in &everything {
+            let at = bytes.windows(value.len()).position(|w| w == value.as_bytes());
+            assert!(
+                at.is_none(),
+                "{value} reached {place}: …{}…",
+                String::from_utf8_lossy(&bytes[at.unwrap().saturating_sub(300)..(at.unwrap() + 100).min(bytes.len())])
+            );
+        }
     }
 }
 

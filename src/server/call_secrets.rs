@@ -36,7 +36,14 @@ pub fn unresolved_result(tool: &str, unresolved: &Unresolved) -> CallToolResult 
             detail.insert("helpUrl".into(), json!(url));
         }
     }
-    let text = format!("tool `{tool}` did not run: {unresolved}");
+    // The host's own faults (a missing file, a store that failed) are the operator's to read
+    // in the log: their details (paths, the store's words) are not the caller's business.
+    let text = match unresolved {
+        Unresolved::Host(_) | Unresolved::Vault(_) => {
+            format!("tool `{tool}` did not run: a secret it needs could not be read on this host (the host's log says why)")
+        }
+        _ => format!("tool `{tool}` did not run: {unresolved}"),
+    };
     with_error_meta(CallToolResult::error_text(text), detail)
 }
 
