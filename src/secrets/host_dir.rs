@@ -8,8 +8,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use super::value::MAX_VALUE;
-use super::{Secret, ValueError};
+use super::value::{Secret, ValueError, MAX_VALUE};
 
 /// The operator's secrets directory.
 #[derive(Clone, Debug)]

@@ -15,7 +15,8 @@ use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use sha2::{Digest, Sha256};
 use zeroize::Zeroizing;
 
-use super::{Holder, Secret};
+use super::holder::Holder;
+use super::value::Secret;
 
 /// Bytes of a nonce.
 pub const NONCE_LEN: usize = 24;
@@ -71,7 +72,7 @@ impl SecretsKey {
         Ok(SecretsKey::from_bytes(&bytes))
     }
 
-    fn from_bytes(bytes: &[u8; 32]) -> SecretsKey {
+    pub(super) fn from_bytes(bytes: &[u8; 32]) -> SecretsKey {
         let digest = Sha256::new().chain_update(b"corral secrets key id\0").chain_update(bytes).finalize();
         let id = hex::encode(&digest[..8]);
         let cipher = XChaCha20Poly1305::new_from_slice(bytes).expect("a 32-byte key");
@@ -121,17 +122,9 @@ fn associated_data(key_id: &str, holder: &str, plugin: &str, name: &str) -> Vec<
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-
-    /// A key for tests, different for each `seed`.
-    pub(crate) fn key(seed: u8) -> SecretsKey {
-        let mut bytes = [0u8; 32];
-        for (i, b) in bytes.iter_mut().enumerate() {
-            *b = seed.wrapping_mul(31).wrapping_add(i as u8);
-        }
-        SecretsKey::from_bytes(&bytes)
-    }
+    use crate::secrets::suite::key;
 
     #[test]
     fn a_sealed_value_opens_only_in_its_own_row_under_its_own_key() {

@@ -7,7 +7,10 @@ use std::sync::Arc;
 
 use zeroize::Zeroizing;
 
-use super::{Holder, HostSecretError, HostSecrets, SecretsKey, Vault, VaultError};
+use super::holder::Holder;
+use super::host_dir::{HostSecretError, HostSecrets};
+use super::key::SecretsKey;
+use super::vault::{Vault, VaultError};
 use crate::config::{SecretDecl, SecretScope};
 use crate::principal::Owner;
 
@@ -83,7 +86,7 @@ impl Resolver {
 
     /// The same, with its caller secrets in `rows` (the host's task store): refused when the
     /// store holds secrets another key sealed.
-    pub async fn over(self, rows: Option<Arc<dyn super::SecretRows>>) -> Result<Resolver, VaultError> {
+    pub async fn over(self, rows: Option<Arc<dyn super::rows::SecretRows>>) -> Result<Resolver, VaultError> {
         let vault = match (&self.key, rows) {
             (Some(key), Some(rows)) => Some(Vault::open(key.clone(), rows).await?),
             _ => None,

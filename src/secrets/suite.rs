@@ -2,8 +2,20 @@
 
 use std::sync::Arc;
 
-use super::key::tests::key;
-use super::{Holder, SealedSecret, Secret, SecretRows, Vault, VaultError};
+use super::holder::Holder;
+use super::key::SecretsKey;
+use super::rows::{SealedSecret, SecretRows};
+use super::value::Secret;
+use super::vault::{Vault, VaultError};
+
+/// A key for tests, different for each `seed`.
+pub(crate) fn key(seed: u8) -> SecretsKey {
+    let mut bytes = [0u8; 32];
+    for (i, b) in bytes.iter_mut().enumerate() {
+        *b = seed.wrapping_mul(31).wrapping_add(i as u8);
+    }
+    SecretsKey::from_bytes(&bytes)
+}
 
 /// Runs every check on `rows`, an empty store; `raw` returns every byte the store's database
 /// holds (its file, or a dump of its rows), to search for values.

@@ -2,7 +2,10 @@
 
 use std::sync::Arc;
 
-use super::{Holder, RowsError, SealedSecret, Secret, SecretListing, SecretRows, SecretsKey};
+use super::holder::Holder;
+use super::key::SecretsKey;
+use super::rows::{RowsError, SealedSecret, SecretListing, SecretRows};
+use super::value::Secret;
 
 /// The operator's key over a store's rows.
 #[derive(Clone)]

@@ -35,6 +35,7 @@ mod sqlite_inputs;
 mod sqlite_operator;
 mod sqlite_rows;
 mod sqlite_secrets;
+mod sqlite_secrets_table;
 mod state;
 mod store;
 #[cfg(test)]

@@ -377,7 +377,7 @@ fn prepare(conn: &Connection, durability: Durability) -> rusqlite::Result<()> {
     // Version 6 keeps the questions tasks wait on (`sqlite_inputs`).
     conn.execute_batch(super::sqlite_inputs::SCHEMA)?;
     // Version 12 keeps caller secrets, sealed (`sqlite_secrets`).
-    conn.execute_batch(super::sqlite_secrets::SCHEMA)?;
+    conn.execute_batch(super::sqlite_secrets_table::SCHEMA)?;
     conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
     conn.query_row("SELECT count(*) FROM tasks", [], |_| Ok(()))?;
     Ok(())

@@ -7,21 +7,6 @@ use super::sqlite::SqliteStore;
 use super::store::StoreError;
 use crate::secrets::{RowsError, RowsFuture, SealedSecret, SecretListing, SecretRows};
 
-/// The table, created with the rest of the schema (version 12 added it).
-pub(super) const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS secrets (
-    holder TEXT NOT NULL,
-    plugin TEXT NOT NULL,
-    name TEXT NOT NULL,
-    key_id TEXT NOT NULL,
-    nonce BLOB NOT NULL,
-    sealed BLOB NOT NULL,
-    created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL,
-    PRIMARY KEY (holder, plugin, name)
-) WITHOUT ROWID;
-";
-
 const COLUMNS: &str = "holder, plugin, name, key_id, nonce, sealed, created_at, updated_at";
 
 fn read_row(r: &Row) -> rusqlite::Result<SealedSecret> {

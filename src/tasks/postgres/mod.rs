@@ -11,7 +11,7 @@
 //! lock), [`counts`] (the admission caps' counter rows), [`store`] (the [`TaskStore`](super::TaskStore) itself), [`hosts`] (heartbeats and
 //! the claim of a dead replica's tasks), [`listen`] (`LISTEN/NOTIFY`, so a replica hears what
 //! the others write), [`notify`] (which tells them, in batches after each write commits) and
-//! [`secrets`] (sealed caller secrets, for `crate::secrets`).
+//! [`secrets`] (sealed caller secrets, for `crate::secrets`, in the table of [`secrets_table`]).
 
 mod blobs;
 mod buckets;
@@ -28,6 +28,7 @@ mod pool;
 mod rows;
 mod schema;
 mod secrets;
+mod secrets_table;
 mod store;
 #[cfg(test)]
 pub(crate) mod testing;

@@ -9,22 +9,6 @@ use super::store::PgStore;
 use crate::secrets::{RowsError, RowsFuture, SealedSecret, SecretListing, SecretRows};
 use crate::tasks::store::{StoreError, StoreResult};
 
-/// The table, a migration of `schema`.
-pub(super) const MIGRATION: &str = "
--- Caller secrets, sealed with the operator's key (src/secrets): no value is ever in the clear here.
-CREATE TABLE corral_secrets (
-    holder TEXT NOT NULL,
-    plugin TEXT NOT NULL,
-    name TEXT NOT NULL,
-    key_id TEXT NOT NULL,
-    nonce BYTEA NOT NULL,
-    sealed BYTEA NOT NULL,
-    created_at BIGINT NOT NULL,
-    updated_at BIGINT NOT NULL,
-    PRIMARY KEY (holder, plugin, name)
-);
-";
-
 const COLUMNS: &str = "holder, plugin, name, key_id, nonce, sealed, created_at, updated_at";
 
 fn read_row(r: &Row) -> Result<SealedSecret, tokio_postgres::Error> {
