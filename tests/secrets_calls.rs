@@ -227,6 +227,61 @@ fn each_principal_sees_its_own_secret_and_nothing_leaks(setup: &Setup) {
 }
 
 #[test]
+fn a_secret_not_set_yet_is_asked_for_with_a_link_of_its_own() {
+    let setup = Setup::new(None);
+    setup.set("token:ada", ADA);
+    let public = "https://mcp.example.test";
+    let args = ["--auth-tokens-file", &setup.s("tokens"), "--secrets-key-file", &setup.s("key"), "--secrets-dir", &setup.s("secrets"), "--public-url", public];
+    let mut mcp = setup.serve(Transport::Http, &args);
+    let link_of = |url: &str| url.strip_prefix(&format!("{public}/secrets/connect/")).map(str::to_owned);
+
+    // A client that can send its person to a URL gets the 2025-11-25 URL elicitation error.
+    mcp.set_bearer_token("tok-carol-3");
+    mcp.initialize_with(json!({"elicitation": {"form": {}, "url": {}}}));
+    let id = mcp.send_request("tools/call", json!({"name": "probe", "arguments": {"env": "TRACKER_TOKEN"}}));
+    let response = mcp.wait_response(id, TIMEOUT);
+    let error = &response["error"];
+    assert_eq!(error["code"], json!(-32042), "{response}");
+    let elicitations = error["data"]["elicitations"].as_array().unwrap_or_else(|| panic!("{response}"));
+    assert_eq!(elicitations.len(), 1, "{response}");
+    let asked = &elicitations[0];
+    assert_eq!(asked["mode"], "url", "{asked}");
+    let url = asked["url"].as_str().unwrap();
+    let first = link_of(url).unwrap_or_else(|| panic!("a link on --public-url: {url}"));
+    assert_eq!(first.len(), 64, "a random id and nothing else: {url}");
+    assert_eq!(asked["elicitationId"].as_str(), Some(first.as_str()));
+    let message = asked["message"].as_str().unwrap();
+    assert!(message.contains("TRACKER_TOKEN") && message.contains("Your tracker API token"), "{message}");
+
+    // Each request gets a link of its own.
+    let id = mcp.send_request("tools/call", json!({"name": "probe", "arguments": {}}));
+    let again = mcp.wait_response(id, TIMEOUT);
+    let second = link_of(again["error"]["data"]["elicitations"][0]["url"].as_str().unwrap()).unwrap();
+    assert_ne!(first, second);
+
+    // A client without URL mode (this `initialize` declares no capability) gets a result that
+    // names the secret and the link.
+    mcp.new_session();
+    let (_, result) = report(&mut mcp, "probe", "TRACKER_TOKEN");
+    assert_eq!(result["isError"], json!(true), "{result}");
+    let detail = &result["_meta"]["corral/error"];
+    assert_eq!(
+        (detail["kind"].as_str(), detail["secret"].as_str(), detail["plugin"].as_str()),
+        (Some("secret-unavailable"), Some("TRACKER_TOKEN"), Some("probe"))
+    );
+    let url = detail["url"].as_str().unwrap_or_else(|| panic!("{result}"));
+    assert!(link_of(url).is_some_and(|id| id != first && id != second), "{url}");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("secret TRACKER_TOKEN of plugin probe is not set for token:carol") && text.contains(url), "{text}");
+
+    // A caller who has set it is never sent anywhere: the call runs.
+    mcp.set_bearer_token("tok-ada-1");
+    mcp.new_session();
+    let (ada, result) = report(&mut mcp, "probe", "TRACKER_TOKEN");
+    assert_eq!(ada["env_reversed"], json!(reversed(ADA)), "{result}");
+}
+
+#[test]
 fn without_a_key_caller_secrets_are_off_and_a_call_says_so() {
     let setup = Setup::new(None);
     let mut mcp = setup.serve(Transport::Stdio, &["--secrets-dir", &setup.s("secrets")]);

@@ -87,9 +87,14 @@ impl TaskArgs {
 }
 
 impl SecretsFlags {
-    /// What the host resolves secrets with; its vault is opened with the task store.
-    pub fn resolver(&self) -> Resolver {
-        Resolver::new(self.secrets_key_file.clone(), self.secrets_dir.clone())
+    /// What the host resolves secrets with; its vault is opened with the task store. With
+    /// `public_url` (`--public-url`), a caller who has not set a secret is sent to a link there.
+    pub fn resolver(&self, public_url: Option<&str>) -> Resolver {
+        let resolver = Resolver::new(self.secrets_key_file.clone(), self.secrets_dir.clone());
+        match public_url {
+            Some(url) => resolver.connecting(url, Arc::default()),
+            None => resolver,
+        }
     }
 }
 

@@ -14,6 +14,7 @@
 mod holder;
 mod host_dir;
 mod key;
+mod links;
 mod resolve;
 mod rows;
 #[cfg(test)]
@@ -24,7 +25,8 @@ mod vault;
 pub use holder::Holder;
 pub use host_dir::{HostSecretError, HostSecrets};
 pub use key::{KeyError, SecretsKey};
-pub use resolve::{Resolver, SecretEnv, Unresolved};
+pub use links::{ConnectLinks, Link, LinkRefused, LinkTarget, LINK_TTL};
+pub use resolve::{ConnectUrl, Resolver, SecretEnv, Unresolved};
 pub use rows::{RowsError, RowsFuture, SealedSecret, SecretListing, SecretRows};
 pub use value::{Secret, ValueError, MAX_VALUE};
 pub use vault::{Rotated, Vault, VaultError};

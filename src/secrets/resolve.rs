@@ -10,6 +10,7 @@ use zeroize::Zeroizing;
 use super::holder::Holder;
 use super::host_dir::{HostSecretError, HostSecrets};
 use super::key::SecretsKey;
+use super::links::{ConnectLinks, LinkTarget};
 use super::vault::{Vault, VaultError};
 use crate::config::{SecretDecl, SecretScope};
 use crate::principal::Owner;
@@ -21,11 +22,35 @@ pub struct Resolver {
     key: Option<Arc<SecretsKey>>,
     vault: Option<Vault>,
     host: Option<HostSecrets>,
+    /// Where a caller is sent to give a secret not set yet, with `--public-url`.
+    connect: Option<Connect>,
+}
+
+/// The page a link opens (`{--public-url}/secrets/connect/{id}`) and the links minted for it.
+#[derive(Clone)]
+struct Connect {
+    base: String,
+    links: Arc<ConnectLinks>,
+}
+
+/// The link a caller gets to give a secret they have not set.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConnectUrl {
+    /// `{--public-url}/secrets/connect/{id}`.
+    pub url: String,
+    /// The link's id: the elicitation's id, which the page's completion names.
+    pub id: String,
 }
 
 impl std::fmt::Debug for Resolver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Resolver").field("key", &self.key).field("caller_secrets", &self.vault.is_some()).field("host", &self.host).finish()
+        let connect = self.connect.as_ref().map(|c| &c.base);
+        f.debug_struct("Resolver")
+            .field("key", &self.key)
+            .field("caller_secrets", &self.vault.is_some())
+            .field("host", &self.host)
+            .field("connect", &connect)
+            .finish()
     }
 }
 
@@ -36,7 +61,7 @@ pub type SecretEnv = Vec<(String, Zeroizing<String>)>;
 #[derive(Debug, thiserror::Error)]
 pub enum Unresolved {
     /// The caller has not set a caller secret: they can, through the page or an operator.
-    #[error("secret {} of plugin {plugin} is not set for {holder}", .decl.name)]
+    #[error("secret {} of plugin {plugin} is not set for {holder}{}", .decl.name, .link.as_ref().map(|l| format!(": give it at {}", l.url)).unwrap_or_default())]
     NotSet {
         /// The plugin.
         plugin: String,
@@ -44,6 +69,9 @@ pub enum Unresolved {
         decl: SecretDecl,
         /// Whose it would be.
         holder: Holder,
+        /// Where the caller gives it (with `--public-url`): a link for this holder, plugin and
+        /// name only, good once and briefly.
+        link: Option<ConnectUrl>,
     },
     /// The caller is nobody in particular (an HTTP session without auth, an anonymous client).
     #[error("plugin {plugin} needs the caller's own secret {name}, and this caller is anonymous: sign in (a token or OAuth) to use it")]
@@ -81,7 +109,19 @@ impl Resolver {
     /// Caller secrets sealed with `key` (opened over the store by [`Resolver::over`]), host
     /// secrets from `host`.
     pub fn new(key: Option<Arc<SecretsKey>>, host: Option<HostSecrets>) -> Resolver {
-        Resolver { key, vault: None, host }
+        Resolver { key, vault: None, host, connect: None }
+    }
+
+    /// The same, sending a caller who has not set a secret to `{public_url}/secrets/connect/ID`
+    /// (`public_url` without a trailing `/`), each link good for `links`' time.
+    pub fn connecting(self, public_url: &str, links: Arc<ConnectLinks>) -> Resolver {
+        let base = format!("{}/secrets/connect/", public_url.trim_end_matches('/'));
+        Resolver { connect: Some(Connect { base, links }), ..self }
+    }
+
+    /// The links minted for callers, for the page that takes them back.
+    pub fn links(&self) -> Option<&Arc<ConnectLinks>> {
+        self.connect.as_ref().map(|c| &c.links)
     }
 
     /// The same, with its caller secrets in `rows` (the host's task store): refused when the
@@ -122,7 +162,13 @@ impl Resolver {
                     let holder = holder.as_ref().ok_or_else(|| Unresolved::Anonymous { plugin: plugin.to_owned(), name: decl.name.clone() })?;
                     match vault.get(holder, plugin, &decl.name).await? {
                         Some(value) => value,
-                        None => return Err(Unresolved::NotSet { plugin: plugin.to_owned(), decl: decl.clone(), holder: holder.clone() }),
+                        None => {
+                            let link = self.connect.as_ref().map(|c| {
+                                let link = c.links.mint(LinkTarget { holder: holder.clone(), plugin: plugin.to_owned(), name: decl.name.clone() });
+                                ConnectUrl { url: format!("{}{}", c.base, link.id), id: link.id }
+                            });
+                            return Err(Unresolved::NotSet { plugin: plugin.to_owned(), decl: decl.clone(), holder: holder.clone(), link });
+                        }
                     }
                 }
             };

@@ -9,9 +9,10 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::results::with_error_meta;
+use super::results::{with_error_meta, ERROR_META_KEY};
 use crate::config::SecretScope;
 use crate::mcp::types::{CallToolResult, ContentBlock};
+use crate::mcp::RpcError;
 use crate::runtime::{
     redacted, CallObserver, ClientAnswer, ElicitResponse, InputRequest, InputResponse, Keyed, LogLevel, Root, SamplingRequest, SamplingResponse, SecretVars,
 };
@@ -28,12 +29,17 @@ pub const SECRET_UNAVAILABLE: &str = "secret-unavailable";
 pub fn unresolved_result(tool: &str, unresolved: &Unresolved) -> CallToolResult {
     let mut detail = Map::new();
     detail.insert("kind".into(), json!(SECRET_UNAVAILABLE));
-    if let Unresolved::NotSet { decl, .. } = unresolved {
+    if let Unresolved::NotSet { decl, plugin, link, .. } = unresolved {
+        detail.insert("plugin".into(), json!(plugin));
         detail.insert("secret".into(), json!(decl.name));
         detail.insert("scope".into(), json!(SecretScope::Caller.as_str()));
         detail.insert("description".into(), json!(decl.description));
         if let Some(url) = &decl.help_url {
             detail.insert("helpUrl".into(), json!(url));
+        }
+        if let Some(link) = link {
+            detail.insert("url".into(), json!(link.url));
+            detail.insert("elicitationId".into(), json!(link.id));
         }
     }
     // The host's own faults (a missing file, a store that failed) are the operator's to read
@@ -45,6 +51,28 @@ pub fn unresolved_result(tool: &str, unresolved: &Unresolved) -> CallToolResult 
         _ => format!("tool `{tool}` did not run: {unresolved}"),
     };
     with_error_meta(CallToolResult::error_text(text), detail)
+}
+
+/// MCP 2025-11-25's `URLElicitationRequired`: the request cannot go on until the person has
+/// been to the URLs of `data.elicitations`.
+pub const URL_ELICITATION_REQUIRED: i32 = -32042;
+
+/// For a client that declared URL-mode elicitation, the `-32042` error a call's
+/// `secret-unavailable` result stands for: the one URL-mode elicitation that gives the missing
+/// caller secret. `None` for any other result (a host secret, or no link: no `--public-url`).
+pub fn url_elicitation_error(result: &CallToolResult) -> Option<RpcError> {
+    let detail = result.meta.get(ERROR_META_KEY)?;
+    let field = |key: &str| detail.get(key).and_then(Value::as_str);
+    if field("kind") != Some(SECRET_UNAVAILABLE) {
+        return None;
+    }
+    let (url, id, plugin, name) = (field("url")?, field("elicitationId")?, field("plugin")?, field("secret")?);
+    let description = field("description").unwrap_or(name);
+    let message = format!("Plugin {plugin} needs your secret {name} ({description}). Open the link to give it, then try again.");
+    let elicitation = json!({ "mode": "url", "elicitationId": id, "url": url, "message": message });
+    let mut error = RpcError::new(URL_ELICITATION_REQUIRED, format!("secret {name} of plugin {plugin} is not set for you: give it at {url}"));
+    error.data = Some(json!({ "elicitations": [elicitation] }));
+    Some(error)
 }
 
 fn redact_string(env: &SecretEnv, text: &mut String) {

@@ -9,7 +9,7 @@ use crate::mcp::RpcError;
 use crate::registry::ToolEntry;
 use crate::runtime::{CallResult, Content, Failure, ResourceBody};
 
-const ERROR_META_KEY: &str = "corral/error";
+pub(super) const ERROR_META_KEY: &str = "corral/error";
 /// The failure kind of a call refused for arguments that break the tool's input schema.
 pub const INVALID_ARGUMENTS: &str = "invalid-arguments";
 
