@@ -274,6 +274,42 @@ fn a_secret_not_set_yet_is_asked_for_with_a_link_of_its_own() {
     let text = result["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("secret TRACKER_TOKEN of plugin probe is not set for token:carol") && text.contains(url), "{text}");
 
+    // A 2026-07-28 request that declares URL mode gets an input-required result carrying the
+    // URL request; once the secret is set, its retry (the state, and the person's accept) runs.
+    let base = mcp.http_url().unwrap().trim_end_matches("/mcp").to_owned();
+    let params = |capabilities: Value, extra: Value| {
+        let mut params = json!({"name": "probe", "arguments": {"env": "TRACKER_TOKEN"}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": common::modern_http::MODERN_VERSION,
+            "io.modelcontextprotocol/clientInfo": {"name": "secrets-test", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": capabilities,
+        }});
+        params.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        params
+    };
+    let answer = common::modern_http::post_modern(&base, "tok-carol-3", 1, "tools/call", params(json!({"elicitation": {"url": {}}}), json!({})));
+    let result = &answer["result"];
+    assert_eq!(result["resultType"], "input_required", "{answer}");
+    let request = &result["inputRequests"]["secret-TRACKER_TOKEN"];
+    assert_eq!(request["method"], "elicitation/create", "{answer}");
+    assert_eq!(request["params"]["mode"], "url", "{answer}");
+    assert!(request["params"]["elicitationId"].is_null(), "2026-07-28 has no elicitation id: {answer}");
+    assert!(link_of(request["params"]["url"].as_str().unwrap()).is_some(), "{answer}");
+    let state = result["requestState"].as_str().unwrap().to_owned();
+    // Without URL mode declared: the result naming the secret and the link.
+    let plain = common::modern_http::post_modern(&base, "tok-carol-3", 2, "tools/call", params(json!({}), json!({})));
+    assert_eq!(plain["result"]["_meta"]["corral/error"]["kind"], "secret-unavailable", "{plain}");
+    setup.set("token:carol", BOB);
+    let retried = common::modern_http::post_modern(
+        &base,
+        "tok-carol-3",
+        3,
+        "tools/call",
+        params(json!({"elicitation": {"url": {}}}), json!({"requestState": state, "inputResponses": {"secret-TRACKER_TOKEN": {"action": "accept"}}})),
+    );
+    assert_eq!(retried["result"]["resultType"], "complete", "{retried}");
+    let carol: Value = serde_json::from_str(retried["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(carol["env_reversed"], json!(reversed(BOB)), "{retried}");
+
     // A caller who has set it is never sent anywhere: the call runs.
     mcp.set_bearer_token("tok-ada-1");
     mcp.new_session();

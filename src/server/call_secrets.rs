@@ -61,18 +61,46 @@ pub const URL_ELICITATION_REQUIRED: i32 = -32042;
 /// `secret-unavailable` result stands for: the one URL-mode elicitation that gives the missing
 /// caller secret. `None` for any other result (a host secret, or no link: no `--public-url`).
 pub fn url_elicitation_error(result: &CallToolResult) -> Option<RpcError> {
-    let detail = result.meta.get(ERROR_META_KEY)?;
-    let field = |key: &str| detail.get(key).and_then(Value::as_str);
-    if field("kind") != Some(SECRET_UNAVAILABLE) {
-        return None;
-    }
-    let (url, id, plugin, name) = (field("url")?, field("elicitationId")?, field("plugin")?, field("secret")?);
-    let description = field("description").unwrap_or(name);
-    let message = format!("Plugin {plugin} needs your secret {name} ({description}). Open the link to give it, then try again.");
-    let elicitation = json!({ "mode": "url", "elicitationId": id, "url": url, "message": message });
-    let mut error = RpcError::new(URL_ELICITATION_REQUIRED, format!("secret {name} of plugin {plugin} is not set for you: give it at {url}"));
+    let asked = UrlElicitation::of(result)?;
+    let mut error =
+        RpcError::new(URL_ELICITATION_REQUIRED, format!("secret {} of plugin {} is not set for you: give it at {}", asked.name, asked.plugin, asked.url));
+    let elicitation = json!({ "mode": "url", "elicitationId": asked.id, "url": asked.url, "message": asked.message });
     error.data = Some(json!({ "elicitations": [elicitation] }));
     Some(error)
+}
+
+/// The URL-mode elicitation a call's `secret-unavailable` result stands for.
+pub struct UrlElicitation {
+    /// The link's id (2025-11-25's `elicitationId`).
+    pub id: String,
+    /// The link.
+    pub url: String,
+    /// What the person is asked, and why.
+    pub message: String,
+    /// The secret's name.
+    pub name: String,
+    plugin: String,
+}
+
+impl UrlElicitation {
+    /// The elicitation of `result`; `None` for any other result (a host secret, or no link:
+    /// no `--public-url`).
+    pub fn of(result: &CallToolResult) -> Option<UrlElicitation> {
+        let detail = result.meta.get(ERROR_META_KEY)?;
+        let field = |key: &str| detail.get(key).and_then(Value::as_str).map(str::to_owned);
+        if field("kind").as_deref() != Some(SECRET_UNAVAILABLE) {
+            return None;
+        }
+        let (url, id, plugin, name) = (field("url")?, field("elicitationId")?, field("plugin")?, field("secret")?);
+        let description = field("description").unwrap_or_else(|| name.clone());
+        let message = format!("Plugin {plugin} needs your secret {name} ({description}). Open the link to give it, then try again.");
+        Some(UrlElicitation { id, url, message, name, plugin })
+    }
+
+    /// 2026-07-28's `ElicitRequestURLParams`: no id, the retry's `requestState` correlates.
+    pub fn modern_params(&self) -> Value {
+        json!({ "mode": "url", "url": self.url, "message": self.message })
+    }
 }
 
 fn redact_string(env: &SecretEnv, text: &mut String) {
