@@ -32,22 +32,23 @@ forbid() {
         fi
     done
 }
-forbid mcp config cancel principal audit policy runtime registry tasks server transport oci cli admin identity telemetry
-forbid config mcp cancel principal audit policy runtime registry tasks server transport oci cli admin identity telemetry
-forbid cancel mcp config principal audit policy runtime registry tasks server transport oci cli admin identity telemetry
-forbid uri mcp config cancel principal audit policy runtime registry tasks server transport oci cli admin identity telemetry
-forbid principal mcp config cancel audit policy runtime registry tasks server transport oci cli admin identity telemetry
-forbid audit mcp config cancel policy runtime registry tasks server transport oci cli admin identity telemetry
-forbid policy mcp config cancel audit oci runtime registry tasks server transport cli admin identity telemetry
-forbid identity mcp config cancel audit policy oci runtime registry tasks server transport cli admin telemetry
-forbid oci mcp config cancel principal audit policy runtime registry tasks server transport cli admin identity telemetry
-forbid runtime mcp oci principal audit policy registry tasks server transport cli admin identity
-forbid registry mcp cancel principal audit policy tasks server transport cli admin identity
+forbid mcp config cancel principal audit policy runtime registry tasks server transport oci cli admin identity telemetry secrets
+forbid config mcp cancel principal audit policy runtime registry tasks server transport oci cli admin identity telemetry secrets
+forbid cancel mcp config principal audit policy runtime registry tasks server transport oci cli admin identity telemetry secrets
+forbid uri mcp config cancel principal audit policy runtime registry tasks server transport oci cli admin identity telemetry secrets
+forbid principal mcp config cancel audit policy runtime registry tasks server transport oci cli admin identity telemetry secrets
+forbid audit mcp config cancel policy runtime registry tasks server transport oci cli admin identity telemetry secrets
+forbid policy mcp config cancel audit oci runtime registry tasks server transport cli admin identity telemetry secrets
+forbid secrets mcp cancel audit policy runtime registry tasks server transport oci cli admin identity telemetry
+forbid identity mcp config cancel audit policy oci runtime registry tasks server transport cli admin telemetry secrets
+forbid oci mcp config cancel principal audit policy runtime registry tasks server transport cli admin identity telemetry secrets
+forbid runtime mcp oci principal audit policy registry tasks server transport cli admin identity secrets
+forbid registry mcp cancel principal audit policy tasks server transport cli admin identity secrets
 forbid tasks mcp oci principal policy runtime registry server transport cli admin identity
 forbid server oci transport cli admin identity
 forbid transport config cancel audit policy runtime registry tasks oci cli admin
-forbid admin config cancel audit policy runtime registry oci mcp cli identity telemetry
-forbid telemetry mcp config cancel principal audit policy runtime registry tasks server transport oci cli admin identity
+forbid admin config cancel audit policy runtime registry oci mcp cli identity telemetry secrets
+forbid telemetry mcp config cancel principal audit policy runtime registry tasks server transport oci cli admin identity secrets
 
 echo "== import circles"
 # Within a room, files import each other one way, a module and its own submodules included.

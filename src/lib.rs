@@ -19,6 +19,7 @@ pub mod policy;
 pub mod principal;
 pub mod registry;
 pub mod runtime;
+pub mod secrets;
 pub mod server;
 pub mod tasks;
 pub mod telemetry;

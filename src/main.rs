@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
 use corral::cli::args::{Cli, Command, LogFormat};
-use corral::cli::{call, compile, completions, dev, health, inspect, new, publish, pull, serve, sign, tasks, tools};
+use corral::cli::{call, compile, completions, dev, health, inspect, new, publish, pull, secrets, serve, sign, tasks, tools};
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -67,5 +67,6 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Sign(args) => sign::run_sign(args).await,
         Command::Verify(args) => sign::run_verify(args).await,
         Command::Health(args) => health::run(args).await,
+        Command::Secrets(args) => secrets::run(args).await,
     }
 }

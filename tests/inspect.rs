@@ -200,3 +200,34 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     files
 }
+
+#[test]
+fn the_secrets_a_manifest_declares_are_shown_by_name_scope_and_help() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write_plugin(dir.path(), "tracker", &Fixture::new().tool(ToolDef::new("issues")).build());
+    let (report, _) = inspect_json(&file);
+    assert_eq!(report["secrets"], serde_json::json!([]), "none declared: {report:#}");
+    write_manifest(
+        dir.path(),
+        "tracker",
+        "[secrets.TRACKER_TOKEN]\nscope = \"caller\"\ndescription = \"Your tracker API token\"\nhelp_url = \"https://tracker.example/tokens\"\n\
+         [secrets.WEBHOOK_KEY]\nscope = \"host\"\ndescription = \"The team's webhook key\"\n",
+    );
+    let (report, code) = inspect_json(&file);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(
+        report["secrets"],
+        serde_json::json!([
+            {"name": "TRACKER_TOKEN", "scope": "caller", "description": "Your tracker API token", "helpUrl": "https://tracker.example/tokens"},
+            {"name": "WEBHOOK_KEY", "scope": "host", "description": "The team's webhook key", "helpUrl": null},
+        ])
+    );
+    let text = String::from_utf8_lossy(&inspect(&file, false).stdout).into_owned();
+    assert!(text.contains("secrets      TRACKER_TOKEN from the caller: Your tracker API token (get one at https://tracker.example/tokens)"), "{text}");
+    assert!(text.contains("WEBHOOK_KEY from the host: The team's webhook key"), "{text}");
+
+    write_manifest(dir.path(), "tracker", "[secrets.TRACKER_TOKEN]\nscope = \"everyone\"\ndescription = \"x\"\n");
+    let (report, code) = inspect_json(&file);
+    assert_eq!((code, report["refusal"]["kind"].as_str()), (1, Some("invalid-manifest")), "{report:#}");
+    assert!(report["refusal"]["message"].as_str().unwrap().contains("[secrets] scope: TRACKER_TOKEN"), "{report:#}");
+}

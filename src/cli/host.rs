@@ -8,12 +8,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::args::{AdminArgs, AuditArgs, HostArgs, HttpArgs, TaskArgs};
+use super::args::{AdminArgs, AuditArgs, HostArgs, HttpArgs, SecretsFlags, TaskArgs};
 use crate::audit::Audit;
 use crate::config::{self, Limits};
 use crate::identity::{ClientSecret, IntrospectionSettings, IssuerSettings, OAuthSettings, Verifier};
 use crate::registry::{load_in_background, plugin_files, LoadSettings, Registry};
 use crate::runtime::{EngineSettings, Runtime, RuntimeSettings};
+use crate::secrets::Resolver;
 use crate::server::{self, Host, ServerOptions, ToolRunner};
 use crate::tasks::{is_postgres_url, Durability, Engine, PgOptions, PgStore, ResultQuota, Runners, SqliteStore, TaskSettings, TaskStore};
 use crate::transport;
@@ -81,6 +82,18 @@ impl TaskArgs {
                 let base = dirs::data_local_dir().ok_or_else(|| anyhow::anyhow!("no per-user data directory is known here: pass --db PATH"))?;
                 Ok(base.join("corral").join("tasks.db"))
             }
+        }
+    }
+}
+
+impl SecretsFlags {
+    /// What the host resolves secrets with; its vault is opened with the task store. With
+    /// `public_url` (`--public-url`), a caller who has not set a secret is sent to a link there.
+    pub fn resolver(&self, public_url: Option<&str>) -> Resolver {
+        let resolver = Resolver::new(self.secrets_key_file.clone(), self.secrets_dir.clone());
+        match public_url {
+            Some(url) => resolver.connecting(url, Arc::default()),
+            None => resolver,
         }
     }
 }
@@ -389,9 +402,13 @@ pub async fn build_host_unloaded(
     let runtime = Arc::new(runtime);
     let registry = Arc::new(Registry::loading(args.load_wait));
     let (store, runners) = open_store(db, durability, &tasks).await?;
+    // Caller secrets live in the task store: opened here, where the store is, and refused when
+    // it holds secrets another key sealed.
+    let secrets = Arc::new((*options.secrets).clone().over(store.clone().secret_rows()).await.map_err(|e| anyhow::anyhow!("--secrets-key-file: {e}"))?);
+    let options = ServerOptions { secrets: secrets.clone(), ..options };
     let metrics = Arc::new(server::Metrics::default());
     metrics.set_build(env!("CARGO_PKG_VERSION"), env!("CORRAL_COMMIT"));
-    let runner = ToolRunner::new(registry.clone(), runtime.clone(), metrics.clone()).auditing(options.audit.clone());
+    let runner = ToolRunner::new(registry.clone(), runtime.clone(), metrics.clone()).auditing(options.audit.clone()).resolving(secrets);
     // Stopped by `Engine::shutdown` once the transport has returned (or when the host is dropped).
     let engine = Engine::start(store, runners, tasks, Arc::new(runner.clone()), runtime.waker(), tokio_util::sync::CancellationToken::new()).await?;
     let host = Arc::new(Host::new(registry, runtime, engine, options, metrics, runner));

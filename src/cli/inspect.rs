@@ -42,6 +42,8 @@ pub struct Report {
     pub load_ms: f64,
     /// The limits a call of it gets (manifest over the defaults); `None` when the manifest is refused.
     pub limits: Option<LimitsReport>,
+    /// The secrets its manifest declares (`[secrets.NAME]`), by name; `[]` when the manifest is refused.
+    pub secrets: Vec<SecretReport>,
     /// Its tools as `list-tools` declares them.
     pub tools: Vec<Tool>,
     /// What a 0.2.0 plugin offers besides tools.
@@ -70,6 +72,20 @@ pub struct Import {
     pub name: String,
     /// The manifest permission without which this import has nothing to work on.
     pub permission: Option<&'static str>,
+}
+
+/// One declared secret: what the plugin reads from its environment when the host resolves it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SecretReport {
+    /// The variable's name.
+    pub name: String,
+    /// `caller` (each principal gives their own) or `host` (the operator's, from `--secrets-dir`).
+    pub scope: &'static str,
+    /// What it is for.
+    pub description: String,
+    /// Where a person gets one.
+    pub help_url: Option<String>,
 }
 
 /// The limits of one call, in the units `--json` readers expect.
@@ -115,14 +131,15 @@ pub async fn inspect(file: &std::path::Path, cache_dir: Option<std::path::PathBu
     let loaded = load_plugin(file, &runtime, &settings, &Catalog::default()).await;
     let load_ms = started.elapsed().as_secs_f64() * 1000.0;
 
-    let (interfaces, limits, tools, others, refusal) = match loaded {
+    let (interfaces, limits, secrets, tools, others, refusal) = match loaded {
         Ok(loaded) => {
             let tools = loaded.tools.iter().map(server::list_entry).collect();
             let others = Others { resources: loaded.resources.len(), resource_templates: loaded.templates.len(), prompts: loaded.prompts.len() };
-            (runtime.interfaces_of_plugin(&loaded.plugin.code), Some(limits_report(&loaded.plugin.limits)), tools, others, None)
+            let secrets = loaded.plugin.secrets.iter().map(secret_report).collect();
+            (runtime.interfaces_of_plugin(&loaded.plugin.code), Some(limits_report(&loaded.plugin.limits)), secrets, tools, others, None)
         }
         // Refused plugins are compiled again to read their imports, which is often the reason.
-        Err(refusal) => (runtime.interfaces_of(&bytes).unwrap_or_default(), None, Vec::new(), Others::default(), Some(refusal)),
+        Err(refusal) => (runtime.interfaces_of(&bytes).unwrap_or_default(), None, Vec::new(), Vec::new(), Others::default(), Some(refusal)),
     };
     let imports: Vec<Import> = interfaces.imports.iter().map(|name| Import { name: name.clone(), permission: permission_for(name) }).collect();
     let mut permissions: Vec<&'static str> = imports.iter().filter_map(|i| i.permission).collect();
@@ -137,6 +154,7 @@ pub async fn inspect(file: &std::path::Path, cache_dir: Option<std::path::PathBu
         permissions,
         load_ms,
         limits,
+        secrets,
         tools,
         others,
         refusal,
@@ -160,6 +178,10 @@ pub fn permission_for(import: &str) -> Option<&'static str> {
 
 fn contract_version(interfaces: &Interfaces) -> Option<String> {
     interfaces.exports.iter().find_map(|e| e.strip_prefix(CONTRACT_EXPORT)).map(|v| format!("corral:plugin@{v}"))
+}
+
+fn secret_report(s: &config::SecretDecl) -> SecretReport {
+    SecretReport { name: s.name.clone(), scope: s.scope.as_str(), description: s.description.clone(), help_url: s.help_url.clone() }
 }
 
 fn limits_report(l: &Limits) -> LimitsReport {
@@ -207,6 +229,12 @@ pub fn render(r: &Report) -> String {
                 None => "the host's --task-after".to_owned(),
             }
         );
+    }
+    for (i, secret) in r.secrets.iter().enumerate() {
+        let label = if i == 0 { "secrets" } else { "" };
+        let help = secret.help_url.as_deref().map(|u| format!(" (get one at {u})")).unwrap_or_default();
+        let _ =
+            writeln!(out, "{label:<12} {} from the {}: {}{help}", secret.name, if secret.scope == "caller" { "caller" } else { "host" }, secret.description);
     }
     let _ = writeln!(out, "tools        {}", r.tools.len());
     for tool in &r.tools {

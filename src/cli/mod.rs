@@ -16,6 +16,7 @@ pub mod new;
 pub mod publish;
 pub mod pull;
 mod secret_files;
+pub mod secrets;
 pub mod serve;
 pub mod sign;
 pub mod tasks;

@@ -52,6 +52,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         state_secret,
         audit: audit.clone(),
         policy: policy.clone(),
+        secrets: Arc::new(args.secrets.resolver(args.http.public_url.as_deref())),
     };
     let tasks = crate::tasks::TaskSettings { audit: audit.clone(), shutdown_grace: args.shutdown_grace, ..args.tasks.settings() };
     let (host, load) = build_host(&args.host, options, &db, durability, tasks).await?;

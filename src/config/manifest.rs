@@ -1,5 +1,6 @@
-//! A plugin's sidecar manifest (`NAME.toml` next to `NAME.wasm`): `namespace`, `[limits]` and
-//! `[permissions]`, and for its project's development loop `[build]` (see [`super::build`]).
+//! A plugin's sidecar manifest (`NAME.toml` next to `NAME.wasm`): `namespace`, `[limits]`,
+//! `[permissions]` and `[secrets.NAME]`, and for its project's development loop `[build]` (see
+//! [`super::build`]).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -10,6 +11,7 @@ use serde::Deserialize;
 use super::build::{BuildFile, BuildSpec};
 use super::limits::Limits;
 use super::permissions::{DirGrant, EnvVar, NetPattern, Permissions};
+use super::secrets::{check_help_url, check_secret_name, parse_scope, SecretDecl};
 use super::values::{check_positive, parse_duration, parse_memory, parse_size};
 
 /// What a manifest says, applied over the host's defaults.
@@ -22,6 +24,9 @@ pub struct Manifest {
     pub limits: Limits,
     /// `[permissions]`, resolved (directories canonical, variables read).
     pub permissions: Permissions,
+    /// `[secrets.NAME]`, in name order: what the plugin reads from its call's environment when
+    /// the host resolves it.
+    pub secrets: Vec<SecretDecl>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -38,6 +43,16 @@ struct ManifestFile {
     permissions: PermissionsFile,
     /// How the project builds the component; a host checks it but has no use for it.
     build: Option<BuildFile>,
+    #[serde(default)]
+    secrets: BTreeMap<String, SecretFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SecretFile {
+    scope: String,
+    description: String,
+    help_url: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -108,11 +123,12 @@ pub struct ManifestError {
     pub message: String,
 }
 
-/// A key of a manifest: its table (`limits`, `permissions`, or empty for a top-level key such as
-/// `namespace`) and its name within it (`timeout`, `env.pass`).
+/// A key of a manifest: its table (`limits`, `permissions`, `secrets`, or empty for a top-level
+/// key such as `namespace`) and its name within it (`timeout`, `env.pass`; for a secret, its
+/// field, the secret's name being in the message).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ManifestKey {
-    /// `limits` or `permissions`; empty for a top-level key.
+    /// `limits`, `permissions` or `secrets`; empty for a top-level key.
     pub table: &'static str,
     /// The key within the table, dotted when nested (`env.pass`).
     pub name: &'static str,
@@ -165,7 +181,7 @@ pub fn plugin_manifest(wasm: &Path, defaults: &Limits, memory_ceiling: u64, prot
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(Manifest { namespace: None, limits: defaults.clone(), permissions: Permissions::default() })
+            return Ok(Manifest { namespace: None, limits: defaults.clone(), permissions: Permissions::default(), secrets: Vec::new() })
         }
         Err(e) => return Err(error(None, None, format!("cannot read: {e}"))),
     };
@@ -184,7 +200,28 @@ pub fn plugin_manifest(wasm: &Path, defaults: &Limits, memory_ceiling: u64, prot
     limits.retries = file.retries.or(limits.retries);
     let base = path.parent().unwrap_or(Path::new("."));
     let permissions = permissions(file.permissions, base, protected).map_err(keyed("permissions"))?;
-    Ok(Manifest { namespace: file.namespace, limits, permissions })
+    let secrets = secrets(file.secrets).map_err(keyed("secrets"))?;
+    if let Some(clash) = secrets.iter().find(|s| permissions.env.iter().any(|v| v.name == s.name)) {
+        let message = format!("`{}` is both a secret and a variable of [permissions.env]", clash.name);
+        return Err(error(Some(ManifestKey { table: "secrets", name: "name" }), None, message));
+    }
+    Ok(Manifest { namespace: file.namespace, limits, permissions, secrets })
+}
+
+fn secrets(file: BTreeMap<String, SecretFile>) -> Result<Vec<SecretDecl>, KeyError> {
+    file.into_iter()
+        .map(|(name, s)| {
+            check_secret_name(&name).map_err(|e| ("name", e))?;
+            let scope = parse_scope(&s.scope).map_err(|e| ("scope", format!("{name}: {e}")))?;
+            if s.description.trim().is_empty() {
+                return Err(("description", format!("{name}: say what the secret is for: it is shown to whoever is asked for it")));
+            }
+            if let Some(url) = &s.help_url {
+                check_help_url(url).map_err(|e| ("help_url", format!("{name}: {e}")))?;
+            }
+            Ok(SecretDecl { name, scope, description: s.description, help_url: s.help_url })
+        })
+        .collect()
 }
 
 /// The `[build]` table of the project manifest `manifest` (`NAME.toml`), `None` when it has
@@ -299,6 +336,7 @@ fn check_env_name(name: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::SecretScope;
     use std::time::Duration;
 
     fn manifest_from(text: &str) -> Result<Manifest, String> {
@@ -429,6 +467,35 @@ mod tests {
         assert!(e.contains("p.toml: namespace") && e.contains("starting with a letter"), "{e}");
         assert!(manifest_from("namespace = \"a_b\"\n").is_err(), "`_` is the separator");
         assert!(manifest_from("[limits]\ntimeout = \"1s\"\n").unwrap().namespace.is_none());
+    }
+
+    #[test]
+    fn secrets_are_declared_and_checked() {
+        let m = manifest_from(
+            "[secrets.GITHUB_TOKEN]\nscope = \"caller\"\ndescription = \"Your GitHub token\"\nhelp_url = \"https://github.com/settings/tokens\"\n\
+             [secrets.SLACK]\nscope = \"host\"\ndescription = \"The team's bot token\"\n",
+        )
+        .unwrap();
+        let declared: Vec<(&str, SecretScope, Option<&str>)> = m.secrets.iter().map(|s| (s.name.as_str(), s.scope, s.help_url.as_deref())).collect();
+        assert_eq!(declared, vec![("GITHUB_TOKEN", SecretScope::Caller, Some("https://github.com/settings/tokens")), ("SLACK", SecretScope::Host, None)]);
+        assert!(manifest_from("").unwrap().secrets.is_empty());
+
+        let e = manifest_error_from("[secrets.A-B]\nscope = \"caller\"\ndescription = \"x\"\n").unwrap_err();
+        assert_eq!(e.key.map(|k| k.path()), Some("secrets.name".to_owned()));
+        assert!(e.message.contains("\"A-B\" is not a secret name"), "{e}");
+        let e = manifest_error_from("[secrets.T]\nscope = \"user\"\ndescription = \"x\"\n").unwrap_err();
+        assert_eq!(e.key.map(|k| k.path()), Some("secrets.scope".to_owned()));
+        assert!(e.to_string().contains("[secrets] scope: T: scope \"user\" is neither"), "{e}");
+        let e = manifest_error_from("[secrets.T]\nscope = \"caller\"\ndescription = \"x\"\nhelp_url = \"http://evil.example/\"\n").unwrap_err();
+        assert_eq!(e.key.map(|k| k.path()), Some("secrets.help_url".to_owned()));
+        let e = manifest_error_from("[secrets.T]\nscope = \"caller\"\ndescription = \" \"\n").unwrap_err();
+        assert_eq!(e.key.map(|k| k.path()), Some("secrets.description".to_owned()));
+        let e = manifest_error_from("[secrets.T]\nscope = \"caller\"\n").unwrap_err();
+        assert!(e.message.contains("description"), "{e}");
+        let e = manifest_error_from("[secrets.T]\nscope = \"caller\"\ndescription = \"x\"\nvalue = \"hunter2\"\n").unwrap_err();
+        assert!(e.message.contains("unknown field `value`"), "a value is never written in a manifest: {e}");
+        let e = manifest_error_from("[permissions.env]\nset = { T = \"1\" }\n[secrets.T]\nscope = \"host\"\ndescription = \"x\"\n").unwrap_err();
+        assert!(e.message.contains("both a secret and a variable"), "{e}");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::config::Limits;
+use crate::config::{self, Limits};
 use crate::runtime::{Annotations, PluginCode, Prompt, Resource, ResourceTemplate, TaskSupport};
 
 use crate::uri::UriTemplate;
@@ -41,6 +41,8 @@ pub struct Plugin {
     pub limits: Limits,
     /// Bounds the plugin's calls running at once to `limits.max_concurrency`.
     pub permits: Arc<tokio::sync::Semaphore>,
+    /// The secrets its manifest declares (`[secrets.NAME]`): names and scopes, never values.
+    pub secrets: Arc<[config::SecretDecl]>,
     /// How long compiling took (a compile cache hit is quick).
     pub compile_time: std::time::Duration,
 }

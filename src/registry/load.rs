@@ -185,6 +185,7 @@ struct Compiled {
     code: PluginCode,
     limits: Limits,
     names: Names,
+    secrets: Arc<[config::SecretDecl]>,
     compile_time: std::time::Duration,
 }
 
@@ -215,6 +216,7 @@ async fn stage(runtime: &Runtime, compiled: Result<Compiled, Refusal>) -> Result
         code: c.code,
         permits: Arc::new(tokio::sync::Semaphore::new(c.limits.max_concurrency)),
         limits: c.limits,
+        secrets: c.secrets.clone(),
         compile_time: c.compile_time,
     });
     Ok(Staged { plugin, declared, names: c.names })
@@ -331,6 +333,7 @@ fn compile(file: &Path, runtime: &Runtime, settings: &LoadSettings) -> Result<Co
         code,
         limits: manifest.limits,
         names: Names { namespace: manifest.namespace },
+        secrets: manifest.secrets.into(),
         compile_time,
     })
 }

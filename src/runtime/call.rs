@@ -16,6 +16,7 @@ use super::denials::Denials;
 use super::failure::Stopped;
 use super::input::{self, InputRequest, InputResponse, Keyed, Root};
 use super::network::{HttpGuard, LookupView, NetGuard};
+use super::redact::SecretVars;
 use super::time_limit::TimeLimit;
 use crate::cancel::CancelHandle;
 use crate::config::Limits;
@@ -147,6 +148,9 @@ pub struct CallContext {
     pub usage: Arc<Usage>,
     /// `limits.timeout` unless switched while the call runs (an adopted call gets its task's).
     pub time_limit: TimeLimit,
+    /// The secrets resolved for this call (`[secrets.NAME]` of its plugin, for its caller): in
+    /// its environment, and redacted from its stdout and stderr.
+    pub secret_env: SecretVars,
 }
 
 impl CallContext {
@@ -157,7 +161,7 @@ impl CallContext {
 
     /// A context for a call that `cancel` stops (a request, a task), under `limits.timeout`.
     pub fn for_request(limits: Limits, cancel: CancelHandle, observer: Arc<dyn CallObserver>) -> CallContext {
-        CallContext { limits, cancel, observer, denials: Arc::default(), usage: Arc::default(), time_limit: TimeLimit::default() }
+        CallContext { limits, cancel, observer, denials: Arc::default(), usage: Arc::default(), time_limit: TimeLimit::default(), secret_env: Arc::new([]) }
     }
 }
 
@@ -212,6 +216,8 @@ pub(crate) struct CallState {
     pub checkpoint: Option<Vec<u8>>,
     /// The largest checkpoint the plugin may store (`[limits] checkpoint`).
     pub checkpoint_cap: u64,
+    /// The call's resolved secrets, replaced by their names in what the host logs of the call.
+    pub secrets: SecretVars,
 }
 
 /// The error a denied memory growth traps with; `memory_cap_hit` records it for classification.
@@ -295,7 +301,7 @@ impl bindings::v2::corral::plugin::host::Host for CallState {
         message: String,
         requested_schema: String,
     ) -> impl std::future::Future<Output = wasmtime::Result<Result<ElicitResponse, RequestError>>> + Send {
-        tracing::debug!(plugin = %self.plugin, "asks the client to elicit: {message}");
+        tracing::debug!(plugin = %self.plugin, "asks the client to elicit: {}", self.shown(&message));
         trace::host_call("elicit", "the guest asks the client to elicit");
         self.until_input(self.observer.elicit(None, message, requested_schema))
     }
@@ -334,7 +340,7 @@ impl v3::host::Host for CallState {
         message: String,
         requested_schema: String,
     ) -> impl std::future::Future<Output = wasmtime::Result<Result<v3::host::ElicitResponse, v3::host::RequestError>>> + Send {
-        tracing::debug!(plugin = %self.plugin, "asks the client to elicit: {message}");
+        tracing::debug!(plugin = %self.plugin, "asks the client to elicit: {}", self.shown(&message));
         trace::host_call("elicit", "the guest asks the client to elicit");
         let answer = self.until_input(self.observer.elicit(None, message, requested_schema));
         async move { answer.await.map(|r| r.map(Into::into).map_err(Into::into)) }
@@ -440,7 +446,13 @@ impl CallState {
         self.start.elapsed() >= self.time_limit.get(self.timeout)
     }
 
+    /// `text` as the host may log it: the call's secrets replaced by their names.
+    fn shown<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+        super::redact::redacted(&self.secrets, text).map_or(std::borrow::Cow::Borrowed(text), std::borrow::Cow::Owned)
+    }
+
     fn log_line(&mut self, level: LogLevel, message: String) {
+        let message = self.shown(&message).into_owned();
         match level {
             LogLevel::Debug => tracing::debug!(plugin = %self.plugin, "{message}"),
             LogLevel::Info | LogLevel::Notice => tracing::info!(plugin = %self.plugin, "{message}"),

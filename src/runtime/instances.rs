@@ -320,7 +320,7 @@ impl Runtime {
         let _active = self.ticker.activate();
         // The limit may be switched while the call runs (an adopted call gets its task's).
         let (start, base) = (Instant::now(), ctx.limits.timeout);
-        let (stdout, stderr) = PluginOutput::pair(code.name.clone());
+        let (stdout, stderr) = PluginOutput::pair(code.name.clone(), ctx.secret_env.clone());
         let mut store = self.new_store(code, &ctx, start, &stdout, &stderr)?;
         let outcome = {
             let work = async {
@@ -382,6 +382,10 @@ impl Runtime {
         for var in &code.permissions.env {
             wasi.env(&var.name, &var.value);
         }
+        // The secrets resolved for this call's caller, in this instance only.
+        for (name, value) in ctx.secret_env.iter() {
+            wasi.env(name, value.as_str());
+        }
         for dir in &code.permissions.dirs {
             let perms = if dir.writable { FsPerms::ReadWrite } else { FsPerms::ReadOnly };
             wasi.preopened_dir(&dir.host, &dir.guest, perms)
@@ -406,6 +410,7 @@ impl Runtime {
             peak_memory: 0,
             checkpoint: None,
             checkpoint_cap: ctx.limits.checkpoint,
+            secrets: ctx.secret_env.clone(),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| state);

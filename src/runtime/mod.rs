@@ -17,6 +17,7 @@ mod inspect;
 mod instances;
 mod network;
 mod output;
+mod redact;
 mod source;
 mod stamp;
 mod ticker;
@@ -37,6 +38,7 @@ pub use exports::Contract;
 pub use failure::Failure;
 pub use input::{check_keys as check_input_keys, InputRequest, InputResponse, Keyed, MAX_KEY_LEN};
 pub use inspect::Interfaces;
+pub use redact::{redacted, SecretVars, MIN_REDACTED};
 pub use time_limit::TimeLimit;
 pub use tool_list::Lists;
 

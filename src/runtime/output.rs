@@ -10,6 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use tokio::io::AsyncWrite;
+
+use super::redact::{redacted, SecretVars};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 
 /// Bytes of stdout plus stderr one call may log.
@@ -21,13 +23,15 @@ pub struct PluginOutput {
     stream: &'static str,
     budget: Arc<AtomicUsize>,
     partial: Arc<Mutex<Vec<u8>>>,
+    /// The call's secrets, replaced by their names in every line.
+    secrets: SecretVars,
 }
 
 impl PluginOutput {
-    /// A stdout and a stderr sharing one budget.
-    pub fn pair(plugin: Arc<str>) -> (PluginOutput, PluginOutput) {
+    /// A stdout and a stderr sharing one budget, redacting `secrets`.
+    pub fn pair(plugin: Arc<str>, secrets: SecretVars) -> (PluginOutput, PluginOutput) {
         let budget = Arc::new(AtomicUsize::new(OUTPUT_BUDGET));
-        let make = |stream| PluginOutput { plugin: plugin.clone(), stream, budget: budget.clone(), partial: Default::default() };
+        let make = |stream| PluginOutput { plugin: plugin.clone(), stream, budget: budget.clone(), partial: Default::default(), secrets: secrets.clone() };
         (make("stdout"), make("stderr"))
     }
 
@@ -46,7 +50,9 @@ impl PluginOutput {
     }
 
     fn emit(&self, line: &[u8]) {
-        tracing::info!(plugin = %self.plugin, stream = self.stream, "{}", String::from_utf8_lossy(line));
+        let text = String::from_utf8_lossy(line);
+        let text = redacted(&self.secrets, &text).map_or(text, Into::into);
+        tracing::info!(plugin = %self.plugin, stream = self.stream, "{text}");
     }
 
     /// Logs what is left without a final newline; called when the call ends.

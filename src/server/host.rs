@@ -97,7 +97,7 @@ impl Host {
 
     /// What running a call needs of the host.
     pub(super) fn runs(&self) -> tool_run::Runs<'_> {
-        tool_run::Runs { runtime: &self.runtime, metrics: &self.metrics, audit: &self.options.audit }
+        tool_run::Runs { runtime: &self.runtime, metrics: &self.metrics, audit: &self.options.audit, secrets: &self.options.secrets }
     }
 
     /// Stops the task engine (once the transport has returned): workers, adopted calls and the

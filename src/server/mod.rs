@@ -6,6 +6,7 @@
 mod announce;
 mod ask;
 mod authorize;
+mod call_secrets;
 mod host;
 mod inline;
 mod kept_results;

@@ -24,6 +24,8 @@ pub struct ServerOptions {
     pub audit: Audit,
     /// The policy in force (`--policy`, reloaded when its file changes); none allows everything.
     pub policy: Arc<crate::policy::Policies>,
+    /// Where the secrets plugins declare come from (`--secrets-key-file`, `--secrets-dir`); none by default.
+    pub secrets: Arc<crate::secrets::Resolver>,
 }
 
 impl Default for ServerOptions {
@@ -35,6 +37,7 @@ impl Default for ServerOptions {
             state_secret: StateSecret::random(),
             audit: Audit::off(),
             policy: Default::default(),
+            secrets: Default::default(),
         }
     }
 }

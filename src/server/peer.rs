@@ -36,6 +36,9 @@ pub struct ClientCaps {
     pub sampling: bool,
     /// `roots` (contract 0.3.0's `input.roots` sends `roots/list` only then).
     pub roots: bool,
+    /// `elicitation` with URL mode (`{"url": {}}`): a caller secret not set yet is asked for
+    /// with a link (`-32042`).
+    pub elicitation_url: bool,
 }
 
 impl ClientCaps {
@@ -58,8 +61,9 @@ impl ClientCaps {
         }
         let [elicitation, sampling, roots, ..] = declared;
         // An empty object is form mode, for clients of earlier protocol versions.
+        let elicitation_url = elicitation.as_ref().is_some_and(|modes| modes.has("url"));
         let elicitation = elicitation.is_some_and(|modes| modes.map().is_empty() || modes.has("form"));
-        Ok(ClientCaps { elicitation, sampling: sampling.is_some(), roots: roots.is_some() })
+        Ok(ClientCaps { elicitation, sampling: sampling.is_some(), roots: roots.is_some(), elicitation_url })
     }
 }
 
@@ -274,9 +278,12 @@ mod tests {
     fn capabilities_follow_the_spec() {
         assert_eq!(caps(json!({})).unwrap(), ClientCaps::default());
         assert_eq!(ClientCaps::from_initialize(Params::new(&Map::new())).unwrap(), ClientCaps::default(), "absent: nothing declared");
-        assert_eq!(caps(json!({"elicitation": {}, "sampling": {}})).unwrap(), ClientCaps { elicitation: true, sampling: true, roots: false });
+        assert_eq!(caps(json!({"elicitation": {}, "sampling": {}})).unwrap(), ClientCaps { elicitation: true, sampling: true, ..ClientCaps::default() });
         assert!(caps(json!({"elicitation": {"form": {}}})).unwrap().elicitation);
         assert!(!caps(json!({"elicitation": {"url": {}}})).unwrap().elicitation, "URL mode only");
+        assert!(caps(json!({"elicitation": {"url": {}}})).unwrap().elicitation_url);
+        assert!(caps(json!({"elicitation": {"form": {}, "url": {}}})).unwrap().elicitation_url);
+        assert!(!caps(json!({"elicitation": {}})).unwrap().elicitation_url, "an empty object is form mode only");
         assert_eq!(caps(json!({"sampling": null, "roots": {"listChanged": true}})).unwrap(), ClientCaps { roots: true, ..ClientCaps::default() });
     }
 

@@ -9,7 +9,7 @@ use crate::mcp::RpcError;
 use crate::registry::ToolEntry;
 use crate::runtime::{CallResult, Content, Failure, ResourceBody};
 
-const ERROR_META_KEY: &str = "corral/error";
+pub(super) const ERROR_META_KEY: &str = "corral/error";
 /// The failure kind of a call refused for arguments that break the tool's input schema.
 pub const INVALID_ARGUMENTS: &str = "invalid-arguments";
 
@@ -148,7 +148,7 @@ pub fn error_result(text: String, kind: &str) -> CallToolResult {
     with_error_meta(CallToolResult::error_text(text), detail)
 }
 
-fn with_error_meta(mut result: CallToolResult, detail: Map<String, Value>) -> CallToolResult {
+pub(super) fn with_error_meta(mut result: CallToolResult, detail: Map<String, Value>) -> CallToolResult {
     result.meta.insert(ERROR_META_KEY.into(), Value::Object(detail));
     result
 }

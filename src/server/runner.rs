@@ -25,6 +25,7 @@ use crate::mcp::RpcError;
 use crate::principal::{Owner, Wire};
 use crate::registry::Registry;
 use crate::runtime::{CallContext, CallObserver, Failure, Runtime};
+use crate::secrets::Resolver;
 use crate::tasks::{Finished, LocalRun, Outcome, Recovery, Task, TaskControl, TaskRunner, TaskStatus};
 
 /// Who a task reports to and asks while the client that created it is reachable from here.
@@ -47,6 +48,8 @@ pub struct ToolRunner {
     metrics: Arc<Metrics>,
     /// Records the call like any other, with its task and attempt.
     audit: Audit,
+    /// Resolves the secrets of each call's plugin for the task's owner.
+    secrets: Arc<Resolver>,
     /// The host's [`TaskInputs`], set once the host exists (it is made after the engine, which
     /// needs this runner first): a 2026-07-28 task that runs here without its requestor asks
     /// through them.
@@ -58,7 +61,7 @@ pub struct ToolRunner {
 impl ToolRunner {
     /// A runner of the tools in `registry`.
     pub fn new(registry: Arc<Registry>, runtime: Arc<Runtime>, metrics: Arc<Metrics>) -> ToolRunner {
-        ToolRunner { registry, runtime, metrics, audit: Audit::off(), task_inputs: Arc::default(), progress: Arc::default() }
+        ToolRunner { registry, runtime, metrics, audit: Audit::off(), secrets: Arc::default(), task_inputs: Arc::default(), progress: Arc::default() }
     }
 
     /// The last progress of the tasks running here.
@@ -69,6 +72,11 @@ impl ToolRunner {
     /// The same runner, recording each call it runs in `audit`.
     pub fn auditing(self, audit: Audit) -> ToolRunner {
         ToolRunner { audit, ..self }
+    }
+
+    /// The same runner, resolving each call's secrets through `secrets`.
+    pub fn resolving(self, secrets: Arc<Resolver>) -> ToolRunner {
+        ToolRunner { secrets, ..self }
     }
 
     /// Gives the runner the host's task inputs (see the field); once.
@@ -84,6 +92,7 @@ impl ToolRunner {
 
     fn run_for(&self, task: &Task, control: TaskControl, requestor: Option<Requestor>) -> BoxFuture<'static, Finished> {
         let (registry, runtime, metrics, audit) = (self.registry.clone(), self.runtime.clone(), self.metrics.clone(), self.audit.clone());
+        let secrets = self.secrets.clone();
         let (owner, run) = (task.owner.clone(), TaskRun { id: task.id.clone(), attempt: task.attempts });
         let (tool, arguments, expires_at) = (task.tool.clone(), task.arguments.clone(), task.expires_at());
         let resumed_from = if task.attempts > 1 { task.resumed_from } else { 0 };
@@ -143,7 +152,7 @@ impl ToolRunner {
             let inline_limit = limits.inline_result;
             let ctx = CallContext::for_request(limits, cancel, observer);
             let call = AdmittedCall { entry, arguments, progress_token: None };
-            let runs = tool_run::Runs { runtime: &runtime, metrics: &metrics, audit: &audit };
+            let runs = tool_run::Runs { runtime: &runtime, metrics: &metrics, audit: &audit, secrets: &secrets };
             let outcome = tool_run::run_validated(runs, tool_run::Caller { owner: &owner, task: Some(run) }, &call, ctx).await;
             board.forget(control.id());
             finished(&tool, kept(&control, expires_at, &tool, inline_limit, outcome).await)

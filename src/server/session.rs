@@ -12,7 +12,7 @@ use super::notify::{CallNotifier, LevelFilter};
 use super::peer::{ClientCaps, Peer};
 use super::scope::{Requests, Scope};
 use super::sessions::{ListChanged, Listener};
-use super::{kept_results, limits, prompts, resources, result_links, tasks, tool_run, tools, Host, Outlet};
+use super::{call_secrets, kept_results, limits, prompts, resources, result_links, tasks, tool_run, tools, Host, Outlet};
 use crate::cancel::CancelHandle;
 use crate::mcp::jsonrpc::error_message;
 use crate::mcp::modern::{self, Era};
@@ -325,10 +325,15 @@ impl Session {
         }
         let observer = Arc::new(shared.notifier(scope.outlet(), &call.entry.plugin, call.progress_token.clone()));
         let (host, owner) = (shared.host.clone(), shared.owner.clone());
+        let url_elicitation = shared.peer.capabilities().elicitation_url;
         scope.spawn_request(id, move |cancel| async move {
             let ctx = CallContext::for_request(call.entry.plugin.limits.clone(), cancel, observer);
             let caller = tool_run::Caller { owner: owner.key(), task: None };
             let result = tool_run::run(host.runs(), caller, &call, ctx).await.ok()?.result;
+            // A caller secret not set yet, for a client that can send its person to a link.
+            if let Some(error) = url_elicitation.then(|| call_secrets::url_elicitation_error(&result)).flatten() {
+                return Some(Err(error));
+            }
             let result = kept_results::keep_plain(&host, &owner, &call.entry.name, call.entry.plugin.limits.inline_result, result).await;
             Some(Ok(result))
         });

@@ -7,12 +7,14 @@ use std::sync::Arc;
 use serde_json::Value;
 use tracing::Instrument;
 
+use super::call_secrets::{redact_result, unresolved_result, Redacting, SECRET_UNAVAILABLE};
 use super::results::{failure_result, invalid_arguments_result, note_denials, tool_result, INVALID_ARGUMENTS};
 use super::{with_permit, Metrics};
 use crate::audit::{Audit, CallOutcome, CallRecord, Subject, TaskRun};
 use crate::mcp::types::CallToolResult;
 use crate::registry::{violations, ToolEntry};
 use crate::runtime::{CallContext, Failure, Runtime};
+use crate::secrets::Resolver;
 use crate::telemetry::trace;
 
 /// A `tools/call` that passed the protocol checks and is ready to run.
@@ -48,6 +50,8 @@ pub struct Runs<'a> {
     pub metrics: &'a Metrics,
     /// Records the call (`--audit-log`).
     pub audit: &'a Audit,
+    /// Resolves the secrets the call's plugin declares, for its caller.
+    pub secrets: &'a Resolver,
 }
 
 /// Who a call acts for, as the audit trail names them.
@@ -73,7 +77,7 @@ pub async fn run_validated(runs: Runs<'_>, caller: Caller<'_>, call: &AdmittedCa
 async fn run_counted(runs: Runs<'_>, caller: Caller<'_>, call: &AdmittedCall, ctx: CallContext, validate: bool) -> Result<Called, Cancelled> {
     let started = std::time::Instant::now();
     let (usage, denials) = (ctx.usage.clone(), ctx.denials.clone());
-    let (outcome, denied) = run_checked(runs.runtime, call, ctx, validate, caller.task.is_some()).await;
+    let (outcome, denied) = run_checked(runs, caller.owner, call, ctx, validate, caller.task.is_some()).await;
     let took = started.elapsed();
     let label = match &outcome {
         Ok(Called { failure: Some(kind), .. }) => kind,
@@ -115,14 +119,35 @@ async fn run_counted(runs: Runs<'_>, caller: Caller<'_>, call: &AdmittedCall, ct
 }
 
 /// Runs the call; what it came to, and what the sandbox refused it (also named in the result).
-async fn run_checked(runtime: &Runtime, call: &AdmittedCall, ctx: CallContext, validate: bool, in_task: bool) -> (Result<Called, Cancelled>, Vec<String>) {
-    let entry = &call.entry;
+async fn run_checked(
+    runs: Runs<'_>,
+    owner: &str,
+    call: &AdmittedCall,
+    mut ctx: CallContext,
+    validate: bool,
+    in_task: bool,
+) -> (Result<Called, Cancelled>, Vec<String>) {
+    let (entry, runtime) = (&call.entry, runs.runtime);
     if validate {
         let problems = violations(&entry.input_validator, &call.arguments);
         if !problems.is_empty() {
             return (Ok(Called { result: invalid_arguments_result(&entry.name, &problems), failure: Some(INVALID_ARGUMENTS) }), Vec::new());
         }
     }
+    // A plugin that declares no secrets resolves nothing and wraps nothing.
+    if !entry.plugin.secrets.is_empty() {
+        match runs.secrets.resolve(owner, &entry.plugin.name, &entry.plugin.secrets).await {
+            Ok(env) => {
+                ctx.secret_env = env.into();
+                ctx.observer = Redacting::wrap(ctx.observer, &ctx.secret_env);
+            }
+            Err(unresolved) => {
+                tracing::info!(tool = %entry.name, plugin = %entry.plugin.name, principal = %owner, "{unresolved}");
+                return (Ok(Called { result: unresolved_result(&entry.name, &unresolved), failure: Some(SECRET_UNAVAILABLE) }), Vec::new());
+            }
+        }
+    }
+    let secrets = ctx.secret_env.clone();
     let arguments = call.arguments.to_string();
     let denials = ctx.denials.clone();
     let (cancel, usage) = (ctx.cancel.clone(), ctx.usage.clone());
@@ -151,10 +176,13 @@ async fn run_checked(runtime: &Runtime, call: &AdmittedCall, ctx: CallContext, v
             return (Err(Cancelled), Vec::new());
         }
         Err(failure) => {
-            tracing::warn!(parent: &span, tool = %entry.name, plugin = %entry.plugin.name, kind = failure.kind(), "{}", failure.describe(&entry.name));
+            let described = failure.describe(&entry.name);
+            let described = crate::runtime::redacted(&secrets, &described).unwrap_or(described);
+            tracing::warn!(parent: &span, tool = %entry.name, plugin = %entry.plugin.name, kind = failure.kind(), "{described}");
             (failure_result(&entry.name, &failure), Some(failure.kind()))
         }
     };
+    redact_result(&secrets, &mut result);
     let denied = denials.take();
     for what in &denied {
         tracing::warn!(parent: &span, tool = %entry.name, plugin = %entry.plugin.name, "{what}");

@@ -34,6 +34,8 @@ mod sqlite_blobs;
 mod sqlite_inputs;
 mod sqlite_operator;
 mod sqlite_rows;
+mod sqlite_secrets;
+mod sqlite_secrets_table;
 mod state;
 mod store;
 #[cfg(test)]

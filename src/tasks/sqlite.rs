@@ -39,7 +39,7 @@ pub enum Durability {
     Power,
 }
 
-const SCHEMA_VERSION: i64 = 11;
+const SCHEMA_VERSION: i64 = 12;
 /// Cancel notices older than this are deleted by the purge: every host looks far more often.
 const NOTICE_KEEP_MS: i64 = 10 * 60 * 1000;
 /// Operations per transaction at most, so one commit's answers are not held back for long.
@@ -171,7 +171,7 @@ impl SqliteStore {
     }
 
     /// Runs `f` on the writer thread inside the next batch; resolves once the batch committed.
-    fn write<T: Send + 'static>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static) -> StoreFuture<T> {
+    pub(super) fn write<T: Send + 'static>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static) -> StoreFuture<T> {
         let (reply, answer) = oneshot::channel::<StoreResult<T>>();
         let op: WriteOp = Box::new(move |txn| -> Deliver {
             let txn = match txn {
@@ -203,7 +203,7 @@ impl SqliteStore {
     }
 
     /// Runs `f` on the read-only connection (on the writer's for `:memory:`).
-    fn read<T: Send + 'static>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static) -> StoreFuture<T> {
+    pub(super) fn read<T: Send + 'static>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static) -> StoreFuture<T> {
         let Some(reads) = &self.reads else { return self.write(f) };
         let (reply, answer) = oneshot::channel::<StoreResult<T>>();
         let op: ReadOp = Box::new(move |conn| {
@@ -376,6 +376,8 @@ fn prepare(conn: &Connection, durability: Durability) -> rusqlite::Result<()> {
     conn.execute_batch(super::sqlite_blobs::SCHEMA)?;
     // Version 6 keeps the questions tasks wait on (`sqlite_inputs`).
     conn.execute_batch(super::sqlite_inputs::SCHEMA)?;
+    // Version 12 keeps caller secrets, sealed (`sqlite_secrets`).
+    conn.execute_batch(super::sqlite_secrets_table::SCHEMA)?;
     conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
     conn.query_row("SELECT count(*) FROM tasks", [], |_| Ok(()))?;
     Ok(())
@@ -743,6 +745,10 @@ impl TaskStore for SqliteStore {
             }
             Ok(counts)
         })
+    }
+
+    fn secret_rows(self: Arc<Self>) -> Option<Arc<dyn crate::secrets::SecretRows>> {
+        Some(self)
     }
 
     fn close(&self) -> BoxFuture<'static, ()> {

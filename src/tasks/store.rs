@@ -403,6 +403,12 @@ pub trait TaskStore: Send + Sync + 'static {
         Box::pin(async { Ok(()) })
     }
 
+    /// The caller secrets kept in the same database ([`crate::secrets`]), for every store that
+    /// keeps them (both real ones do).
+    fn secret_rows(self: Arc<Self>) -> Option<Arc<dyn crate::secrets::SecretRows>> {
+        None
+    }
+
     /// Stops the store: what was submitted before is answered, later calls fail with
     /// [`StoreError::Closed`], and the store's threads (or connections) are gone when this
     /// resolves.

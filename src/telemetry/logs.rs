@@ -28,7 +28,7 @@ pub fn layer<S>(level: &str, format: LogFormat) -> Box<dyn Layer<S> + Send + Syn
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level_directives(level)));
     // Its hint leaves the level to `filter`'s: without one, the layers' joint hint would be
     // "everything", and each `log` record of a dependency below the level (wasmtime, hyper)
     // would be turned into an event only to be refused.
@@ -42,6 +42,16 @@ where
             let line = Format::default().json().with_ansi(false).with_current_span(false).with_span_list(false);
             log.json().event_format(WithTraceId(line)).with_filter(filter.and(events)).boxed()
         }
+    }
+}
+
+/// `--log-level`'s directives. wasmtime-wasi's own debug lines hold the bytes a guest writes
+/// to its stdout and stderr before the host's redaction of the call's secrets sees them, so
+/// however verbose the host's log, they stay out of it (only `RUST_LOG` can ask for them).
+fn level_directives(level: &str) -> String {
+    match level.trim().parse::<LevelFilter>() {
+        Ok(parsed) if parsed > LevelFilter::INFO => format!("{level},wasmtime_wasi=info"),
+        _ => level.to_owned(),
     }
 }
 

@@ -10,12 +10,14 @@
 //! One file per family of subcommands: [`host`] holds the flags every command that loads plugins
 //! shares (the plugin directory, limits, the task store), [`serve`] the server's own (HTTP, OAuth,
 //! the console, the audit trail, the policy), [`plugin`] the one-shot commands on a plugin
-//! directory or file, [`registry`] `pull` and `publish`, [`dev`] `corral dev` and `corral test`, [`tasks`] the operator's `corral tasks`.
+//! directory or file, [`registry`] `pull` and `publish`, [`dev`] `corral dev` and `corral test`, [`tasks`] the operator's `corral tasks`, [`secrets`] `corral secrets` and
+//! the secrets flags of `serve`.
 
 mod dev;
 mod host;
 mod plugin;
 mod registry;
+mod secrets;
 mod serve;
 mod tasks;
 
@@ -25,6 +27,9 @@ pub use self::dev::{DevArgs, TestArgs};
 pub use self::host::{DbSync, HostArgs, TaskArgs};
 pub use self::plugin::{CallArgs, CompileArgs, InspectArgs, Lang, NewArgs, ToolsArgs};
 pub use self::registry::{PublishArgs, PullArgs, RegistryArgs, SignArgs, VerifyArgs};
+pub use self::secrets::{
+    parse_secrets_key_file, SecretStoreArgs, SecretsArgs, SecretsCommand, SecretsFlags, SecretsListArgs, SecretsNameArgs, SecretsRotateArgs, SecretsSetArgs,
+};
 pub use self::serve::{AdminArgs, AuditArgs, HttpArgs, PolicyFile, ServeArgs};
 pub use self::tasks::{
     OperatorArgs, TaskFilterArgs, TaskStoreArgs, TasksArgs, TasksCancelArgs, TasksCommand, TasksIdArgs, TasksListArgs, TasksPurgeArgs, TasksShowArgs,
@@ -87,6 +92,9 @@ pub enum Command {
     /// Look after the tasks in a task store (a SQLite file or PostgreSQL), beside the hosts that
     /// run them: list, show, print results, cancel, purge, watch.
     Tasks(TasksArgs),
+    /// Look after the caller secrets in a task store: set one (from standard input), list names
+    /// and dates, delete one, or encrypt them all again under a new key.
+    Secrets(SecretsArgs),
     /// Print the shell completion script for bash, zsh, fish, elvish or powershell.
     Completions(super::completions::CompletionsArgs),
     /// Print the manual page corral(1) in roff, or write every page into --dir.

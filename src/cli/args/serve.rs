@@ -191,6 +191,9 @@ pub struct ServeArgs {
     /// The audit trail.
     #[command(flatten)]
     pub audit: AuditArgs,
+    /// Caller and host secrets.
+    #[command(flatten)]
+    pub secrets: super::secrets::SecretsFlags,
     /// Tools per tools/list page.
     #[arg(long, env = "CORRAL_PAGE_SIZE", default_value_t = ServerOptions::default().page_size, value_parser = config::parse_positive::<usize>)]
     pub page_size: usize,

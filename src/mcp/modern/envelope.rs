@@ -25,6 +25,8 @@ pub struct ClientCapabilities {
     pub roots: bool,
     /// `extensions["io.modelcontextprotocol/tasks"]`.
     pub tasks: bool,
+    /// `elicitation` with URL mode (`{"url": {}}`).
+    pub elicitation_url: bool,
 }
 
 impl ClientCapabilities {
@@ -37,7 +39,8 @@ impl ClientCapabilities {
         };
         let is_object = |key: &str| capabilities.get(key).is_some_and(Value::is_object);
         let tasks = capabilities.get("extensions").and_then(|e| e.get(TASKS_EXTENSION)).is_some_and(Value::is_object);
-        ClientCapabilities { elicitation, sampling: is_object("sampling"), roots: is_object("roots"), tasks }
+        let elicitation_url = capabilities.get("elicitation").and_then(Value::as_object).is_some_and(|modes| modes.contains_key("url"));
+        ClientCapabilities { elicitation, sampling: is_object("sampling"), roots: is_object("roots"), tasks, elicitation_url }
     }
 }
 
@@ -141,7 +144,7 @@ mod tests {
     fn capabilities_and_log_level_are_read_per_request() {
         let caps = json!({"sampling": {}, "elicitation": {"form": {}}, "extensions": {TASKS_EXTENSION: {}}});
         let e = read(json!({"_meta": {PROTOCOL_VERSION_KEY: "2026-07-28", CLIENT_CAPABILITIES_KEY: caps, LOG_LEVEL_KEY: "warning"}})).unwrap();
-        assert_eq!(e.capabilities, ClientCapabilities { elicitation: true, sampling: true, roots: false, tasks: true });
+        assert_eq!(e.capabilities, ClientCapabilities { elicitation: true, sampling: true, roots: false, tasks: true, elicitation_url: false });
         assert_eq!(e.log_level, Some(LogLevel::Warning));
         let plain = read(json!({"_meta": {PROTOCOL_VERSION_KEY: "2026-07-28", CLIENT_CAPABILITIES_KEY: {}}})).unwrap();
         assert_eq!((plain.capabilities, plain.log_level), (ClientCapabilities::default(), None));

@@ -165,6 +165,12 @@ impl Round {
         !self.asked.lock().unwrap().is_empty() || self.malformed.lock().unwrap().is_some()
     }
 
+    /// Asks the client, under `key`, to send its person to a URL (`params`: an
+    /// `ElicitRequestURLParams`): the request ends with an `InputRequiredResult` carrying it.
+    pub(in crate::server) fn ask_url(&self, key: String, params: Value) {
+        self.asked.lock().unwrap().push((key, json!({ "method": "elicitation/create", "params": params })));
+    }
+
     /// The request's answer when the guest stopped for input: -32602 for a malformed answer,
     /// else the `InputRequiredResult`; `None` when the guest did not stop.
     pub(in crate::server) fn outcome(&self) -> Option<Result<Value, RpcError>> {

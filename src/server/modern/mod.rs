@@ -204,9 +204,15 @@ fn call(scope: &Scope, id: RequestId, envelope: Envelope, params: Map<String, Va
     let observer = observer(scope, &envelope, &call.entry.plugin, call.progress_token.clone(), round);
     let ctx = context(&call.entry.plugin, &observer);
     let owner = scope.owner().clone();
+    let url_elicitation = envelope.capabilities.elicitation_url;
     scope.spawn_request(id, move |cancel| async move {
         let caller = tool_run::Caller { owner: owner.key(), task: None };
         let result = tool_run::run(host.runs(), caller, &call, ctx(cancel)).await.ok()?.result;
+        // A caller secret not set yet, for a request that can send its person to a link: the
+        // retry (after the page, or an operator's `corral secrets set`) runs the call again.
+        if let Some(asked) = url_elicitation.then(|| super::call_secrets::UrlElicitation::of(&result)).flatten() {
+            observer.round().ask_url(format!("secret-{}", asked.name), asked.modern_params());
+        }
         let result = kept_results::keep_plain(&host, &owner, &call.entry.name, call.entry.plugin.limits.inline_result, result).await;
         Some(finish(&observer, Ok(serde_json::to_value(result).expect("results serialize"))))
     });

@@ -10,7 +10,8 @@
 //! Pieces: [`pool`] (connections, TLS), [`schema`] (versioned migrations under an advisory
 //! lock), [`counts`] (the admission caps' counter rows), [`store`] (the [`TaskStore`](super::TaskStore) itself), [`hosts`] (heartbeats and
 //! the claim of a dead replica's tasks), [`listen`] (`LISTEN/NOTIFY`, so a replica hears what
-//! the others write) and [`notify`] (which tells them, in batches after each write commits).
+//! the others write), [`notify`] (which tells them, in batches after each write commits) and
+//! [`secrets`] (sealed caller secrets, for `crate::secrets`, in the table of [`secrets_table`]).
 
 mod blobs;
 mod buckets;
@@ -26,6 +27,8 @@ mod options;
 mod pool;
 mod rows;
 mod schema;
+mod secrets;
+mod secrets_table;
 mod store;
 #[cfg(test)]
 pub(crate) mod testing;

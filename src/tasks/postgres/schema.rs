@@ -125,6 +125,7 @@ ALTER TABLE corral_tasks ADD COLUMN IF NOT EXISTS plugin TEXT, ADD COLUMN IF NOT
 -- continue that trace.
 ALTER TABLE corral_tasks ADD COLUMN IF NOT EXISTS trace_context TEXT;
 ",
+    super::secrets_table::MIGRATION,
 ];
 
 /// The schema version this corral writes.

@@ -105,7 +105,7 @@ impl PgStore {
     }
 
     /// The pool, or [`StoreError::Closed`] once the store is closed.
-    fn pool(&self) -> StoreResult<Pool> {
+    pub(super) fn pool(&self) -> StoreResult<Pool> {
         if *self.closed.lock().unwrap() {
             return Err(StoreError::Closed);
         }
@@ -553,6 +553,10 @@ impl TaskStore for PgStore {
             }
             Ok(counts)
         })
+    }
+
+    fn secret_rows(self: Arc<Self>) -> Option<Arc<dyn crate::secrets::SecretRows>> {
+        Some(self)
     }
 
     fn close(&self) -> BoxFuture<'static, ()> {

@@ -291,3 +291,15 @@ async fn replicas_draw_call_tokens_from_one_bucket_and_an_owners_own_cap_holds_a
     assert_eq!(a.owner_of("b1").await.unwrap().as_deref(), Some("alice"), "any replica tells an operator who owns a task");
     assert_eq!(a.owner_of("nope").await.unwrap(), None);
 }
+
+#[tokio::test]
+async fn caller_secrets_are_kept_sealed_and_rotated_in_the_shared_database() {
+    let Some(url) = database() else { return };
+    let store = std::sync::Arc::new(open(&url, "h").await);
+    // Every secret row as the server returns it, to search for values.
+    let raw = async || {
+        testing::psql(&url, "SELECT holder, plugin, name, key_id, encode(nonce, 'escape'), encode(sealed, 'escape') FROM corral_secrets").unwrap().into_bytes()
+    };
+    crate::secrets::suite::run(store.clone(), raw).await;
+    store.close().await;
+}

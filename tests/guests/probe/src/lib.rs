@@ -51,7 +51,7 @@ impl Guest for Probe {
         let text = json!({"type": "string"});
         let schema = json!({"type": "object", "properties": {
             "connect": text, "connect_name": text, "http": text, "read": text, "write": text, "text": text, "env": text,
-            "strict": {"type": "boolean"},
+            "strict": {"type": "boolean"}, "echo": {"type": "boolean"},
         }});
         vec![Tool {
             name: "probe".into(),
@@ -71,6 +71,9 @@ impl Guest for Probe {
         let arg = |key: &str| args[key].as_str();
         let mut report = Map::new();
         report.insert("env_count".into(), json!(std::env::vars().count()));
+        let mut names: Vec<String> = std::env::vars().map(|(name, _)| name).collect();
+        names.sort();
+        report.insert("env_names".into(), json!(names));
         report.insert("args".into(), json!(std::env::args().count()));
         report.insert("root_dir".into(), json!(std::fs::read_dir("/").map(|d| d.count().to_string()).unwrap_or_else(denied)));
         report.insert("cwd_file".into(), json!(std::fs::read_to_string("Cargo.toml").map(|_| "read".to_string()).unwrap_or_else(denied)));
@@ -93,7 +96,18 @@ impl Guest for Probe {
             report.insert("write".into(), json!(write(path, arg("text").unwrap_or(""))));
         }
         if let Some(name) = arg("env") {
-            report.insert("env".into(), json!(std::env::var(name).ok()));
+            let value = std::env::var(name).ok();
+            // Reversed, it is no longer the value the host redacts: a test can tell whose it is.
+            report.insert("env_reversed".into(), json!(value.as_ref().map(|v| v.chars().rev().collect::<String>())));
+            if args["echo"] == true {
+                // Everywhere a plugin could leak it: its log, its stderr, its progress and its result.
+                if let Some(v) = &value {
+                    eprintln!("probe leaks {v} on stderr");
+                    corral::plugin::host::log(corral::plugin::host::LogLevel::Info, &format!("probe leaks {v} in a log"));
+                    corral::plugin::host::progress(1.0, Some(2.0), Some(format!("probe leaks {v} in progress").as_str()));
+                }
+            }
+            report.insert("env".into(), json!(value));
         }
         let refused = report.values().any(|v| v.as_str().is_some_and(|s| s.starts_with("denied")));
         let is_error = args["strict"] == true && refused;
