@@ -82,8 +82,11 @@ impl Policies {
         };
         match loaded {
             Ok(policy) => {
-                tracing::info!(file = %path.display(), allow = policy.allows.len(), deny = policy.denies.len(), limit = policy.limits.len(), "policy reloaded");
+                let (allow, deny, limit) = (policy.allows.len(), policy.denies.len(), policy.limits.len());
                 *self.current.write().unwrap() = Some(Arc::new(policy));
+                // Said once it is in force: whoever waits for the line (an operator's script, a
+                // test) must find the new policy deciding the next request.
+                tracing::info!(file = %path.display(), allow, deny, limit, "policy reloaded");
                 self.reloads.send_replace(Reload::Applied(n));
             }
             Err(e) => {
