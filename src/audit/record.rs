@@ -92,6 +92,21 @@ pub struct CallRecord {
     pub result: Option<Value>,
     /// The trace the call belongs to, once traces are exported.
     pub trace_id: Option<String>,
+    /// The secrets its plugin declares, as they went for this call: names only.
+    pub secrets: CallSecrets,
+}
+
+/// What became of a call's secrets, by name: the values never reach a record.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CallSecrets {
+    /// The secrets the call was given (its plugin's declared ones, all resolved), in
+    /// declaration order.
+    pub given: Vec<String>,
+    /// The secret that could not be resolved, for a call refused as `secret-unavailable`.
+    pub missing: Option<String>,
+    /// Whether the caller was sent a link to give the missing one (a URL elicitation, or the
+    /// link in the refusal's text).
+    pub asked: bool,
 }
 
 impl CallRecord {
@@ -115,6 +130,7 @@ impl CallRecord {
             arguments: None,
             result: None,
             trace_id: None,
+            secrets: CallSecrets::default(),
         }
     }
 }

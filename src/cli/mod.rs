@@ -13,6 +13,7 @@ pub mod health;
 pub mod host;
 pub mod inspect;
 pub mod new;
+mod operator;
 pub mod publish;
 pub mod pull;
 mod secret_files;
