@@ -47,7 +47,8 @@ impl Setup {
         for name in ["probe", "kept", "bare"] {
             std::fs::copy(test_guests().join("probe.wasm"), plugins.join(format!("{name}.wasm"))).unwrap();
         }
-        std::fs::write(plugins.join("probe.toml"), MANIFEST).unwrap();
+        // The probe may reach localhost: where its calls went is in their audit records.
+        std::fs::write(plugins.join("probe.toml"), format!("[permissions]\nnetwork = [\"localhost:*\"]\n{MANIFEST}")).unwrap();
         std::fs::write(
             plugins.join("kept.toml"),
             format!("namespace = \"kept\"\n[limits]\ninline-result = \"64B\"\n{}", MANIFEST.split("[secrets.WEBHOOK_KEY]").next().unwrap()),
@@ -143,6 +144,16 @@ fn each_principal_sees_its_own_secret_and_nothing_leaks(setup: &Setup) {
     let (host, _) = report(&mut mcp, "probe", "WEBHOOK_KEY");
     assert_eq!(host["env_reversed"], json!(reversed(WEBHOOK)));
 
+    // Where ada's credential went: a connect by IP the grants do not name (refused), and one by
+    // the name they do (allowed), through the same call.
+    let service = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = service.local_addr().unwrap().port();
+    let (reached, result) = {
+        let result = mcp.call_tool("probe", json!({"connect": format!("127.0.0.1:{port}"), "connect_name": format!("localhost:{port}")}));
+        (result["content"][0]["text"].as_str().and_then(|t| serde_json::from_str::<Value>(t).ok()).unwrap_or(Value::Null), result)
+    };
+    assert!(reached["connect"].as_str().is_some_and(|c| c.contains("denied")), "{result}");
+
     // The operator updates the Secret: the next call reads the new value.
     write_host_secret(&setup.path("secrets"), WEBHOOK_2);
     let (host, _) = report(&mut mcp, "probe", "WEBHOOK_KEY");
@@ -228,6 +239,14 @@ fn each_principal_sees_its_own_secret_and_nothing_leaks(setup: &Setup) {
     for call in &ada_calls {
         assert_eq!(call["secrets"], json!(["TRACKER_TOKEN", "WEBHOOK_KEY"]), "{call}");
     }
+    let went: Vec<_> = ada_calls.iter().filter_map(|c| c.get("connections")).collect();
+    assert_eq!(went.len(), 1, "only the call that connected has connections: {audit}");
+    let went = went[0].as_array().unwrap();
+    assert_eq!(went[0], json!({"via": "tcp", "host": "127.0.0.1", "port": port, "allowed": false, "count": 1}), "{audit}");
+    assert!(
+        went[1..].iter().any(|c| c["via"] == "tcp" && c["name"] == "localhost" && c["port"] == port && c["allowed"] == true),
+        "the connect by the granted name, with the name it was looked up by: {audit}"
+    );
     assert!(by("token:ada", "bare_probe").iter().all(|c| c.get("secrets").is_none()), "a plugin that declares none is given none: {audit}");
     let carol = by("token:carol", "probe");
     assert_eq!(carol.len(), 1, "{audit}");

@@ -6,7 +6,7 @@ use std::time::SystemTime;
 use serde_json::{json, Map, Value};
 
 use super::operator::OperatorRecord;
-use super::record::{CallRecord, Subject, TaskRecord};
+use super::record::{CallRecord, Reached, Subject, TaskRecord};
 use crate::principal::{Owner, Principal, Wire};
 
 /// `record` as one line of JSON, without the newline: written straight from the record's
@@ -49,6 +49,8 @@ pub(super) fn call_line(record: &CallRecord) -> String {
         secrets: &record.secrets.given,
         secret_missing: record.secrets.missing.as_deref(),
         secret_asked: record.secrets.asked,
+        connections: record.connections.iter().map(ReachedLine::of).collect(),
+        connections_uncounted: record.connections_uncounted,
     };
     serde_json::to_string(&line).expect("an audit line serializes")
 }
@@ -104,6 +106,32 @@ struct CallLine<'a> {
     secret_missing: Option<&'a str>,
     #[serde(skip_serializing_if = "is_false")]
     secret_asked: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    connections: Vec<ReachedLine<'a>>,
+    #[serde(skip_serializing_if = "is_zero")]
+    connections_uncounted: u64,
+}
+
+/// One destination of a call's line.
+#[derive(serde::Serialize)]
+struct ReachedLine<'a> {
+    via: &'static str,
+    host: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    port: u16,
+    allowed: bool,
+    count: u32,
+}
+
+impl<'a> ReachedLine<'a> {
+    fn of(r: &'a Reached) -> ReachedLine<'a> {
+        ReachedLine { via: r.via, host: &r.host, name: r.name.as_deref(), port: r.port, allowed: r.allowed, count: r.count }
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn is_false(b: &bool) -> bool {
@@ -241,6 +269,7 @@ mod tests {
         assert_eq!(line["attempt"], 2);
         assert!(line.get("arguments").is_none() && line.get("trace_id").is_none());
         assert!(line.get("secrets").is_none() && line.get("secret_missing").is_none() && line.get("secret_asked").is_none());
+        assert!(line.get("connections").is_none() && line.get("connections_uncounted").is_none());
         assert!(humantime::parse_rfc3339(line["time"].as_str().unwrap()).is_ok());
     }
 
@@ -265,6 +294,11 @@ mod tests {
         given.secrets.given = vec!["TRACKER_TOKEN".into(), "CHAT_TOKEN".into()];
         let line: Value = serde_json::from_str(&call_line(&given)).unwrap();
         assert_eq!(line["secrets"], json!(["TRACKER_TOKEN", "CHAT_TOKEN"]));
+        given.connections = vec![Reached { via: "tcp", host: "10.0.0.7".into(), name: Some("api.example".into()), port: 443, allowed: true, count: 2 }];
+        given.connections_uncounted = 3;
+        let line: Value = serde_json::from_str(&call_line(&given)).unwrap();
+        assert_eq!(line["connections"], json!([{"via": "tcp", "host": "10.0.0.7", "name": "api.example", "port": 443, "allowed": true, "count": 2}]));
+        assert_eq!(line["connections_uncounted"], 3);
         let mut refused = CallRecord::new("modern:token:bob".into(), Subject::Tool("issues".into()), CallOutcome::Failed);
         refused.failure = Some("secret-unavailable".into());
         refused.secrets.missing = Some("TRACKER_TOKEN".into());

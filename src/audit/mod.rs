@@ -17,5 +17,5 @@ mod record;
 mod trail;
 
 pub use operator::{OperatorAction, OperatorRecord, SecretNamed};
-pub use record::{CallOutcome, CallRecord, CallSecrets, Subject, TaskRecord, TaskRun, Transition};
+pub use record::{CallOutcome, CallRecord, CallSecrets, Reached, Subject, TaskRecord, TaskRun, Transition};
 pub use trail::{Audit, Destination};

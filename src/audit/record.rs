@@ -94,6 +94,28 @@ pub struct CallRecord {
     pub trace_id: Option<String>,
     /// The secrets its plugin declares, as they went for this call: names only.
     pub secrets: CallSecrets,
+    /// Where the guest reached out, allowed or refused: beside `owner` and `secrets`, which
+    /// service a tool reached as whom.
+    pub connections: Vec<Reached>,
+    /// Connections beyond the destinations `connections` keeps (a guest trying many).
+    pub connections_uncounted: u64,
+}
+
+/// One destination a call's guest connected to (or tried), and how often.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reached {
+    /// `tcp` (a `wasi:sockets` connect) or `http` (a `wasi:http` request).
+    pub via: &'static str,
+    /// The host: a name for HTTP, an IP for TCP.
+    pub host: String,
+    /// For a TCP connect, the name this call looked up that gave the IP.
+    pub name: Option<String>,
+    /// The port.
+    pub port: u16,
+    /// Whether the plugin's network grants allowed it.
+    pub allowed: bool,
+    /// How many times, in this call.
+    pub count: u32,
 }
 
 /// What became of a call's secrets, by name: the values never reach a record.
@@ -131,6 +153,8 @@ impl CallRecord {
             result: None,
             trace_id: None,
             secrets: CallSecrets::default(),
+            connections: Vec::new(),
+            connections_uncounted: 0,
         }
     }
 }

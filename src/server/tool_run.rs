@@ -10,7 +10,7 @@ use tracing::Instrument;
 use super::call_secrets::{redact_result, unresolved_result, Redacting, SECRET_UNAVAILABLE};
 use super::results::{failure_result, invalid_arguments_result, note_denials, tool_result, INVALID_ARGUMENTS};
 use super::{with_permit, Metrics};
-use crate::audit::{Audit, CallOutcome, CallRecord, CallSecrets, Subject, TaskRun};
+use crate::audit::{Audit, CallOutcome, CallRecord, CallSecrets, Reached, Subject, TaskRun};
 use crate::mcp::types::CallToolResult;
 use crate::registry::{violations, ToolEntry};
 use crate::runtime::{CallContext, Failure, Runtime};
@@ -76,7 +76,7 @@ pub async fn run_validated(runs: Runs<'_>, caller: Caller<'_>, call: &AdmittedCa
 /// The one place a call ends, whatever its era, transport or task: counted, then audited.
 async fn run_counted(runs: Runs<'_>, caller: Caller<'_>, call: &AdmittedCall, ctx: CallContext, validate: bool) -> Result<Called, Cancelled> {
     let started = std::time::Instant::now();
-    let (usage, denials) = (ctx.usage.clone(), ctx.denials.clone());
+    let (usage, denials, connections) = (ctx.usage.clone(), ctx.denials.clone(), ctx.connections.clone());
     let Checked { outcome, denied, secrets } = run_checked(runs, caller.owner, call, ctx, validate, caller.task.is_some()).await;
     let took = started.elapsed();
     let label = match &outcome {
@@ -110,6 +110,12 @@ async fn run_counted(runs: Runs<'_>, caller: Caller<'_>, call: &AdmittedCall, ct
         record.task = caller.task;
         record.trace_id = trace::current_trace_id();
         record.secrets = secrets;
+        let (reached, uncounted) = connections.take();
+        record.connections = reached
+            .into_iter()
+            .map(|c| Reached { via: c.door.as_str(), host: c.host, name: c.name, port: c.port, allowed: c.allowed, count: c.count })
+            .collect();
+        record.connections_uncounted = uncounted;
         if runs.audit.with_arguments() {
             record.arguments = Some(call.arguments.clone());
             record.result = outcome.as_ref().ok().map(|c| serde_json::to_value(&c.result).expect("results serialize"));
