@@ -205,6 +205,8 @@ fn each_principal_sees_its_own_secret_and_nothing_leaks(setup: &Setup) {
         .read_to_string()
         .unwrap();
     assert!(metrics.contains("corral_tool_calls_total"), "{metrics}");
+    assert!(metrics.contains(r#"corral_tool_connections_total{tool="probe",via="tcp",verdict="refused"} 1"#), "{metrics}");
+    assert!(metrics.contains(r#"corral_tool_connections_total{tool="probe",via="tcp",verdict="allowed"} "#), "{metrics}");
     mcp.close_stdin();
     mcp.wait_exit(TIMEOUT);
     // Where each byte was found, to name the place that leaked.

@@ -54,12 +54,32 @@ struct Tally {
     destinations: Vec<Connection>,
     /// Connections to destinations beyond [`MAX_DESTINATIONS`].
     uncounted: u64,
+    /// Every connection, by door and verdict, the uncounted included (for `/metrics`).
+    totals: Totals,
+}
+
+/// A call's connections by door and verdict.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// `[door][allowed]`: TCP, then HTTP; refused, then allowed.
+    counts: [[u64; 2]; 2],
+}
+
+impl Totals {
+    /// Each non-zero count, with its door and whether it was allowed.
+    pub fn each(&self) -> impl Iterator<Item = (Door, bool, u64)> + '_ {
+        [Door::Tcp, Door::Http]
+            .into_iter()
+            .flat_map(move |door| [false, true].into_iter().map(move |allowed| (door, allowed, self.counts[door as usize][allowed as usize])))
+            .filter(|(_, _, n)| *n > 0)
+    }
 }
 
 impl Connections {
     /// Records one connection (or attempt) to `host:port`.
     pub(crate) fn record(&self, door: Door, host: String, name: Option<String>, port: u16, allowed: bool) {
         let mut tally = self.0.lock().unwrap();
+        tally.totals.counts[door as usize][allowed as usize] += 1;
         let same = |c: &&mut Connection| c.door == door && c.host == host && c.port == port && c.allowed == allowed && c.name == name;
         if let Some(seen) = tally.destinations.iter_mut().find(|c| same(c)) {
             seen.count = seen.count.saturating_add(1);
@@ -72,9 +92,9 @@ impl Connections {
 
     /// The destinations recorded so far, in the order first tried, and how many connections
     /// went beyond them; leaving none.
-    pub fn take(&self) -> (Vec<Connection>, u64) {
+    pub fn take(&self) -> (Vec<Connection>, u64, Totals) {
         let mut tally = self.0.lock().unwrap();
-        (std::mem::take(&mut tally.destinations), std::mem::take(&mut tally.uncounted))
+        (std::mem::take(&mut tally.destinations), std::mem::take(&mut tally.uncounted), std::mem::take(&mut tally.totals))
     }
 }
 
@@ -91,10 +111,11 @@ mod tests {
         for port in 0..40 {
             c.record(Door::Tcp, "10.0.0.1".into(), None, port, false);
         }
-        let (kept, uncounted) = c.take();
+        let (kept, uncounted, totals) = c.take();
         assert_eq!(kept.len(), MAX_DESTINATIONS);
         assert_eq!((kept[0].count, kept[1].door, kept[1].allowed), (2, Door::Http, false));
         assert_eq!(uncounted, 10);
-        assert_eq!(c.take(), (Vec::new(), 0));
+        assert_eq!(totals.each().collect::<Vec<_>>(), vec![(Door::Tcp, false, 40), (Door::Tcp, true, 2), (Door::Http, false, 1)]);
+        assert_eq!(c.take(), (Vec::new(), 0, Totals::default()));
     }
 }

@@ -86,6 +86,8 @@ async fn run_counted(runs: Runs<'_>, caller: Caller<'_>, call: &AdmittedCall, ct
         Err(Cancelled) => Failure::Cancelled.kind(),
     };
     runs.metrics.call(&call.entry.name, label, took, &usage);
+    let (reached, uncounted, totals) = connections.take();
+    runs.metrics.connections(&call.entry.name, &totals);
     runs.audit.call(|| {
         let (outcome_kind, failure, is_error) = match &outcome {
             Ok(Called { failure: Some(kind), .. }) => (CallOutcome::Failed, Some((*kind).to_owned()), false),
@@ -110,7 +112,6 @@ async fn run_counted(runs: Runs<'_>, caller: Caller<'_>, call: &AdmittedCall, ct
         record.task = caller.task;
         record.trace_id = trace::current_trace_id();
         record.secrets = secrets;
-        let (reached, uncounted) = connections.take();
         record.connections = reached
             .into_iter()
             .map(|c| Reached { via: c.door.as_str(), host: c.host, name: c.name, port: c.port, allowed: c.allowed, count: c.count })
