@@ -29,10 +29,13 @@ fn run(dir: &Path, program: &str, args: &[&str], envs: &[(&str, &Path)]) -> Stri
     text
 }
 
-/// Creates project `name` in a temp dir with `corral new`, returning the dir and the project.
-fn new_project(name: &str, lang: &str) -> (tempfile::TempDir, PathBuf) {
+/// Creates project `name` in a temp dir with `corral new` (and `extra` flags), returning the dir
+/// and the project.
+fn new_project(name: &str, lang: &str, extra: &[&str]) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
-    let out = corral(&["new", name, "--lang", lang, "--dir", dir.path().to_str().unwrap()]);
+    let mut args = vec!["new", name, "--lang", lang, "--dir", dir.path().to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let out = corral(&args);
     assert!(out.status.success(), "corral new: {}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("./build.sh"), "it says how to build");
     let project = dir.path().join(name);
@@ -47,13 +50,15 @@ fn after_load(mcp: &mut McpProcess, params: Value) -> Value {
     response.get("result").cloned().unwrap_or_else(|| panic!("tools/call: {response}"))
 }
 
-/// Serves the project's `dist/` and calls its starter tool: a greeting, and an `isError` result
-/// for an empty name.
-fn assert_serves_greeting(project: &Path, name: &str) {
+/// Serves the project's `dist/` (with `extra` flags of `serve`) and calls its starter tool: a
+/// greeting, and an `isError` result for an empty name.
+fn assert_serves_greeting(project: &Path, name: &str, extra: &[&str]) {
     let dist = project.join("dist");
     assert!(dist.join(format!("{name}.wasm")).is_file() && dist.join(format!("{name}.toml")).is_file(), "build.sh fills dist/");
     let tool = name.replace('-', "_");
-    let mut mcp = McpProcess::spawn(&["serve", "--plugins", dist.to_str().unwrap(), "--log-level", "warn", "--load-wait", "300s"]);
+    let mut args = vec!["serve", "--plugins", dist.to_str().unwrap(), "--log-level", "warn", "--load-wait", "300s"];
+    args.extend_from_slice(extra);
+    let mut mcp = McpProcess::spawn(&args);
     let id = mcp.send_request("initialize", json!({"protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": {"name": "new", "version": "0"}}));
     let response = mcp.wait_response(id, Duration::from_secs(300));
     assert!(response.get("result").is_some(), "initialize: {response}");
@@ -144,22 +149,62 @@ fn assert_tally_resumes_after_a_kill(project: &Path, name: &str) {
 
 #[test]
 fn a_new_rust_project_tests_builds_and_serves() {
-    let (_dir, project) = new_project("hello-rust", "rust");
+    // It declares a caller secret, which its starter tool reads from its environment.
+    let (dir, project) = new_project("hello-rust", "rust", &["--secret", "API_TOKEN"]);
     // A target dir that outlives the test, so reruns build only what changed.
     let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("new-rust-project");
     run(&project, "cargo", &["test"], &[("CARGO_TARGET_DIR", &target)]);
     run(&project, "./build.sh", &[], &[("CARGO_TARGET_DIR", &target)]);
-    assert_serves_greeting(&project, "hello-rust");
-    assert_serves_checkpointing_task(&project);
     let out = corral(&["inspect", project.join("dist/hello-rust.wasm").to_str().unwrap()]);
-    assert!(out.status.success(), "inspect: {}", String::from_utf8_lossy(&out.stdout));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "inspect: {shown}");
+    assert!(shown.contains("API_TOKEN from the caller: Your API_TOKEN for the service hello-rust calls"), "inspect shows the secret: {shown}");
+
+    // The local user on stdio gives theirs; a store where nobody has is refused before the tool runs.
+    let key = dir.path().join("secrets.key");
+    std::fs::write(&key, "6b1f3c2a9d8e7f60514233241506f7e8d9cabbac0d1e2f30415263748596a7b8\n").unwrap();
+    let (given, empty) = (dir.path().join("given.db"), dir.path().join("empty.db"));
+    let mut set = Command::new(env!("CARGO_BIN_EXE_corral"))
+        .args(["secrets", "set", "hello-rust", "API_TOKEN", "--principal", "local", "--db"])
+        .arg(&given)
+        .arg("--secrets-key-file")
+        .arg(&key)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut set.stdin.take().unwrap(), b"tok-ada-0123456789").unwrap();
+    assert!(set.wait().unwrap().success(), "corral secrets set");
+    let (key, given, empty) = (key.to_str().unwrap(), given.to_str().unwrap(), empty.to_str().unwrap());
+    let dist = project.join("dist");
+    let mut mcp = McpProcess::spawn(&[
+        "serve",
+        "--plugins",
+        dist.to_str().unwrap(),
+        "--log-level",
+        "warn",
+        "--load-wait",
+        "300s",
+        "--db",
+        empty,
+        "--secrets-key-file",
+        key,
+    ]);
+    mcp.initialize();
+    let refused = after_load(&mut mcp, json!({"name": "hello_rust", "arguments": {"name": "Ada"}}));
+    assert_eq!(refused["_meta"]["corral/error"]["secret"], "API_TOKEN", "{refused:#}");
+    assert!(refused["content"][0]["text"].as_str().unwrap().contains("secret API_TOKEN of plugin hello-rust is not set for local"), "{refused:#}");
+    drop(mcp);
+    assert_serves_greeting(&project, "hello-rust", &["--db", given, "--secrets-key-file", key]);
+    assert_serves_checkpointing_task(&project, &["--db", given, "--secrets-key-file", key]);
 }
 
 /// The Rust project's second tool, `hello_rust_primes`, run as a task: it checkpoints after each
 /// chunk (contract 0.3.0), and its result comes from `tasks/result`.
-fn assert_serves_checkpointing_task(project: &Path) {
+fn assert_serves_checkpointing_task(project: &Path, extra: &[&str]) {
     let dist = project.join("dist");
-    let mut mcp = McpProcess::spawn(&["serve", "--plugins", dist.to_str().unwrap(), "--log-level", "warn", "--load-wait", "300s"]);
+    let mut args = vec!["serve", "--plugins", dist.to_str().unwrap(), "--log-level", "warn", "--load-wait", "300s"];
+    args.extend_from_slice(extra);
+    let mut mcp = McpProcess::spawn(&args);
     mcp.initialize();
     let created = after_load(&mut mcp, json!({"name": "hello_rust_primes", "arguments": {"below": 250000}, "task": {}}));
     let id = created["task"]["taskId"].as_str().unwrap_or_else(|| panic!("no task: {created:#}")).to_owned();
@@ -173,9 +218,9 @@ fn assert_serves_checkpointing_task(project: &Path) {
 fn a_new_c_project_builds_and_serves() {
     // build-plugins.sh installs the C toolchain (clang, wasm-ld, the WASI libc) when it is missing.
     common::example_dist();
-    let (_dir, project) = new_project("hello-c", "c");
+    let (_dir, project) = new_project("hello-c", "c", &[]);
     run(&project, "./build.sh", &[], &[]);
-    assert_serves_greeting(&project, "hello-c");
+    assert_serves_greeting(&project, "hello-c", &[]);
     assert!(std::fs::read_to_string(project.join("wit/plugin.wit")).unwrap().contains("package corral:plugin@0.3.0;"), "the newest contract");
     let out = corral(&["inspect", project.join("dist/hello-c.wasm").to_str().unwrap()]);
     assert!(out.status.success(), "inspect: {}", String::from_utf8_lossy(&out.stdout));
@@ -183,23 +228,23 @@ fn a_new_c_project_builds_and_serves() {
 
 #[test]
 fn a_new_js_project_tests_builds_and_serves() {
-    let (_dir, project) = new_project("hello-js", "js");
+    let (_dir, project) = new_project("hello-js", "js", &[]);
     run(&project, "./build.sh", &[], &[]);
     run(&project, "npm", &["test"], &[]);
-    assert_serves_greeting(&project, "hello-js");
+    assert_serves_greeting(&project, "hello-js", &[]);
     assert_tally_runs_as_a_task(&project, "hello-js");
     assert_tally_resumes_after_a_kill(&project, "hello-js");
 }
 
 #[test]
 fn a_new_python_project_tests_builds_and_serves() {
-    let (_dir, project) = new_project("hello-python", "python");
+    let (_dir, project) = new_project("hello-python", "python", &[]);
     run(&project, "python3", &["-m", "unittest"], &[]);
     run(&project, "./build.sh", &[], &[]);
     // A debug build takes over a minute to compile the 18 MB component the first time, longer
     // than a request waits: inspect compiles it into the cache the hosts below load it from.
     let out = corral(&["inspect", project.join("dist/hello-python.wasm").to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("corral:plugin@0.3.0"), "inspect: {}", String::from_utf8_lossy(&out.stdout));
-    assert_serves_greeting(&project, "hello-python");
+    assert_serves_greeting(&project, "hello-python", &[]);
     assert_tally_runs_as_a_task(&project, "hello-python");
 }

@@ -12,6 +12,7 @@ mod pg_cluster;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use common::{test_guests, McpProcess, Transport, TIMEOUT};
 use serde_json::{json, Value};
@@ -46,7 +47,8 @@ impl Setup {
         for name in ["probe", "kept", "bare"] {
             std::fs::copy(test_guests().join("probe.wasm"), plugins.join(format!("{name}.wasm"))).unwrap();
         }
-        std::fs::write(plugins.join("probe.toml"), MANIFEST).unwrap();
+        // The probe may reach localhost: where its calls went is in their audit records.
+        std::fs::write(plugins.join("probe.toml"), format!("[permissions]\nnetwork = [\"localhost:*\"]\n{MANIFEST}")).unwrap();
         std::fs::write(
             plugins.join("kept.toml"),
             format!("namespace = \"kept\"\n[limits]\ninline-result = \"64B\"\n{}", MANIFEST.split("[secrets.WEBHOOK_KEY]").next().unwrap()),
@@ -121,6 +123,11 @@ fn report(mcp: &mut McpProcess, tool: &str, name: &str) -> (Value, Value) {
     (report, result)
 }
 
+/// The call records of an audit trail's text.
+fn call_records(trail: &str) -> Vec<Value> {
+    trail.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).filter(|r| r["kind"] == "call").collect()
+}
+
 fn each_principal_sees_its_own_secret_and_nothing_leaks(setup: &Setup) {
     setup.set("token:ada", ADA);
     setup.set("token:bob", BOB);
@@ -136,6 +143,16 @@ fn each_principal_sees_its_own_secret_and_nothing_leaks(setup: &Setup) {
     assert_eq!(ada["env_names"], json!(["TRACKER_TOKEN", "WEBHOOK_KEY"]), "the declared names and nothing else: {result}");
     let (host, _) = report(&mut mcp, "probe", "WEBHOOK_KEY");
     assert_eq!(host["env_reversed"], json!(reversed(WEBHOOK)));
+
+    // Where ada's credential went: a connect by IP the grants do not name (refused), and one by
+    // the name they do (allowed), through the same call.
+    let service = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = service.local_addr().unwrap().port();
+    let (reached, result) = {
+        let result = mcp.call_tool("probe", json!({"connect": format!("127.0.0.1:{port}"), "connect_name": format!("localhost:{port}")}));
+        (result["content"][0]["text"].as_str().and_then(|t| serde_json::from_str::<Value>(t).ok()).unwrap_or(Value::Null), result)
+    };
+    assert!(reached["connect"].as_str().is_some_and(|c| c.contains("denied")), "{result}");
 
     // The operator updates the Secret: the next call reads the new value.
     write_host_secret(&setup.path("secrets"), WEBHOOK_2);
@@ -188,6 +205,8 @@ fn each_principal_sees_its_own_secret_and_nothing_leaks(setup: &Setup) {
         .read_to_string()
         .unwrap();
     assert!(metrics.contains("corral_tool_calls_total"), "{metrics}");
+    assert!(metrics.contains(r#"corral_tool_connections_total{tool="probe",via="tcp",verdict="refused"} 1"#), "{metrics}");
+    assert!(metrics.contains(r#"corral_tool_connections_total{tool="probe",via="tcp",verdict="allowed"} "#), "{metrics}");
     mcp.close_stdin();
     mcp.wait_exit(TIMEOUT);
     // Where each byte was found, to name the place that leaked.
@@ -214,6 +233,27 @@ fn each_principal_sees_its_own_secret_and_nothing_leaks(setup: &Setup) {
     }
     let audit = std::fs::read_to_string(setup.path("audit.log")).unwrap();
     assert!(audit.contains("[secret TRACKER_TOKEN]"), "the audit trail's result is the redacted one: {audit}");
+    // Each call's record names the secrets it was given, and a refused one the secret it lacked.
+    let calls = call_records(&audit);
+    let by = |principal: &str, tool: &str| calls.iter().filter(|c| c["principal"] == principal && c["tool"] == tool).cloned().collect::<Vec<_>>();
+    let ada_calls = by("token:ada", "probe");
+    assert!(!ada_calls.is_empty(), "{audit}");
+    for call in &ada_calls {
+        assert_eq!(call["secrets"], json!(["TRACKER_TOKEN", "WEBHOOK_KEY"]), "{call}");
+    }
+    let went: Vec<_> = ada_calls.iter().filter_map(|c| c.get("connections")).collect();
+    assert_eq!(went.len(), 1, "only the call that connected has connections: {audit}");
+    let went = went[0].as_array().unwrap();
+    assert_eq!(went[0], json!({"via": "tcp", "host": "127.0.0.1", "port": port, "allowed": false, "count": 1}), "{audit}");
+    assert!(
+        went[1..].iter().any(|c| c["via"] == "tcp" && c["name"] == "localhost" && c["port"] == port && c["allowed"] == true),
+        "the connect by the granted name, with the name it was looked up by: {audit}"
+    );
+    assert!(by("token:ada", "bare_probe").iter().all(|c| c.get("secrets").is_none()), "a plugin that declares none is given none: {audit}");
+    let carol = by("token:carol", "probe");
+    assert_eq!(carol.len(), 1, "{audit}");
+    assert_eq!((carol[0]["failure"].as_str(), carol[0]["secret_missing"].as_str()), (Some("secret-unavailable"), Some("TRACKER_TOKEN")), "{audit}");
+    assert!(carol[0].get("secrets").is_none() && carol[0].get("secret_asked").is_none(), "no --public-url, no link: {audit}");
     for value in [ADA, &ada_long(), BOB, WEBHOOK, WEBHOOK_2] {
         for (place, bytes) in &everything {
             let at = bytes.windows(value.len()).position(|w| w == value.as_bytes());
@@ -315,6 +355,29 @@ fn a_secret_not_set_yet_is_asked_for_with_a_link_of_its_own() {
     mcp.new_session();
     let (ada, result) = report(&mut mcp, "probe", "TRACKER_TOKEN");
     assert_eq!(ada["env_reversed"], json!(reversed(ADA)), "{result}");
+
+    // The trail has each refusal, naming the secret and that a link was sent, then the retry
+    // given it.
+    let audit = setup.path("audit.log");
+    let wait_for = |what: &str, ok: &dyn Fn(&[Value]) -> bool| {
+        let deadline = std::time::Instant::now() + TIMEOUT;
+        loop {
+            let calls = call_records(&std::fs::read_to_string(&audit).unwrap_or_default());
+            if ok(&calls) {
+                return calls;
+            }
+            assert!(std::time::Instant::now() < deadline, "{what}: {calls:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let calls = wait_for("ada's call recorded", &|calls| calls.iter().any(|c| c["principal"] == "token:ada"));
+    let carol: Vec<_> = calls.iter().filter(|c| c["principal"] == "token:carol").collect();
+    assert_eq!(carol.len(), 6, "two -32042, one plain result, one input-required, one plain 2026 result, the retry: {calls:?}");
+    for refused in &carol[..5] {
+        assert_eq!((refused["failure"].as_str(), refused["secret_missing"].as_str()), (Some("secret-unavailable"), Some("TRACKER_TOKEN")), "{refused}");
+        assert_eq!(refused["secret_asked"], json!(true), "{refused}");
+    }
+    assert_eq!((carol[5]["outcome"].as_str(), carol[5]["secrets"].clone()), (Some("result"), json!(["TRACKER_TOKEN", "WEBHOOK_KEY"])), "{calls:?}");
 }
 
 /// The TypeScript SDK's client gets the URL elicitation as its `UrlElicitationRequiredError`

@@ -1,7 +1,8 @@
 //! `corral secrets` against the real binary on a SQLite file and on a throwaway PostgreSQL
 //! database (`postgres::NAME`; skipped without a server unless `CORRAL_REQUIRE_POSTGRES` is
 //! set, as in CI): set from standard input, list names and dates, delete, rotate the key, and
-//! what is refused. No value is ever printed or stored in the clear.
+//! what is refused; what `set`, `delete` and `rotate-key` write in the audit trail. No value is
+//! ever printed, audited or stored in the clear.
 
 #[path = "../src/tasks/postgres/testing.rs"]
 mod pg_cluster;
@@ -171,6 +172,66 @@ fn bad_input_is_refused_with_its_reason(store: &Store) {
     assert_eq!(names(&store.list(&[])), vec![("token:ada".into(), "tracker".into(), "T".into())], "nothing else was stored");
 }
 
+/// The records of `path`, the audit trail `--audit-log` wrote.
+fn audit_records(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path).unwrap_or_default().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+fn set_delete_and_rotate_are_audited_by_name_only(store: &Store) {
+    let trail = store.key("audit.log");
+    let t = trail.to_str().unwrap();
+    // The arguments, then who acts and where it is recorded.
+    macro_rules! audited {
+        ($($arg:expr),*) => { &[$($arg,)* "--operator", "ops-ada", "--audit-log", t][..] };
+    }
+    let ada = "token:ada";
+    let new_key = store.key("new.key");
+    let new_key = new_key.to_str().unwrap();
+    store.ok(audited!("set", "tracker", "TRACKER_TOKEN", "--principal", ada), Some("old.key"), VALUES[0].as_bytes());
+    // Refused: the wrong key (nothing stored), and a delete of a secret there is not.
+    store.fails(audited!("set", "tracker", "TRACKER_TOKEN", "--principal", ada), Some("new.key"), VALUES[1].as_bytes(), 2);
+    store.fails(audited!("delete", "chat", "SLACK_TOKEN", "--principal", ada), None, b"", 1);
+    store.ok(audited!("rotate-key", "--new-key-file", new_key), Some("old.key"), b"");
+    store.ok(audited!("delete", "tracker", "TRACKER_TOKEN", "--principal", ada), None, b"");
+    // Without --audit-log nothing is written anywhere.
+    store.ok(&["set", "chat", "SLACK_TOKEN", "--principal", ada], Some("new.key"), VALUES[2].as_bytes());
+
+    let records = audit_records(&trail);
+    let seen: Vec<_> = records
+        .iter()
+        .map(|r| {
+            let field = |k: &str| r[k].as_str().unwrap_or("").to_owned();
+            (field("kind"), field("operator"), field("action"), field("outcome"), field("principal"), field("plugin"), field("secret"))
+        })
+        .collect();
+    let row = |action: &str, outcome: &str, plugin: &str, secret: &str| {
+        let principal = if plugin.is_empty() { "" } else { ada };
+        ("operator".to_owned(), "ops-ada".to_owned(), action.to_owned(), outcome.to_owned(), principal.to_owned(), plugin.to_owned(), secret.to_owned())
+    };
+    assert_eq!(
+        seen,
+        vec![
+            row("secret-set", "done", "tracker", "TRACKER_TOKEN"),
+            row("secret-set", "refused", "tracker", "TRACKER_TOKEN"),
+            row("secret-delete", "refused", "chat", "SLACK_TOKEN"),
+            row("secret-rotate-key", "done", "", ""),
+            row("secret-delete", "done", "tracker", "TRACKER_TOKEN"),
+        ],
+        "{records:?}"
+    );
+    assert!(records[1]["detail"].as_str().unwrap().contains("it is not their key"), "{records:?}");
+    assert_eq!(records[2]["detail"], "no such secret");
+    assert!(records[3]["detail"].as_str().unwrap().contains("1 secret sealed again"), "{records:?}");
+    let bytes = std::fs::read(&trail).unwrap();
+    for v in VALUES {
+        assert!(!bytes.windows(v.len()).any(|w| w == v.as_bytes()), "{v} is in the audit trail");
+    }
+    let e = store.fails(&["delete", "tracker", "X", "--principal", ada, "--audit-log", "/nonexistent/dir/audit.log"], None, b"", 2);
+    assert!(e.contains("--audit-log /nonexistent/dir/audit.log"), "{e}");
+    let e = store.fails(&["delete", "tracker", "X", "--principal", ada, "--operator", "two words"], None, b"", 2);
+    assert!(e.contains("without spaces"), "{e}");
+}
+
 #[test]
 fn a_missing_sqlite_file_is_created_only_by_set() {
     let store = Store::sqlite().unwrap();
@@ -193,4 +254,4 @@ macro_rules! on_both_stores {
     };
 }
 
-on_both_stores!(set_list_delete_and_rotate, bad_input_is_refused_with_its_reason);
+on_both_stores!(set_list_delete_and_rotate, bad_input_is_refused_with_its_reason, set_delete_and_rotate_are_audited_by_name_only);

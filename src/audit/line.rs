@@ -6,7 +6,7 @@ use std::time::SystemTime;
 use serde_json::{json, Map, Value};
 
 use super::operator::OperatorRecord;
-use super::record::{CallRecord, Subject, TaskRecord};
+use super::record::{CallRecord, Reached, Subject, TaskRecord};
 use crate::principal::{Owner, Principal, Wire};
 
 /// `record` as one line of JSON, without the newline: written straight from the record's
@@ -46,6 +46,11 @@ pub(super) fn call_line(record: &CallRecord) -> String {
         arguments: record.arguments.as_ref(),
         result: record.result.as_ref(),
         trace_id: record.trace_id.as_deref(),
+        secrets: &record.secrets.given,
+        secret_missing: record.secrets.missing.as_deref(),
+        secret_asked: record.secrets.asked,
+        connections: record.connections.iter().map(ReachedLine::of).collect(),
+        connections_uncounted: record.connections_uncounted,
     };
     serde_json::to_string(&line).expect("an audit line serializes")
 }
@@ -94,6 +99,39 @@ struct CallLine<'a> {
     result: Option<&'a Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     trace_id: Option<&'a str>,
+    /// The names of the secrets the call was given.
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    secrets: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    secret_missing: Option<&'a str>,
+    #[serde(skip_serializing_if = "is_false")]
+    secret_asked: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    connections: Vec<ReachedLine<'a>>,
+    #[serde(skip_serializing_if = "is_zero")]
+    connections_uncounted: u64,
+}
+
+/// One destination of a call's line.
+#[derive(serde::Serialize)]
+struct ReachedLine<'a> {
+    via: &'static str,
+    host: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    port: u16,
+    allowed: bool,
+    count: u32,
+}
+
+impl<'a> ReachedLine<'a> {
+    fn of(r: &'a Reached) -> ReachedLine<'a> {
+        ReachedLine { via: r.via, host: &r.host, name: r.name.as_deref(), port: r.port, allowed: r.allowed, count: r.count }
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn is_false(b: &bool) -> bool {
@@ -128,6 +166,9 @@ pub(super) fn operator_line(record: &OperatorRecord) -> String {
         task_id: record.task_id.as_deref(),
         reason: record.reason.as_deref(),
         detail: record.detail.as_deref(),
+        principal: record.secret.as_ref().map(|s| s.principal.as_str()),
+        plugin: record.secret.as_ref().map(|s| s.plugin.as_str()),
+        secret: record.secret.as_ref().map(|s| s.name.as_str()),
     };
     serde_json::to_string(&line).expect("an audit line serializes")
 }
@@ -149,6 +190,14 @@ struct OperatorLine<'a> {
     reason: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     detail: Option<&'a str>,
+    /// Whose secret it acted on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    principal: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    plugin: Option<&'a str>,
+    /// The secret's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    secret: Option<&'a str>,
 }
 
 /// `kind`, `time` and who: the principal, era and transport the owner key says.
@@ -219,6 +268,8 @@ mod tests {
         assert_eq!(line["failure"], "fuel-exhausted");
         assert_eq!(line["attempt"], 2);
         assert!(line.get("arguments").is_none() && line.get("trace_id").is_none());
+        assert!(line.get("secrets").is_none() && line.get("secret_missing").is_none() && line.get("secret_asked").is_none());
+        assert!(line.get("connections").is_none() && line.get("connections_uncounted").is_none());
         assert!(humantime::parse_rfc3339(line["time"].as_str().unwrap()).is_ok());
     }
 
@@ -235,6 +286,35 @@ mod tests {
         failed.address = Some("127.0.0.1".parse().unwrap());
         let line: Value = serde_json::from_str(&operator_line(&failed)).unwrap();
         assert_eq!((line["operator"].is_null(), line["outcome"].as_str(), line["address"].as_str()), (true, Some("refused"), Some("127.0.0.1")));
+    }
+
+    #[test]
+    fn a_call_line_names_the_secrets_it_was_given_or_refused_for() {
+        let mut given = CallRecord::new("modern:token:ada".into(), Subject::Tool("issues".into()), CallOutcome::Result);
+        given.secrets.given = vec!["TRACKER_TOKEN".into(), "CHAT_TOKEN".into()];
+        let line: Value = serde_json::from_str(&call_line(&given)).unwrap();
+        assert_eq!(line["secrets"], json!(["TRACKER_TOKEN", "CHAT_TOKEN"]));
+        given.connections = vec![Reached { via: "tcp", host: "10.0.0.7".into(), name: Some("api.example".into()), port: 443, allowed: true, count: 2 }];
+        given.connections_uncounted = 3;
+        let line: Value = serde_json::from_str(&call_line(&given)).unwrap();
+        assert_eq!(line["connections"], json!([{"via": "tcp", "host": "10.0.0.7", "name": "api.example", "port": 443, "allowed": true, "count": 2}]));
+        assert_eq!(line["connections_uncounted"], 3);
+        let mut refused = CallRecord::new("modern:token:bob".into(), Subject::Tool("issues".into()), CallOutcome::Failed);
+        refused.failure = Some("secret-unavailable".into());
+        refused.secrets.missing = Some("TRACKER_TOKEN".into());
+        refused.secrets.asked = true;
+        let line: Value = serde_json::from_str(&call_line(&refused)).unwrap();
+        assert_eq!((line["secret_missing"].as_str(), line["secret_asked"].as_bool()), (Some("TRACKER_TOKEN"), Some(true)));
+        assert!(line.get("secrets").is_none());
+    }
+
+    #[test]
+    fn an_operator_line_names_the_secret_it_acted_on() {
+        let mut record = OperatorRecord::new(Some("ops".into()), crate::audit::OperatorAction::SecretSet);
+        record.secret = Some(crate::audit::SecretNamed { principal: "token:ada".into(), plugin: "tracker".into(), name: "TRACKER_TOKEN".into() });
+        let line: Value = serde_json::from_str(&operator_line(&record)).unwrap();
+        assert_eq!((line["action"].as_str(), line["principal"].as_str()), (Some("secret-set"), Some("token:ada")));
+        assert_eq!((line["plugin"].as_str(), line["secret"].as_str()), (Some("tracker"), Some("TRACKER_TOKEN")));
     }
 
     #[test]

@@ -16,6 +16,6 @@ mod operator;
 mod record;
 mod trail;
 
-pub use operator::{OperatorAction, OperatorRecord};
-pub use record::{CallOutcome, CallRecord, Subject, TaskRecord, TaskRun, Transition};
+pub use operator::{OperatorAction, OperatorRecord, SecretNamed};
+pub use record::{CallOutcome, CallRecord, CallSecrets, Reached, Subject, TaskRecord, TaskRun, Transition};
 pub use trail::{Audit, Destination};

@@ -1,5 +1,5 @@
 //! What an operator did: signed in (or failed to), signed out, cancelled a task, reloaded the
-//! plugins, purged tasks. Kept beside the calls and the tasks' transitions so the trail says
+//! plugins, purged tasks, set or deleted a caller's secret, sealed the secrets under a new key. Kept beside the calls and the tasks' transitions so the trail says
 //! who acted on a task, not only whose task it was.
 
 use std::net::IpAddr;
@@ -18,6 +18,12 @@ pub enum OperatorAction {
     Reload,
     /// Purged tasks from the store.
     Purge,
+    /// Stored a principal's secret for a plugin (`corral secrets set`).
+    SecretSet,
+    /// Deleted a principal's secret (`corral secrets delete`).
+    SecretDelete,
+    /// Sealed every stored secret again under a new key (`corral secrets rotate-key`).
+    SecretRotateKey,
 }
 
 impl OperatorAction {
@@ -29,6 +35,9 @@ impl OperatorAction {
             OperatorAction::Cancel => "cancel",
             OperatorAction::Reload => "reload",
             OperatorAction::Purge => "purge",
+            OperatorAction::SecretSet => "secret-set",
+            OperatorAction::SecretDelete => "secret-delete",
+            OperatorAction::SecretRotateKey => "secret-rotate-key",
         }
     }
 }
@@ -53,11 +62,25 @@ pub struct OperatorRecord {
     pub reason: Option<String>,
     /// What came of it, in a few words (`changed`, `3 purged`, why it was refused).
     pub detail: Option<String>,
+    /// The secret it acted on, when one: whose, of which plugin, by name. Never a value: a
+    /// record has no place for one.
+    pub secret: Option<SecretNamed>,
+}
+
+/// A secret as the trail names it: its holder, plugin and name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SecretNamed {
+    /// Whose it is, as principals are written (`token:NAME`, `local`, an OAuth subject).
+    pub principal: String,
+    /// The plugin that declares it.
+    pub plugin: String,
+    /// The secret's name.
+    pub name: String,
 }
 
 impl OperatorRecord {
     /// A record of `action` by `operator`, done, now; the rest empty.
     pub fn new(operator: Option<String>, action: OperatorAction) -> OperatorRecord {
-        OperatorRecord { time: SystemTime::now(), operator, action, done: true, address: None, task_id: None, reason: None, detail: None }
+        OperatorRecord { time: SystemTime::now(), operator, action, done: true, address: None, task_id: None, reason: None, detail: None, secret: None }
     }
 }

@@ -92,6 +92,43 @@ pub struct CallRecord {
     pub result: Option<Value>,
     /// The trace the call belongs to, once traces are exported.
     pub trace_id: Option<String>,
+    /// The secrets its plugin declares, as they went for this call: names only.
+    pub secrets: CallSecrets,
+    /// Where the guest reached out, allowed or refused: beside `owner` and `secrets`, which
+    /// service a tool reached as whom.
+    pub connections: Vec<Reached>,
+    /// Connections beyond the destinations `connections` keeps (a guest trying many).
+    pub connections_uncounted: u64,
+}
+
+/// One destination a call's guest connected to (or tried), and how often.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reached {
+    /// `tcp` (a `wasi:sockets` connect) or `http` (a `wasi:http` request).
+    pub via: &'static str,
+    /// The host: a name for HTTP, an IP for TCP.
+    pub host: String,
+    /// For a TCP connect, the name this call looked up that gave the IP.
+    pub name: Option<String>,
+    /// The port.
+    pub port: u16,
+    /// Whether the plugin's network grants allowed it.
+    pub allowed: bool,
+    /// How many times, in this call.
+    pub count: u32,
+}
+
+/// What became of a call's secrets, by name: the values never reach a record.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CallSecrets {
+    /// The secrets the call was given (its plugin's declared ones, all resolved), in
+    /// declaration order.
+    pub given: Vec<String>,
+    /// The secret that could not be resolved, for a call refused as `secret-unavailable`.
+    pub missing: Option<String>,
+    /// Whether the caller was sent a link to give the missing one (a URL elicitation, or the
+    /// link in the refusal's text).
+    pub asked: bool,
 }
 
 impl CallRecord {
@@ -115,6 +152,9 @@ impl CallRecord {
             arguments: None,
             result: None,
             trace_id: None,
+            secrets: CallSecrets::default(),
+            connections: Vec::new(),
+            connections_uncounted: 0,
         }
     }
 }

@@ -13,6 +13,8 @@ pub mod health;
 pub mod host;
 pub mod inspect;
 pub mod new;
+mod new_secrets;
+mod operator;
 pub mod publish;
 pub mod pull;
 mod secret_files;

@@ -2,6 +2,10 @@
 //! hosts that resolve them: set one (the value from standard input, never an argument), list
 //! names and dates, delete one, and seal every one again under a new key.
 //!
+//! `set`, `delete` and `rotate-key` are recorded in the audit trail (`--audit-log`, as `corral
+//! tasks cancel` is): who did it (`--operator`), to whose secret of which plugin, by name; a
+//! record has no place for a value.
+//!
 //! It opens the store the hosts use (`--db`) as no host, with the key they use
 //! (`--secrets-key-file`), through the same [`Vault`] the hosts use: a wrong key is refused
 //! here as at a host's start.
@@ -16,6 +20,8 @@ use serde_json::json;
 use zeroize::Zeroizing;
 
 use super::args::{SecretStoreArgs, SecretsArgs, SecretsCommand, SecretsListArgs, SecretsNameArgs, SecretsRotateArgs, SecretsSetArgs};
+use super::operator::Operator;
+use crate::audit::{OperatorAction, OperatorRecord};
 use crate::secrets::{Holder, Secret, SecretListing, SecretRows, Vault};
 use crate::tasks::{is_postgres_url, redacted, Durability, PgOptions, PgStore, SqliteStore, TaskStore};
 
@@ -23,10 +29,17 @@ use crate::tasks::{is_postgres_url, redacted, Durability, PgOptions, PgStore, Sq
 pub async fn run(args: SecretsArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         SecretsCommand::Set(args) => {
-            let value = read_value(&args.name)?;
-            let store = open(&args.store, true).await?;
-            let done = set(&store, &args, &value).await;
-            close(store, done).await
+            let operator = Operator::of(&args.actor)?;
+            let record = operator.record_secret(OperatorAction::SecretSet, &args.principal, &args.plugin, &args.name);
+            let done = async {
+                let value = read_value(&args.name)?;
+                let store = open(&args.store, true).await?;
+                let done = set(&store, &args, &value).await;
+                close(store, done).await
+            }
+            .await;
+            audited(&operator, record, &done);
+            done
         }
         SecretsCommand::List(args) => {
             let store = open(&args.store, false).await?;
@@ -34,16 +47,45 @@ pub async fn run(args: SecretsArgs) -> anyhow::Result<ExitCode> {
             close(store, done).await
         }
         SecretsCommand::Delete(args) => {
-            let store = open(&args.store, false).await?;
-            let done = delete(&store, &args).await;
-            close(store, done).await
+            let operator = Operator::of(&args.actor)?;
+            let record = operator.record_secret(OperatorAction::SecretDelete, &args.principal, &args.plugin, &args.name);
+            let done = async {
+                let store = open(&args.store, false).await?;
+                let done = delete(&store, &args).await;
+                close(store, done).await
+            }
+            .await;
+            audited(&operator, record, &done);
+            done
         }
         SecretsCommand::RotateKey(args) => {
-            let store = open(&args.store, false).await?;
-            let done = rotate(&store, &args).await;
-            close(store, done).await
+            let operator = Operator::of(&args.actor)?;
+            let done = async {
+                let store = open(&args.store, false).await?;
+                let done = rotate(&store, &args).await;
+                close(store, done).await
+            }
+            .await;
+            let mut record = operator.record(OperatorAction::SecretRotateKey);
+            match &done {
+                Ok(rotated) => record.detail = Some(rotated.clone()),
+                Err(e) => (record.done, record.detail) = (false, Some(format!("{e:#}"))),
+            }
+            operator.keep(record);
+            done.map(|_| ExitCode::SUCCESS)
         }
     }
+}
+
+/// Records what came of an action on one secret: done, refused (exit 1: there was none), or
+/// failed (with the error, which names and never holds a value).
+fn audited(operator: &Operator, mut record: OperatorRecord, done: &anyhow::Result<ExitCode>) {
+    match done {
+        Ok(code) if *code == ExitCode::SUCCESS => {}
+        Ok(_) => (record.done, record.detail) = (false, Some("no such secret".to_owned())),
+        Err(e) => (record.done, record.detail) = (false, Some(format!("{e:#}"))),
+    }
+    operator.keep(record);
 }
 
 /// The store `--db` names, opened as no host, with its secret rows and the vault when a key was given.
@@ -53,7 +95,7 @@ struct Opened {
     vault: Option<Vault>,
 }
 
-async fn close(opened: Opened, done: anyhow::Result<ExitCode>) -> anyhow::Result<ExitCode> {
+async fn close<T>(opened: Opened, done: anyhow::Result<T>) -> anyhow::Result<T> {
     opened.store.close().await;
     done
 }
@@ -167,18 +209,17 @@ async fn delete(opened: &Opened, args: &SecretsNameArgs) -> anyhow::Result<ExitC
     }
 }
 
-async fn rotate(opened: &Opened, args: &SecretsRotateArgs) -> anyhow::Result<ExitCode> {
+/// Seals every secret again under the new key: what was done, in a few words.
+async fn rotate(opened: &Opened, args: &SecretsRotateArgs) -> anyhow::Result<String> {
     let vault = need_vault(opened, "rotate-key")?;
     if args.new_key_file.id() == vault.key_id() {
         bail!("--new-key-file holds the key already in use (key id {}): make a new one with `openssl rand -hex 32`", vault.key_id());
     }
     let rotated = vault.rotate(&args.new_key_file).await?;
+    let plural = if rotated.rows == 1 { "" } else { "s" };
     eprintln!(
         "encrypted {} secret{} again: key id {} -> {}; give every host the new key file now (hosts still on the old key refuse to start, and fail calls that need a secret)",
-        rotated.rows,
-        if rotated.rows == 1 { "" } else { "s" },
-        rotated.from,
-        rotated.to
+        rotated.rows, plural, rotated.from, rotated.to
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(format!("{} secret{plural} sealed again: key id {} -> {}", rotated.rows, rotated.from, rotated.to))
 }

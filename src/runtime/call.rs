@@ -12,6 +12,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::bindings::{self, ElicitResponse, LogLevel, RequestError, SamplingRequest, SamplingResponse};
+use super::connections::Connections;
 use super::denials::Denials;
 use super::failure::Stopped;
 use super::input::{self, InputRequest, InputResponse, Keyed, Root};
@@ -144,6 +145,8 @@ pub struct CallContext {
     pub observer: Arc<dyn CallObserver>,
     /// Accesses the sandbox refused during the call, for the result to name.
     pub denials: Arc<Denials>,
+    /// Each outbound connection the guest opened or tried, allowed or refused, for the audit trail.
+    pub connections: Arc<Connections>,
     /// What the call consumed, filled in as it ends, for the audit trail, metrics and traces.
     pub usage: Arc<Usage>,
     /// `limits.timeout` unless switched while the call runs (an adopted call gets its task's).
@@ -161,7 +164,16 @@ impl CallContext {
 
     /// A context for a call that `cancel` stops (a request, a task), under `limits.timeout`.
     pub fn for_request(limits: Limits, cancel: CancelHandle, observer: Arc<dyn CallObserver>) -> CallContext {
-        CallContext { limits, cancel, observer, denials: Arc::default(), usage: Arc::default(), time_limit: TimeLimit::default(), secret_env: Arc::new([]) }
+        CallContext {
+            limits,
+            cancel,
+            observer,
+            denials: Arc::default(),
+            connections: Arc::default(),
+            usage: Arc::default(),
+            time_limit: TimeLimit::default(),
+            secret_env: Arc::new([]),
+        }
     }
 }
 

@@ -371,7 +371,7 @@ impl Runtime {
         // Default deny: no arguments, and only the directories, variables and destinations the
         // manifest grants. TCP and name lookups stay switched on so that a refused connect is
         // seen (and reported) by the network guard rather than failing silently in the guest.
-        let net = Arc::new(NetGuard::new(code.network.clone(), ctx.denials.clone()));
+        let net = Arc::new(NetGuard::new(code.network.clone(), ctx.denials.clone(), ctx.connections.clone()));
         let mut wasi = WasiCtxBuilder::new();
         wasi.stdout(stdout.clone()).stderr(stderr.clone()).allow_udp(false).allow_tcp(true).allow_ip_name_lookup(true);
         let check = net.clone();

@@ -7,6 +7,7 @@ mod bindings;
 mod cache;
 mod call;
 mod code;
+mod connections;
 mod denials;
 mod engine;
 mod exports;
@@ -31,6 +32,7 @@ pub use cache::CacheOutcome;
 // exactly the host's configuration (`benches/compare/floor.rs`): a copy would drift.
 pub use cache::CompileCache;
 pub use call::{CallContext, CallObserver, ClientAnswer, ResourceUpdate, Silent, Usage};
+pub use connections::{Connection, Connections, Door, Totals};
 pub use denials::Denials;
 pub use engine::build as build_engine;
 pub use engine::{Compiler, EngineSettings};

@@ -6,7 +6,9 @@
 //! `send_request` hook, which sees the authority before the host resolves or connects).
 //! A connect by IP is allowed when a pattern names that IP, or a name this call resolved to
 //! that IP matches a pattern, on that port. Every refusal is recorded in the call's
-//! [`Denials`], which the server turns into a message naming the grant that would allow it.
+//! [`Denials`], which the server turns into a message naming the grant that would allow it,
+//! and every connect and request, allowed or refused, in its [`Connections`], for the audit
+//! trail.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -20,6 +22,7 @@ use wasmtime_wasi::p2::{DynPollable, SocketError};
 use wasmtime_wasi::sockets::{SocketAddrUse, WasiSocketsCtxView};
 use wasmtime_wasi_http::{WasiBody, WasiHttpHooks};
 
+use super::connections::{Connections, Door};
 use super::denials::Denials;
 use crate::config::NetPattern;
 
@@ -27,6 +30,7 @@ use crate::config::NetPattern;
 pub(crate) struct NetGuard {
     allow: Arc<[NetPattern]>,
     denials: Arc<Denials>,
+    connections: Arc<Connections>,
     /// IPs that allowed names resolved to in this call, with those names.
     resolved: Mutex<HashMap<IpAddr, Vec<String>>>,
     /// The name each open lookup stream is resolving, by resource rep.
@@ -34,8 +38,15 @@ pub(crate) struct NetGuard {
 }
 
 impl NetGuard {
-    pub fn new(allow: Arc<[NetPattern]>, denials: Arc<Denials>) -> NetGuard {
-        NetGuard { allow, denials, resolved: Mutex::default(), lookups: Mutex::default() }
+    pub fn new(allow: Arc<[NetPattern]>, denials: Arc<Denials>, connections: Arc<Connections>) -> NetGuard {
+        NetGuard { allow, denials, connections, resolved: Mutex::default(), lookups: Mutex::default() }
+    }
+
+    /// Records a TCP connect to `addr`, with the name of this call's lookups it came from.
+    fn record_connect(&self, addr: SocketAddr, allowed: bool) {
+        let ip = addr.ip().to_canonical();
+        let name = self.resolved.lock().unwrap().get(&ip).and_then(|names| names.first().cloned());
+        self.connections.record(Door::Tcp, ip.to_string(), name, addr.port(), allowed);
     }
 
     fn name_allowed(&self, name: &str) -> bool {
@@ -63,7 +74,11 @@ impl NetGuard {
     /// local address of a connect is part of connecting; listening and UDP are never allowed).
     pub fn check(&self, addr: SocketAddr, usage: SocketAddrUse) -> bool {
         let allowed = match usage {
-            SocketAddrUse::TcpConnect => self.addr_allowed(addr),
+            SocketAddrUse::TcpConnect => {
+                let allowed = self.addr_allowed(addr);
+                self.record_connect(addr, allowed);
+                allowed
+            }
             SocketAddrUse::TcpBind => addr.ip().is_unspecified() && addr.port() == 0,
             _ => false,
         };
@@ -174,7 +189,9 @@ impl WasiHttpHooks for HttpGuard {
         let uri = request.uri();
         let port = uri.port_u16().unwrap_or(if uri.scheme() == Some(&http::uri::Scheme::HTTPS) { 443 } else { 80 });
         let host = uri.host().unwrap_or("").trim_start_matches('[').trim_end_matches(']').to_owned();
-        if !self.0.host_port_allowed(&host, port) {
+        let allowed = self.0.host_port_allowed(&host, port);
+        self.0.connections.record(Door::Http, host.clone(), None, port, allowed);
+        if !allowed {
             let target = if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
             self.0.deny(format!("an HTTP request to {target}"), &target);
             return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });

@@ -105,6 +105,27 @@ pub enum Unresolved {
     Vault(#[from] VaultError),
 }
 
+impl Unresolved {
+    /// The name of the secret that could not be resolved, for the audit trail; `None` when the
+    /// store failed as a whole (no one secret was the matter).
+    pub fn secret(&self) -> Option<&str> {
+        match self {
+            Unresolved::NotSet { decl, .. } => Some(&decl.name),
+            Unresolved::Anonymous { name, .. } | Unresolved::CallerSecretsOff { name, .. } | Unresolved::HostSecretsOff { name, .. } => Some(name),
+            Unresolved::Host(HostSecretError::Missing { name, .. } | HostSecretError::Unreadable { name, .. } | HostSecretError::Invalid { name, .. }) => {
+                Some(name)
+            }
+            Unresolved::Vault(VaultError::OtherKey { name, .. } | VaultError::Unopenable { name, .. }) => Some(name),
+            Unresolved::Vault(VaultError::WrongKey { .. } | VaultError::Store(_)) => None,
+        }
+    }
+
+    /// Whether the caller was given a link to set the secret.
+    pub fn asked(&self) -> bool {
+        matches!(self, Unresolved::NotSet { link: Some(_), .. })
+    }
+}
+
 impl Resolver {
     /// Caller secrets sealed with `key` (opened over the store by [`Resolver::over`]), host
     /// secrets from `host`.

@@ -1,7 +1,7 @@
 //! Prometheus metrics: requests by protocol era and method, calls and errors by tool and kind,
-//! call latency, fuel and peak memory by tool, tasks by status and the task queue, audit
-//! records dropped, in the text exposition format; and the per-tool figures typed
-//! ([`Metrics::tool_usage`]) for a console.
+//! call latency, fuel and peak memory by tool, the outbound connections calls made, tasks by
+//! status and the task queue, audit records dropped, in the text exposition format; and the
+//! per-tool figures typed ([`Metrics::tool_usage`]) for a console.
 //!
 //! Prometheus histograms cannot be read back, so the per-tool figures keep their own counts
 //! beside them (`usage::ToolStats`, the same latency buckets).
@@ -19,7 +19,7 @@ use prometheus_client::registry::Registry;
 pub use super::usage::ToolUsage;
 use super::usage::{ToolStats, LATENCY_BUCKETS};
 use crate::audit::Audit;
-use crate::runtime::Usage;
+use crate::runtime::{Totals, Usage};
 use crate::tasks::Engine;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -44,6 +44,15 @@ struct ToolLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ConnectionLabels {
+    tool: String,
+    /// `tcp` or `http`.
+    via: &'static str,
+    /// `allowed` or `refused`, by the plugin's network grants.
+    verdict: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct BuildLabels {
     version: String,
     commit: String,
@@ -63,6 +72,8 @@ pub struct Metrics {
     build: Family<BuildLabels, Gauge>,
     requests: Family<RequestLabels, Counter>,
     calls: Family<CallLabels, Counter>,
+    /// Outbound connections calls' guests opened or tried, by tool, door and verdict.
+    connections: Family<ConnectionLabels, Counter>,
     latency: Family<ToolLabel, Histogram>,
     tasks: Family<StatusLabel, Gauge>,
     queued: Gauge,
@@ -93,6 +104,8 @@ impl Default for Metrics {
         let (queued, running) = (Gauge::default(), Gauge::default());
         registry.register("requests", "Requests by protocol era and method", requests.clone());
         registry.register("tool_calls", "Tool calls by tool and outcome", calls.clone());
+        let connections = Family::<ConnectionLabels, Counter>::default();
+        registry.register("tool_connections", "Outbound connections (TCP or wasi:http) calls' guests made, by tool, door and verdict", connections.clone());
         registry.register("tool_call_seconds", "Time from a call's start to its result", latency.clone());
         registry.register("tasks", "Stored tasks by status", tasks.clone());
         registry.register("task_queue_depth", "Tasks admitted and waiting for a worker", queued.clone());
@@ -125,6 +138,7 @@ impl Default for Metrics {
             build,
             requests,
             calls,
+            connections,
             latency,
             tasks,
             queued,
@@ -160,6 +174,14 @@ impl Metrics {
             self.memory.get_or_create(&label).observe(memory as f64);
         }
         self.stats.record(tool, outcome, took, fuel, memory);
+    }
+
+    /// Counts the outbound connections one call's guest made.
+    pub fn connections(&self, tool: &str, totals: &Totals) {
+        for (door, allowed, n) in totals.each() {
+            let labels = ConnectionLabels { tool: tool.to_owned(), via: door.as_str(), verdict: if allowed { "allowed" } else { "refused" } };
+            self.connections.get_or_create(&labels).inc_by(n);
+        }
     }
 
     /// Names the running build in `corral_build_info`.

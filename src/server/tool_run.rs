@@ -10,7 +10,7 @@ use tracing::Instrument;
 use super::call_secrets::{redact_result, unresolved_result, Redacting, SECRET_UNAVAILABLE};
 use super::results::{failure_result, invalid_arguments_result, note_denials, tool_result, INVALID_ARGUMENTS};
 use super::{with_permit, Metrics};
-use crate::audit::{Audit, CallOutcome, CallRecord, Subject, TaskRun};
+use crate::audit::{Audit, CallOutcome, CallRecord, CallSecrets, Reached, Subject, TaskRun};
 use crate::mcp::types::CallToolResult;
 use crate::registry::{violations, ToolEntry};
 use crate::runtime::{CallContext, Failure, Runtime};
@@ -76,8 +76,8 @@ pub async fn run_validated(runs: Runs<'_>, caller: Caller<'_>, call: &AdmittedCa
 /// The one place a call ends, whatever its era, transport or task: counted, then audited.
 async fn run_counted(runs: Runs<'_>, caller: Caller<'_>, call: &AdmittedCall, ctx: CallContext, validate: bool) -> Result<Called, Cancelled> {
     let started = std::time::Instant::now();
-    let (usage, denials) = (ctx.usage.clone(), ctx.denials.clone());
-    let (outcome, denied) = run_checked(runs, caller.owner, call, ctx, validate, caller.task.is_some()).await;
+    let (usage, denials, connections) = (ctx.usage.clone(), ctx.denials.clone(), ctx.connections.clone());
+    let Checked { outcome, denied, secrets } = run_checked(runs, caller.owner, call, ctx, validate, caller.task.is_some()).await;
     let took = started.elapsed();
     let label = match &outcome {
         Ok(Called { failure: Some(kind), .. }) => kind,
@@ -86,6 +86,8 @@ async fn run_counted(runs: Runs<'_>, caller: Caller<'_>, call: &AdmittedCall, ct
         Err(Cancelled) => Failure::Cancelled.kind(),
     };
     runs.metrics.call(&call.entry.name, label, took, &usage);
+    let (reached, uncounted, totals) = connections.take();
+    runs.metrics.connections(&call.entry.name, &totals);
     runs.audit.call(|| {
         let (outcome_kind, failure, is_error) = match &outcome {
             Ok(Called { failure: Some(kind), .. }) => (CallOutcome::Failed, Some((*kind).to_owned()), false),
@@ -109,6 +111,12 @@ async fn run_counted(runs: Runs<'_>, caller: Caller<'_>, call: &AdmittedCall, ct
         };
         record.task = caller.task;
         record.trace_id = trace::current_trace_id();
+        record.secrets = secrets;
+        record.connections = reached
+            .into_iter()
+            .map(|c| Reached { via: c.door.as_str(), host: c.host, name: c.name, port: c.port, allowed: c.allowed, count: c.count })
+            .collect();
+        record.connections_uncounted = uncounted;
         if runs.audit.with_arguments() {
             record.arguments = Some(call.arguments.clone());
             record.result = outcome.as_ref().ok().map(|c| serde_json::to_value(&c.result).expect("results serialize"));
@@ -118,32 +126,44 @@ async fn run_counted(runs: Runs<'_>, caller: Caller<'_>, call: &AdmittedCall, ct
     outcome
 }
 
-/// Runs the call; what it came to, and what the sandbox refused it (also named in the result).
-async fn run_checked(
-    runs: Runs<'_>,
-    owner: &str,
-    call: &AdmittedCall,
-    mut ctx: CallContext,
-    validate: bool,
-    in_task: bool,
-) -> (Result<Called, Cancelled>, Vec<String>) {
+/// What a run came to, with what its audit record says beside the result.
+struct Checked {
+    outcome: Result<Called, Cancelled>,
+    /// What the sandbox refused it (also named in the result).
+    denied: Vec<String>,
+    /// The names of the secrets it was given, or of the one it lacked.
+    secrets: CallSecrets,
+}
+
+impl Checked {
+    fn ended(outcome: Result<Called, Cancelled>) -> Checked {
+        Checked { outcome, denied: Vec::new(), secrets: CallSecrets::default() }
+    }
+}
+
+/// Runs the call: what it came to.
+async fn run_checked(runs: Runs<'_>, owner: &str, call: &AdmittedCall, mut ctx: CallContext, validate: bool, in_task: bool) -> Checked {
     let (entry, runtime) = (&call.entry, runs.runtime);
     if validate {
         let problems = violations(&entry.input_validator, &call.arguments);
         if !problems.is_empty() {
-            return (Ok(Called { result: invalid_arguments_result(&entry.name, &problems), failure: Some(INVALID_ARGUMENTS) }), Vec::new());
+            return Checked::ended(Ok(Called { result: invalid_arguments_result(&entry.name, &problems), failure: Some(INVALID_ARGUMENTS) }));
         }
     }
     // A plugin that declares no secrets resolves nothing and wraps nothing.
+    let mut given = CallSecrets::default();
     if !entry.plugin.secrets.is_empty() {
         match runs.secrets.resolve(owner, &entry.plugin.name, &entry.plugin.secrets).await {
             Ok(env) => {
+                given.given = env.iter().map(|(name, _)| name.clone()).collect();
                 ctx.secret_env = env.into();
                 ctx.observer = Redacting::wrap(ctx.observer, &ctx.secret_env);
             }
             Err(unresolved) => {
                 tracing::info!(tool = %entry.name, plugin = %entry.plugin.name, principal = %owner, "{unresolved}");
-                return (Ok(Called { result: unresolved_result(&entry.name, &unresolved), failure: Some(SECRET_UNAVAILABLE) }), Vec::new());
+                let missing = CallSecrets { given: Vec::new(), missing: unresolved.secret().map(str::to_owned), asked: unresolved.asked() };
+                let outcome = Ok(Called { result: unresolved_result(&entry.name, &unresolved), failure: Some(SECRET_UNAVAILABLE) });
+                return Checked { outcome, denied: Vec::new(), secrets: missing };
             }
         }
     }
@@ -173,7 +193,7 @@ async fn run_checked(
         Ok(result) => (result, None),
         Err(Failure::Cancelled) => {
             ended(Failure::Cancelled.kind(), false);
-            return (Err(Cancelled), Vec::new());
+            return Checked { outcome: Err(Cancelled), denied: Vec::new(), secrets: given };
         }
         Err(failure) => {
             let described = failure.describe(&entry.name);
@@ -190,5 +210,5 @@ async fn run_checked(
     let outcome = failure.unwrap_or(if result.is_error { "tool-error" } else { "ok" });
     ended(outcome, failure.is_some());
     note_denials(&mut result, denied.clone());
-    (Ok(Called { result, failure }), denied)
+    Checked { outcome: Ok(Called { result, failure }), denied, secrets: given }
 }

@@ -10,9 +10,10 @@
 //! One file per family of subcommands: [`host`] holds the flags every command that loads plugins
 //! shares (the plugin directory, limits, the task store), [`serve`] the server's own (HTTP, OAuth,
 //! the console, the audit trail, the policy), [`plugin`] the one-shot commands on a plugin
-//! directory or file, [`registry`] `pull` and `publish`, [`dev`] `corral dev` and `corral test`, [`tasks`] the operator's `corral tasks`, [`secrets`] `corral secrets` and
+//! directory or file, [`registry`] `pull` and `publish`, [`dev`] `corral dev` and `corral test`, [`tasks`] the operator's `corral tasks`, [`actor`] who acts in those that change something, [`secrets`] `corral secrets` and
 //! the secrets flags of `serve`.
 
+mod actor;
 mod dev;
 mod host;
 mod plugin;
@@ -23,6 +24,7 @@ mod tasks;
 
 use clap::{Parser, Subcommand};
 
+pub use self::actor::ActorArgs;
 pub use self::dev::{DevArgs, TestArgs};
 pub use self::host::{DbSync, HostArgs, TaskArgs};
 pub use self::plugin::{CallArgs, CompileArgs, InspectArgs, Lang, NewArgs, ToolsArgs};

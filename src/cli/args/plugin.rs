@@ -81,4 +81,13 @@ pub struct NewArgs {
     /// The directory to create the project in.
     #[arg(long, value_name = "DIR", default_value = ".")]
     pub dir: PathBuf,
+    /// Declares a secret each caller gives their own (`[secrets.NAME]`, `scope = "caller"`, in the
+    /// manifest), which the plugin reads as the environment variable NAME; a Rust project's
+    /// starter tool reads it. Repeatable.
+    #[arg(long = "secret", value_name = "NAME", value_parser = secret_name)]
+    pub secrets: Vec<String>,
+}
+
+fn secret_name(name: &str) -> Result<String, String> {
+    crate::config::check_secret_name(name).map(|()| name.to_owned())
 }

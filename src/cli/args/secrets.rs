@@ -53,6 +53,9 @@ pub struct SecretStoreArgs {
 pub struct SecretsSetArgs {
     #[command(flatten)]
     pub store: SecretStoreArgs,
+    /// Who acts, and the audit trail the action is recorded in (names, never the value).
+    #[command(flatten)]
+    pub actor: super::actor::ActorArgs,
     /// The plugin that declares the secret (its file name without `.wasm`).
     #[arg(value_parser = parse_plugin_name)]
     pub plugin: String,
@@ -69,6 +72,9 @@ pub struct SecretsSetArgs {
 pub struct SecretsNameArgs {
     #[command(flatten)]
     pub store: SecretStoreArgs,
+    /// Who acts, and the audit trail the action is recorded in (names, never the value).
+    #[command(flatten)]
+    pub actor: super::actor::ActorArgs,
     /// The plugin that declares the secret.
     #[arg(value_parser = parse_plugin_name)]
     pub plugin: String,
@@ -98,6 +104,9 @@ pub struct SecretsListArgs {
 pub struct SecretsRotateArgs {
     #[command(flatten)]
     pub store: SecretStoreArgs,
+    /// Who acts, and the audit trail the action is recorded in (names, never the value).
+    #[command(flatten)]
+    pub actor: super::actor::ActorArgs,
     /// The new key (64 hex digits, e.g. from `openssl rand -hex 32`); `--secrets-key-file` is the current one.
     #[arg(long, value_name = "FILE", value_parser = parse_secrets_key_file)]
     pub new_key_file: Arc<SecretsKey>,

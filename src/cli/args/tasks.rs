@@ -131,13 +131,9 @@ pub struct OperatorArgs {
     /// The store and format.
     #[command(flatten)]
     pub store: TaskStoreArgs,
-    /// Who acts, as the task's status message and the audit trail name them.
-    /// [default: the user running the command ($USER)]
-    #[arg(long = "operator", value_name = "NAME", value_parser = operator_name)]
-    pub name: Option<String>,
-    /// Appends a record of the action to this audit trail (the hosts' `--audit-log` file).
-    #[arg(long, value_name = "PATH")]
-    pub audit_log: Option<PathBuf>,
+    /// Who acts, and the audit trail it is recorded in.
+    #[command(flatten)]
+    pub actor: super::actor::ActorArgs,
 }
 
 /// A reason: one line of at most 500 characters (it is shown in tables and status messages).
@@ -145,14 +141,6 @@ fn reason(s: &str) -> Result<String, String> {
     let s = s.trim();
     if s.is_empty() || s.chars().count() > 500 || s.chars().any(char::is_control) {
         return Err("a reason is one line of 1 to 500 characters".into());
-    }
-    Ok(s.to_owned())
-}
-
-/// An operator's name: 1 to 64 printable characters without spaces.
-fn operator_name(s: &str) -> Result<String, String> {
-    if s.is_empty() || s.chars().count() > 64 || s.chars().any(|c| c.is_control() || c.is_whitespace()) {
-        return Err("an operator's name is 1 to 64 characters, without spaces".into());
     }
     Ok(s.to_owned())
 }

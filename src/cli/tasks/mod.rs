@@ -18,8 +18,9 @@ use std::time::Duration;
 use anyhow::{anyhow, bail};
 use serde_json::json;
 
-use super::args::{OperatorArgs, TaskFilterArgs, TaskStoreArgs, TasksArgs, TasksCancelArgs, TasksCommand, TasksListArgs, TasksPurgeArgs, TasksShowArgs};
-use crate::audit::{Audit, Destination, OperatorAction, OperatorRecord};
+use super::args::{TaskFilterArgs, TaskStoreArgs, TasksArgs, TasksCancelArgs, TasksCommand, TasksListArgs, TasksPurgeArgs, TasksShowArgs};
+use super::operator::Operator;
+use crate::audit::OperatorAction;
 use crate::tasks::{is_postgres_url, now_ms, redacted, Canceller, Durability, PgOptions, PgStore, Purged, SqliteStore, TaskFilter, TaskStore};
 
 /// Runs one `corral tasks` subcommand.
@@ -119,7 +120,7 @@ async fn show(store: Arc<dyn TaskStore>, args: TasksShowArgs) -> anyhow::Result<
 
 async fn cancel(store: Arc<dyn TaskStore>, args: TasksCancelArgs) -> anyhow::Result<ExitCode> {
     let Some(detail) = store.inspect(&args.id).await? else { bail!("{}", unknown(&args.id)) };
-    let operator = Operator::of(&args.operator)?;
+    let operator = Operator::of(&args.operator.actor)?;
     let canceller = Canceller::Operator { who: &operator.name, via: "corral tasks cancel", reason: args.reason.as_deref() };
     let cancelled = match detail.task.status.is_terminal() {
         true => None,
@@ -146,45 +147,8 @@ async fn cancel(store: Arc<dyn TaskStore>, args: TasksCancelArgs) -> anyhow::Res
     Ok(ExitCode::SUCCESS)
 }
 
-/// The user running the command: `$USER` (or `$LOGNAME`), else their uid.
-fn local_user() -> String {
-    let named = ["USER", "LOGNAME"].iter().find_map(|v| std::env::var(v).ok().filter(|u| !u.is_empty() && !u.contains(char::is_whitespace)));
-    // SAFETY: getuid has no preconditions and cannot fail.
-    named.unwrap_or_else(|| format!("uid-{}", unsafe { libc::getuid() }))
-}
-
-/// Who runs an operator's command, and the audit trail their actions go to.
-struct Operator {
-    name: String,
-    audit: Audit,
-}
-
-impl Operator {
-    fn of(args: &OperatorArgs) -> anyhow::Result<Operator> {
-        let name = match &args.name {
-            Some(name) => name.clone(),
-            None => local_user(),
-        };
-        let audit = match &args.audit_log {
-            Some(path) => Audit::open(Destination::File(path.clone()), false).map_err(|e| anyhow!("--audit-log {}: {e}", path.display()))?,
-            None => Audit::off(),
-        };
-        Ok(Operator { name, audit })
-    }
-
-    fn record(&self, action: OperatorAction) -> OperatorRecord {
-        OperatorRecord::new(Some(self.name.clone()), action)
-    }
-
-    /// Keeps `record` and writes it out before the command exits.
-    fn keep(&self, record: OperatorRecord) {
-        self.audit.operator(record);
-        self.audit.close();
-    }
-}
-
 async fn purge(store: Arc<dyn TaskStore>, args: TasksPurgeArgs) -> anyhow::Result<ExitCode> {
-    let operator = Operator::of(&args.operator)?;
+    let operator = Operator::of(&args.operator.actor)?;
     let expired = match args.expired {
         true => Some(store.purge_expired(now_ms()).await?),
         false => None,

@@ -27,7 +27,7 @@ fn greet(args: GreetArgs) -> Result<String, String> {
     if name.is_empty() {
         return Err("`name` is empty: say who to greet".into());
     }
-    Ok(format!("Hello, {name}!"))
+{{secret_reads}}    Ok(format!("Hello, {name}!"))
 }
 
 #[derive(Deserialize, JsonSchema)]
