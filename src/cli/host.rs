@@ -76,13 +76,7 @@ impl TaskArgs {
 
     /// The task database: `--db`, or `tasks.db` in the per-user data directory.
     pub fn db_path(&self) -> anyhow::Result<PathBuf> {
-        match &self.db {
-            Some(path) => Ok(path.clone()),
-            None => {
-                let base = dirs::data_local_dir().ok_or_else(|| anyhow::anyhow!("no per-user data directory is known here: pass --db PATH"))?;
-                Ok(base.join("corral").join("tasks.db"))
-            }
-        }
+        super::task_db::task_db(self.db.as_deref())
     }
 }
 

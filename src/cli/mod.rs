@@ -21,6 +21,7 @@ mod secret_files;
 pub mod secrets;
 pub mod serve;
 pub mod sign;
+mod task_db;
 pub mod tasks;
 mod templates;
 mod token_files;

@@ -19,7 +19,7 @@ use anyhow::{anyhow, bail, Context};
 use serde_json::json;
 use zeroize::Zeroizing;
 
-use super::args::{SecretStoreArgs, SecretsArgs, SecretsCommand, SecretsListArgs, SecretsNameArgs, SecretsRotateArgs, SecretsSetArgs};
+use super::args::{SecretStoreArgs, SecretsArgs, SecretsCommand, SecretsListArgs, SecretsNameArgs, SecretsRotateArgs};
 use super::operator::Operator;
 use crate::audit::{OperatorAction, OperatorRecord};
 use crate::secrets::{Holder, Secret, SecretListing, SecretRows, Vault};
@@ -101,13 +101,7 @@ async fn close<T>(opened: Opened, done: anyhow::Result<T>) -> anyhow::Result<T> 
 }
 
 async fn open(args: &SecretStoreArgs, create: bool) -> anyhow::Result<Opened> {
-    let db = match &args.db {
-        Some(db) => db.clone(),
-        None => {
-            let base = dirs::data_local_dir().ok_or_else(|| anyhow!("no per-user data directory is known here: pass --db PATH|URL"))?;
-            base.join("corral").join("tasks.db")
-        }
-    };
+    let db = super::task_db::task_db(args.db.as_deref())?;
     let text = db.to_string_lossy().into_owned();
     let store: Arc<dyn TaskStore> = if is_postgres_url(&text) {
         Arc::new(PgStore::open(PgOptions::operator(&text)).await.map_err(|e| anyhow!("{e:#}"))?)
@@ -161,7 +155,7 @@ fn read_value(name: &str) -> anyhow::Result<Secret> {
     Secret::from_input(bytes.to_vec()).map_err(|e| anyhow!("the value of {name} from standard input is refused: {e}"))
 }
 
-async fn set(opened: &Opened, args: &SecretsSetArgs, value: &Secret) -> anyhow::Result<ExitCode> {
+async fn set(opened: &Opened, args: &SecretsNameArgs, value: &Secret) -> anyhow::Result<ExitCode> {
     let vault = need_vault(opened, "set")?;
     vault.set(&args.principal, &args.plugin, &args.name, value).await?;
     eprintln!("stored secret {} of plugin {} for {} (key id {})", args.name, args.plugin, args.principal, vault.key_id());

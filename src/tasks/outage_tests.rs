@@ -210,9 +210,10 @@ pub(super) async fn start_with(failures: usize, settings: TaskSettings, runners:
     (engine, store, release)
 }
 
-/// Waits (up to twenty seconds: a loaded machine) until `done` holds.
+/// Waits until `done` holds, up to a minute: on a loaded machine a write to a PostgreSQL server
+/// that was just stopped can take a pool's wait and connect timeouts (15 s) before it fails.
 async fn eventually(what: &str, done: impl Fn() -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     while !done() {
         assert!(tokio::time::Instant::now() < deadline, "timed out waiting until {what}");
         tokio::time::sleep(Duration::from_millis(5)).await;

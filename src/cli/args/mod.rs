@@ -30,7 +30,7 @@ pub use self::host::{DbSync, HostArgs, TaskArgs};
 pub use self::plugin::{CallArgs, CompileArgs, InspectArgs, Lang, NewArgs, ToolsArgs};
 pub use self::registry::{PublishArgs, PullArgs, RegistryArgs, SignArgs, VerifyArgs};
 pub use self::secrets::{
-    parse_secrets_key_file, SecretStoreArgs, SecretsArgs, SecretsCommand, SecretsFlags, SecretsListArgs, SecretsNameArgs, SecretsRotateArgs, SecretsSetArgs,
+    parse_secrets_key_file, SecretStoreArgs, SecretsArgs, SecretsCommand, SecretsFlags, SecretsListArgs, SecretsNameArgs, SecretsRotateArgs,
 };
 pub use self::serve::{AdminArgs, AuditArgs, HttpArgs, PolicyFile, ServeArgs};
 pub use self::tasks::{

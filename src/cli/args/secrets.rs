@@ -24,7 +24,7 @@ pub struct SecretsArgs {
 pub enum SecretsCommand {
     /// Store a principal's secret for a plugin; the value is read from standard input (one
     /// trailing newline dropped), never from an argument.
-    Set(SecretsSetArgs),
+    Set(SecretsNameArgs),
     /// List stored secrets: principal, plugin, name and dates, never a value.
     List(SecretsListArgs),
     /// Delete a principal's secret; exits 1 when there was none.
@@ -50,7 +50,7 @@ pub struct SecretStoreArgs {
 
 #[allow(missing_docs)]
 #[derive(Args)]
-pub struct SecretsSetArgs {
+pub struct SecretsNameArgs {
     #[command(flatten)]
     pub store: SecretStoreArgs,
     /// Who acts, and the audit trail the action is recorded in (names, never the value).
@@ -63,25 +63,6 @@ pub struct SecretsSetArgs {
     #[arg(value_parser = parse_secret_name)]
     pub name: String,
     /// Whose secret: `local`, `token:NAME`, or `user:ISSUER SUBJECT`, as the audit trail writes principals.
-    #[arg(long)]
-    pub principal: Holder,
-}
-
-#[allow(missing_docs)]
-#[derive(Args)]
-pub struct SecretsNameArgs {
-    #[command(flatten)]
-    pub store: SecretStoreArgs,
-    /// Who acts, and the audit trail the action is recorded in (names, never the value).
-    #[command(flatten)]
-    pub actor: super::actor::ActorArgs,
-    /// The plugin that declares the secret.
-    #[arg(value_parser = parse_plugin_name)]
-    pub plugin: String,
-    /// The secret's name.
-    #[arg(value_parser = parse_secret_name)]
-    pub name: String,
-    /// Whose secret, as the audit trail writes principals.
     #[arg(long)]
     pub principal: Holder,
 }

@@ -50,13 +50,7 @@ where
 
 /// The store `--db` names, opened as no host.
 async fn open(args: &TaskStoreArgs) -> anyhow::Result<Arc<dyn TaskStore>> {
-    let db = match &args.db {
-        Some(db) => db.clone(),
-        None => {
-            let base = dirs::data_local_dir().ok_or_else(|| anyhow!("no per-user data directory is known here: pass --db PATH|URL"))?;
-            base.join("corral").join("tasks.db")
-        }
-    };
+    let db = super::task_db::task_db(args.db.as_deref())?;
     let text = db.to_string_lossy().into_owned();
     if is_postgres_url(&text) {
         let store = PgStore::open(PgOptions::operator(&text)).await.map_err(|e| anyhow!("{e:#}"))?;
