@@ -37,9 +37,10 @@ done
 command -v curl >/dev/null || die "curl is required"
 started=$SECONDS
 
-# Installs are serialised: tests that need the clients (tests/dev.rs, tests/replicas.rs) run side
-# by side in one test binary, and two `python3 -m venv` into one directory break each other. The
-# second waits here, then finds the stamps fresh.
+# Installs are serialised: the Rust tests that need the clients (tests/dev.rs, tests/replicas.rs,
+# tests/secrets_calls.rs) install them on first use, two tests of one binary at once, and two
+# `python3 -m venv` into one directory break each other. The second waits here, then finds the
+# stamps fresh.
 exec 9>"$here/.install.lock"
 flock 9 || die "cannot lock $here/.install.lock"
 
