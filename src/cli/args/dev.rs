@@ -14,6 +14,21 @@ use crate::runtime::Compiler;
 /// example (Python, 30 MB) several times faster than Cranelift (BENCHMARKS.md, "corral dev").
 const DEV_COMPILER: &str = "winch";
 
+/// How `corral dev` and `corral test` compile each build.
+#[derive(clap::Args, Clone)]
+pub struct CompileArgs {
+    /// Where precompiled plugins are kept [default: a per-user cache directory].
+    #[arg(long, env = "CORRAL_CACHE_DIR", value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Compile every build instead of using the compile cache.
+    #[arg(long, conflicts_with = "cache_dir")]
+    pub no_cache: bool,
+    /// What compiles each build: `winch` (wasmtime's baseline compiler) compiles several times
+    /// faster than `cranelift` into slower code, which is what a save-and-call loop wants.
+    #[arg(long, env = "CORRAL_COMPILER", default_value = DEV_COMPILER, value_parser = Compiler::parse)]
+    pub compiler: Compiler,
+}
+
 /// `corral dev`.
 #[derive(clap::Args)]
 pub struct DevArgs {
@@ -26,16 +41,9 @@ pub struct DevArgs {
     /// How long the sources must stay unchanged after a save before a build starts.
     #[arg(long, default_value = "100ms", value_parser = config::parse_duration)]
     pub debounce: Duration,
-    /// Where precompiled plugins are kept [default: a per-user cache directory].
-    #[arg(long, env = "CORRAL_CACHE_DIR", value_name = "DIR")]
-    pub cache_dir: Option<PathBuf>,
-    /// Compile every build instead of using the compile cache.
-    #[arg(long, conflicts_with = "cache_dir")]
-    pub no_cache: bool,
-    /// What compiles each build: `winch` (wasmtime's baseline compiler) compiles several times
-    /// faster than `cranelift` into slower code, which is what a save-and-call loop wants.
-    #[arg(long, env = "CORRAL_COMPILER", default_value = DEV_COMPILER, value_parser = Compiler::parse)]
-    pub compiler: Compiler,
+    /// The compile cache and the compiler.
+    #[command(flatten)]
+    pub compiling: CompileArgs,
 }
 
 impl DevArgs {
@@ -51,13 +59,14 @@ impl DevArgs {
     /// `corral serve` defaults it.
     pub fn host_args(&self, stage: &Path) -> anyhow::Result<HostArgs> {
         let mut argv = vec!["corral dev".into(), "--plugins".into(), stage.as_os_str().to_owned()];
-        if let Some(dir) = &self.cache_dir {
+        let compiling = &self.compiling;
+        if let Some(dir) = &compiling.cache_dir {
             argv.extend(["--cache-dir".into(), dir.as_os_str().to_owned()]);
         }
-        if self.no_cache {
+        if compiling.no_cache {
             argv.push("--no-cache".into());
         }
-        argv.extend(["--compiler".into(), self.compiler.name().into()]);
+        argv.extend(["--compiler".into(), compiling.compiler.name().into()]);
         Ok(Host::try_parse_from(argv)?.host)
     }
 
@@ -92,28 +101,14 @@ pub struct TestArgs {
     /// Also write the outcomes as JUnit XML to FILE, for CI systems.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
-    /// Where precompiled plugins are kept [default: a per-user cache directory].
-    #[arg(long, env = "CORRAL_CACHE_DIR", value_name = "DIR")]
-    pub cache_dir: Option<PathBuf>,
-    /// Compile every build instead of using the compile cache.
-    #[arg(long, conflicts_with = "cache_dir")]
-    pub no_cache: bool,
-    /// What compiles each build: `winch` (wasmtime's baseline compiler) compiles several times
-    /// faster than `cranelift` into slower code, which is what a save-and-call loop wants.
-    #[arg(long, env = "CORRAL_COMPILER", default_value = DEV_COMPILER, value_parser = Compiler::parse)]
-    pub compiler: Compiler,
+    /// The compile cache and the compiler.
+    #[command(flatten)]
+    pub compiling: CompileArgs,
 }
 
 impl TestArgs {
     /// The same host as `corral dev` would run for these projects.
     pub fn as_dev(&self) -> DevArgs {
-        DevArgs {
-            dirs: self.dirs.clone(),
-            http: None,
-            debounce: Duration::ZERO,
-            cache_dir: self.cache_dir.clone(),
-            no_cache: self.no_cache,
-            compiler: self.compiler,
-        }
+        DevArgs { dirs: self.dirs.clone(), http: None, debounce: Duration::ZERO, compiling: self.compiling.clone() }
     }
 }
