@@ -12,9 +12,8 @@ mod pg_cluster;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
-use common::{test_guests, McpProcess, Transport, TIMEOUT};
+use common::{test_guests, wait_on, McpProcess, Transport, TIMEOUT};
 use serde_json::{json, Value};
 
 const ADA: &str = "ada-tracker-token-0123456789";
@@ -359,18 +358,12 @@ fn a_secret_not_set_yet_is_asked_for_with_a_link_of_its_own() {
     // The trail has each refusal, naming the secret and that a link was sent, then the retry
     // given it.
     let audit = setup.path("audit.log");
-    let wait_for = |what: &str, ok: &dyn Fn(&[Value]) -> bool| {
-        let deadline = std::time::Instant::now() + TIMEOUT;
-        loop {
-            let calls = call_records(&std::fs::read_to_string(&audit).unwrap_or_default());
-            if ok(&calls) {
-                return calls;
-            }
-            assert!(std::time::Instant::now() < deadline, "{what}: {calls:?}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    };
-    let calls = wait_for("ada's call recorded", &|calls| calls.iter().any(|c| c["principal"] == "token:ada"));
+    let calls = wait_on(
+        "ada's call recorded",
+        TIMEOUT,
+        || call_records(&std::fs::read_to_string(&audit).unwrap_or_default()),
+        |calls| calls.iter().any(|c| c["principal"] == "token:ada"),
+    );
     let carol: Vec<_> = calls.iter().filter(|c| c["principal"] == "token:carol").collect();
     assert_eq!(carol.len(), 6, "two -32042, one plain result, one input-required, one plain 2026 result, the retry: {calls:?}");
     for refused in &carol[..5] {
